@@ -1,0 +1,107 @@
+# hconvert: the only build system. `make` builds build/hconvert and the libraries,
+# `make test` runs every test (plain and under ASan+UBSan), `make demo` runs the main job.
+
+CC       ?= cc
+PREFIX   ?= /usr/local
+BUILD    := build
+VERSION  := 0.1.0
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla -Wno-format-truncation
+INCS     := -Iinclude -Iruntime -Iformats -Irepack -Iconvert
+BASEFLAGS:= -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCS) -fPIC -fopenmp
+CFLAGS   ?= -O2
+SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LIBS     := -lzstd -lcjson -larchive -lxxhash -lm
+
+RT_SRC   := $(wildcard runtime/*.c)
+CV_SRC   := $(wildcard formats/*.c) $(wildcard repack/*.c) \
+            $(filter-out convert/main.c,$(wildcard convert/*.c))
+CLI_SRC  := convert/main.c
+TEST_SRC := $(wildcard tests/*.c)
+BENCH_SRC:= $(wildcard bench/*.c)
+
+# $(1) = object dir, $(2) = extra flags
+objs = $(patsubst %.c,$(1)/%.o,$(2))
+
+RT_OBJ   := $(call objs,$(BUILD)/obj,$(RT_SRC))
+CV_OBJ   := $(call objs,$(BUILD)/obj,$(CV_SRC))
+CLI_OBJ  := $(call objs,$(BUILD)/obj,$(CLI_SRC))
+TEST_OBJ := $(call objs,$(BUILD)/obj,$(TEST_SRC))
+SRT_OBJ  := $(call objs,$(BUILD)/san,$(RT_SRC))
+SCV_OBJ  := $(call objs,$(BUILD)/san,$(CV_SRC))
+SCLI_OBJ := $(call objs,$(BUILD)/san,$(CLI_SRC))
+STEST_OBJ:= $(call objs,$(BUILD)/san,$(TEST_SRC))
+
+DEPS_OK  := $(BUILD)/.deps-ok
+
+.PHONY: all deps test demo install clean bench fixtures
+all: $(BUILD)/hconvert $(BUILD)/libhcrt.a $(BUILD)/libhcrt.so $(BUILD)/libhconvert.a \
+     $(BUILD)/libhconvert.so
+
+$(DEPS_OK): .ci/install-deps.sh
+	@mkdir -p $(BUILD)
+	@./.ci/install-deps.sh
+	@touch $@
+deps: $(DEPS_OK)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/san/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(SANFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libhcrt.a: $(RT_OBJ)
+	ar rcs $@ $^
+$(BUILD)/libhconvert.a: $(CV_OBJ)
+	ar rcs $@ $^
+$(BUILD)/libhcrt.so: $(RT_OBJ)
+	$(CC) -shared -fopenmp -o $@ $^ -Wl,-soname,libhcrt.so.0 -lzstd -lcjson -lxxhash -lm
+$(BUILD)/libhconvert.so: $(CV_OBJ) $(RT_OBJ)
+	$(CC) -shared -fopenmp -o $@ $^ -Wl,-soname,libhconvert.so.0 $(LIBS)
+
+$(BUILD)/hconvert: $(CLI_OBJ) $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
+	$(CC) -fopenmp -o $@ $(CLI_OBJ) $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
+$(BUILD)/san/hconvert: $(SCLI_OBJ) $(SCV_OBJ) $(SRT_OBJ)
+	$(CC) -fopenmp $(SANFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/test_unit: $(TEST_OBJ) $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
+	$(CC) -fopenmp -o $@ $(TEST_OBJ) $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
+$(BUILD)/san/test_unit: $(STEST_OBJ) $(SCV_OBJ) $(SRT_OBJ)
+	$(CC) -fopenmp $(SANFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
+
+test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert
+	@sh tests/run.sh $(BUILD)
+
+demo: $(BUILD)/hconvert
+	@sh tests/demo.sh $(BUILD)/hconvert
+
+bench: $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC)) $(BUILD)/hconvert
+	@sh bench/run.sh $(BUILD)
+
+fixtures:
+	python3 tests/fixtures/gen_fixtures.py
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BUILD)/hconvert $(DESTDIR)$(PREFIX)/bin/hconvert
+	install -m 644 include/hconvert.h include/hcrt.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/libhcrt.a $(BUILD)/libhconvert.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libhcrt.so $(DESTDIR)$(PREFIX)/lib/libhcrt.so.$(VERSION)
+	install -m 755 $(BUILD)/libhconvert.so $(DESTDIR)$(PREFIX)/lib/libhconvert.so.$(VERSION)
+	ln -sf libhcrt.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libhcrt.so.0
+	ln -sf libhcrt.so.0 $(DESTDIR)$(PREFIX)/lib/libhcrt.so
+	ln -sf libhconvert.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libhconvert.so.0
+	ln -sf libhconvert.so.0 $(DESTDIR)$(PREFIX)/lib/libhconvert.so
+	for pc in hcrt hconvert; do \
+	  sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' include/$$pc.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

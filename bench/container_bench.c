@@ -1,0 +1,285 @@
+/* container_bench.c: container write, read and verify throughput (GB/s, median of 3) beside a
+ * plain memcpy / write()+fsync / read() / XXH3 of the same bytes on this machine. A benchmark. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "container_write.h"
+#include "hcrt.h"
+
+#define RUNS 3
+#define BIG_MB 32   /* big tensors: 32 MB of BF16, [4096, 4096] */
+#define NSMALL 32   /* small tensors: [4096] BF16 (8 KB), like norm weights */
+#define SMALL_ELEMS 4096u
+
+static char *g_dir, *g_plain, *g_ct;
+static int g_made_dir;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
+}
+
+static void cleanup(void) {
+    if (g_plain) unlink(g_plain);
+    if (g_ct) unlink(g_ct);
+    if (g_made_dir && g_dir) rmdir(g_dir);
+}
+
+static void die(const char *what, const char *msg) {
+    fprintf(stderr, "container_bench: %s: %s\n", what, msg);
+    cleanup();
+    exit(1);
+}
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) die("malloc", "out of memory");
+    return p;
+}
+
+static uint64_t sum_words(const void *p, size_t n) {
+    const unsigned char *b = p;
+    uint64_t s = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        s += w;
+    }
+    for (; i < n; i++) s += b[i];
+    return s;
+}
+
+static void print_line(const char *name, double gbs, const char *peer, double peer_gbs) {
+    printf("%-22s %8.2f  %-22s %8.2f  %6.2f\n", name, gbs, peer, peer_gbs, gbs / peer_gbs);
+}
+
+static void plain_write(const unsigned char *src, size_t n) {
+    int fd = open(g_plain, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) die(g_plain, strerror(errno));
+    size_t off = 0;
+    while (off < n) {
+        ssize_t r = write(fd, src + off, n - off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) die(g_plain, strerror(errno));
+        off += (size_t)r;
+    }
+    if (fsync(fd) != 0) die(g_plain, strerror(errno));
+    close(fd);
+}
+
+static uint64_t plain_read_sum(const char *path, unsigned char *buf, size_t cap) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) die(path, strerror(errno));
+    size_t off = 0;
+    for (;;) {
+        if (off == cap) die(path, "file larger than the read buffer");
+        ssize_t r = read(fd, buf + off, cap - off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) die(path, strerror(errno));
+        if (r == 0) break;
+        off += (size_t)r;
+    }
+    close(fd);
+    return sum_words(buf, off);
+}
+
+static void write_container(const hc_cw_tensor *t, size_t n, int threads) {
+    hc_cw_options o = {.source_format = "safetensors", .target = "passthrough", .tp_size = 1,
+                       .threads = threads};
+    hc_err err = {0};
+    if (hc_container_write(g_ct, t, n, &o, &err) != HC_OK) die("hc_container_write", err.msg);
+}
+
+static hc_container *open_container(int verify) {
+    hc_container *c = NULL;
+    char msg[HC_ERRMSG_MAX];
+    if (hc_container_open(g_ct, verify, &c, msg, sizeof msg) != HC_OK)
+        die("hc_container_open", msg);
+    return c;
+}
+
+static void read_preamble(unsigned char pre[64]) {
+    int fd = open(g_ct, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || pread(fd, pre, 64, 0) != 64) die(g_ct, "cannot read the preamble");
+    close(fd);
+}
+
+int main(int argc, char **argv) {
+    long mb = argc > 1 ? strtol(argv[1], NULL, 10) : 2048;
+    if (mb < 1 || mb > (1L << 20)) {
+        fprintf(stderr, "usage: container_bench [TOTAL_MB (default 2048)] [OUT_DIR]\n");
+        return 2;
+    }
+    g_dir = argc > 2 ? argv[2] : "/tmp/hconvert-bench";
+    if (mkdir(g_dir, 0755) == 0) g_made_dir = 1;
+    else if (errno != EEXIST) die(g_dir, strerror(errno));
+    g_plain = hc_asprintf("%s/plain.bin", g_dir);
+    g_ct = hc_asprintf("%s/bench.hconvert", g_dir);
+    if (!g_plain || !g_ct) die("malloc", "out of memory");
+
+    /* tensors: big ones of 32 MB, one remainder tensor, small norms */
+    size_t nbig = (size_t)(mb / BIG_MB), rem_mb = (size_t)(mb % BIG_MB);
+    size_t n = nbig + (rem_mb ? 1 : 0) + NSMALL;
+    size_t total = (size_t)mb << 20;
+    size_t small_bytes = (size_t)NSMALL * SMALL_ELEMS * 2;
+    unsigned char *src = xmalloc(total + small_bytes);
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i + 8 <= total + small_bytes; i += 8) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        memcpy(src + i, &x, 8);
+    }
+    total += small_bytes;
+    hc_cw_tensor *t = calloc(n, sizeof *t);
+    char (*names)[64] = calloc(n, sizeof *names);
+    if (!t || !names) die("malloc", "out of memory");
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        hc_cw_tensor *e = &t[i];
+        e->dtype = HC_DT_BF16;
+        e->ndim = 2;
+        e->layout = "source";
+        e->layout_version = 1;
+        if (i < nbig) {
+            snprintf(names[i], sizeof names[i], "model.layers.%zu.mlp.weight", i);
+            e->shape[0] = 4096, e->shape[1] = 4096; /* 32 MB */
+        } else if (i == nbig && rem_mb) {
+            snprintf(names[i], sizeof names[i], "lm_head.weight");
+            e->shape[0] = rem_mb * 256, e->shape[1] = 2048; /* rem_mb MB */
+        } else {
+            snprintf(names[i], sizeof names[i], "model.layers.%zu.norm.weight", i);
+            e->ndim = 1;
+            e->shape[0] = SMALL_ELEMS;
+            e->try_zstd = true; /* random bytes: zstd is tried and refused */
+        }
+        for (int d = 0; d < e->ndim; d++) e->padded_shape[d] = e->shape[d];
+        e->size = e->ndim == 1 ? e->shape[0] * 2 : e->shape[0] * e->shape[1] * 2;
+        e->name = names[i];
+        e->data = src + off;
+        off += e->size;
+    }
+    if (off != total) die("setup", "tensor sizes do not add up");
+    uint64_t src_sum = sum_words(src, total);
+    double gb = (double)total / 1e9;
+
+    /* destination for memcpy and plain read: pre-faulted, so neither times page faults */
+    size_t dst_cap = total + (1u << 20); /* also holds the container file for plain reads */
+    unsigned char *dst = xmalloc(dst_cap);
+    memset(dst, 1, dst_cap);
+
+    double tm[RUNS], tw[RUNS], tc1[RUNS], tc2[RUNS], tr[RUNS], tpr[RUNS], tv[RUNS], th[RUNS];
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = now();
+        memcpy(dst, src, total);
+        tm[r] = now() - t0;
+    }
+    for (int r = 0; r < RUNS; r++) {
+        unlink(g_plain);
+        double t0 = now();
+        plain_write(src, total);
+        tw[r] = now() - t0;
+    }
+    unsigned char pre1[64], pre2[64];
+    for (int r = 0; r < RUNS; r++) {
+        unlink(g_ct); /* freeing the old file's pages is not part of the write */
+        double t0 = now();
+        write_container(t, n, 1);
+        tc1[r] = now() - t0;
+    }
+    read_preamble(pre1);
+    for (int r = 0; r < RUNS; r++) {
+        unlink(g_ct);
+        double t0 = now();
+        write_container(t, n, 2);
+        tc2[r] = now() - t0;
+    }
+    read_preamble(pre2);
+    if (memcmp(pre1, pre2, 64) != 0) die("check", "1-thread and 2-thread containers differ");
+
+    /* read: open (mapping) + sum every tensor byte; page-cached since the write */
+    uint64_t ct_sum = 0, plain_sum = 0;
+    size_t nt = 0;
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = now();
+        hc_container *c = open_container(0);
+        nt = hc_container_tensor_count(c);
+        ct_sum = 0;
+        for (size_t i = 0; i < nt; i++) {
+            const hc_tensor_info *ti = hc_container_tensor(c, i);
+            const void *data;
+            void *owned;
+            if (hc_container_tensor_data(c, ti, &data, &owned) != HC_OK)
+                die("hc_container_tensor_data", hc_container_errmsg(c));
+            ct_sum += sum_words(data, (size_t)ti->raw_length);
+            free(owned);
+        }
+        hc_container_free(c);
+        tr[r] = now() - t0;
+    }
+    if (nt != n || ct_sum != src_sum) die("check", "container bytes differ from the source");
+    struct stat sb;
+    if (stat(g_ct, &sb) != 0) die(g_ct, strerror(errno));
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = now();
+        plain_sum = plain_read_sum(g_ct, dst, dst_cap);
+        tpr[r] = now() - t0;
+    }
+    (void)plain_sum; /* includes the header; only timed */
+
+    /* verify: fresh open + re-hash of every byte, beside XXH3 over the in-memory source */
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = now();
+        hc_container *c = open_container(0);
+        uint64_t nbad = 0;
+        if (hc_container_verify(c, &nbad) != HC_OK) die("hc_container_verify", hc_container_errmsg(c));
+        hc_container_free(c);
+        tv[r] = now() - t0;
+    }
+    uint64_t hsum = 0;
+    for (int r = 0; r < RUNS; r++) {
+        double t0 = now();
+        hsum = 0;
+        for (size_t i = 0; i < n; i++) hsum += XXH3_64bits(t[i].data, (size_t)t[i].size);
+        th[r] = now() - t0;
+    }
+
+    double memcpy_gbs = gb / median(tm, RUNS), write_gbs = gb / median(tw, RUNS);
+    printf("container_bench: %zu tensors, %.3f GB of BF16 (GB = 1e9 bytes), file %.3f GB, "
+           "median of %d runs, folder %s\n",
+           n, gb, (double)sb.st_size / 1e9, RUNS, g_dir);
+    printf("%-22s %8s  %-22s %8s  %6s\n", "name", "GB/s", "peer-name", "GB/s", "ratio");
+    print_line("plain_write+fsync", write_gbs, "memcpy", memcpy_gbs);
+    print_line("container_write_t1", gb / median(tc1, RUNS), "plain_write+fsync", write_gbs);
+    print_line("container_write_t2", gb / median(tc2, RUNS), "plain_write+fsync", write_gbs);
+    print_line("container_read_sum", gb / median(tr, RUNS), "plain_read_sum", gb / median(tpr, RUNS));
+    print_line("container_verify", gb / median(tv, RUNS), "xxh3_in_memory", gb / median(th, RUNS));
+    printf("(check: container bytes match the source; 1- and 2-thread files identical; "
+           "xxh3 %016llx)\n", (unsigned long long)hsum);
+
+    cleanup();
+    free(dst);
+    free(src);
+    free(t);
+    free(names);
+    free(g_plain);
+    free(g_ct);
+    return 0;
+}

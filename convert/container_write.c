@@ -1,0 +1,276 @@
+/* container_write.c: the container writer. Header first with placeholder hashes of fixed
+ * width (so every offset is known before any data moves), then tensors written in parallel at
+ * their offsets while hashed, then the real hashes, the header hash and the preamble. */
+#include "container_write.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "atomic.h"
+#include "container_fmt.h"
+
+#define ZSTD_LEVEL 9
+#define ZSTD_MAX_INPUT (64ull << 20) /* larger tensors stay raw so they can be mapped */
+#define HASH_KEY "\"hash\":\""
+
+typedef struct {
+    bool zstd;
+    uint64_t stored; /* bytes in the file */
+    uint64_t offset;
+    uint64_t hash;
+} plan_t;
+
+static hc_status check_tensor(const hc_cw_tensor *t, hc_err *err) {
+    if (!t->name || !t->name[0]) return hc_fail(err, HC_INVALID, "a tensor has an empty name");
+    if (t->ndim < 0 || t->ndim > HC_MAX_DIMS || hc_dtype_bits(t->dtype) == 0)
+        return hc_fail(err, HC_INVALID, "tensor '%s': invalid dtype or rank", t->name);
+    uint64_t numel = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->padded_shape[d] < t->shape[d])
+            return hc_fail(err, HC_INVALID, "tensor '%s': padded dimension %d (%llu) is smaller "
+                           "than the logical one (%llu)", t->name, d,
+                           (unsigned long long)t->padded_shape[d],
+                           (unsigned long long)t->shape[d]);
+        if (!hc_mul_u64(numel, t->padded_shape[d], &numel))
+            return hc_fail(err, HC_INVALID, "tensor '%s': element count overflows", t->name);
+    }
+    uint64_t bits;
+    if (!hc_mul_u64(numel, hc_dtype_bits(t->dtype), &bits) || bits % 8 || bits / 8 != t->size)
+        return hc_fail(err, HC_INVALID, "tensor '%s': %llu bytes given, the padded shape of %s "
+                       "needs %llu bits", t->name, (unsigned long long)t->size,
+                       hc_dtype_name(t->dtype), (unsigned long long)bits);
+    if (t->size >= (1ull << 53))
+        return hc_fail(err, HC_INVALID, "tensor '%s': too large", t->name);
+    return HC_OK;
+}
+
+/* Compresses src; returns the compressed size, or 0 when zstd fails or does not pay. */
+static uint64_t try_compress(const void *src, uint64_t n, void **out) {
+    size_t cap = ZSTD_compressBound((size_t)n);
+    void *buf = malloc(cap ? cap : 1);
+    if (!buf) return 0;
+    size_t r = ZSTD_compress(buf, cap, src, (size_t)n, ZSTD_LEVEL);
+    if (ZSTD_isError(r) || r > n - n / 8) {
+        free(buf);
+        return 0;
+    }
+    if (out) *out = buf;
+    else free(buf);
+    return r;
+}
+
+static cJSON *u64_array(const uint64_t *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+    return a;
+}
+
+static char *build_header(const hc_cw_tensor *t, const plan_t *p, size_t n,
+                          const hc_cw_options *o) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", "hconvert");
+    cJSON *feat = cJSON_AddArrayToObject(root, "required_features");
+    for (size_t i = 0; i < n; i++)
+        if (p[i].zstd) {
+            cJSON_AddItemToArray(feat, cJSON_CreateString("zstd"));
+            break;
+        }
+    cJSON *m = cJSON_AddObjectToObject(root, "model");
+    cJSON_AddStringToObject(m, "converter", "hconvert " HC_VERSION_STRING);
+    cJSON_AddStringToObject(m, "source_format", o->source_format ? o->source_format : "unknown");
+    if (o->source_version) cJSON_AddStringToObject(m, "source_version", o->source_version);
+    else cJSON_AddNullToObject(m, "source_version");
+    cJSON_AddStringToObject(m, "target", o->target ? o->target : "passthrough");
+    cJSON_AddNumberToObject(m, "tp_rank", o->tp_rank);
+    cJSON_AddNumberToObject(m, "tp_size", o->tp_size ? o->tp_size : 1);
+    cJSON_AddItemToObject(m, "tile_config", o->tile_config ? cJSON_Duplicate(o->tile_config, 1)
+                                                            : cJSON_CreateObject());
+    if (o->config_json) {
+        char *cfg = strndup(o->config_json, o->config_len);
+        cJSON_AddItemToObject(m, "config_json", cfg ? cJSON_CreateString(cfg) : NULL);
+        free(cfg);
+    } else {
+        cJSON_AddNullToObject(m, "config_json");
+    }
+    cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", t[i].name);
+        cJSON_AddStringToObject(e, "dtype", hc_dtype_name(t[i].dtype));
+        cJSON_AddItemToObject(e, "shape", u64_array(t[i].shape, t[i].ndim));
+        cJSON_AddItemToObject(e, "padded_shape", u64_array(t[i].padded_shape, t[i].ndim));
+        cJSON_AddStringToObject(e, "layout", t[i].layout ? t[i].layout : "source");
+        cJSON_AddNumberToObject(e, "layout_version", t[i].layout_version ? t[i].layout_version : 1);
+        cJSON_AddNumberToObject(e, "offset", (double)p[i].offset);
+        cJSON_AddNumberToObject(e, "length", (double)p[i].stored);
+        cJSON_AddStringToObject(e, "encoding", p[i].zstd ? "zstd" : "raw");
+        cJSON_AddNumberToObject(e, "raw_length", (double)t[i].size);
+        cJSON_AddStringToObject(e, "hash", "0000000000000000");
+        cJSON_AddItemToArray(arr, e);
+    }
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+static int cmp_name(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static hc_status check_unique(const hc_cw_tensor *t, size_t n, hc_err *err) {
+    const char **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return hc_fail(err, HC_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) v[i] = t[i].name;
+    qsort(v, n, sizeof *v, cmp_name);
+    hc_status st = HC_OK;
+    for (size_t i = 1; i < n && !st; i++)
+        if (strcmp(v[i], v[i - 1]) == 0)
+            st = hc_fail(err, HC_INVALID, "tensor '%s' is given twice", v[i]);
+    free(v);
+    return st;
+}
+
+/* Writes one tensor at its offset and records its hash. */
+static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan_t *p,
+                           hc_err *err) {
+    if (!p->zstd) {
+        p->hash = XXH3_64bits(t->data, (size_t)t->size);
+        return hc_pwrite_full(fd, t->data, (size_t)t->size, p->offset, path, err);
+    }
+    void *buf = NULL;
+    uint64_t c = try_compress(t->data, t->size, &buf);
+    if (c != p->stored) {
+        free(buf);
+        return hc_fail(err, HC_INTERNAL, "tensor '%s': zstd gave %llu bytes, then %llu", t->name,
+                       (unsigned long long)p->stored, (unsigned long long)c);
+    }
+    p->hash = XXH3_64bits(buf, (size_t)c);
+    hc_status st = hc_pwrite_full(fd, buf, (size_t)c, p->offset, path, err);
+    free(buf);
+    return st;
+}
+
+hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
+                             const hc_cw_options *o, hc_err *err) {
+    hc_status st = HC_OK;
+    plan_t *p = calloc(n ? n : 1, sizeof *p);
+    hc_err *errs = calloc(n ? n : 1, sizeof *errs);
+    char *hdr = NULL;
+    hc_atomic_file af = {.fd = -1, .slot = -1};
+    if (!p || !errs) {
+        st = hc_fail(err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n && !st; i++) st = check_tensor(&t[i], err);
+    if (!st) st = check_unique(t, n, err);
+    if (st) goto out;
+
+    /* 1. encodings: zstd only where asked, small enough and paying */
+    int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (size_t i = 0; i < n; i++) {
+        p[i].stored = t[i].size;
+        if (t[i].try_zstd && t[i].size >= 64 && t[i].size <= ZSTD_MAX_INPUT) {
+            uint64_t c = try_compress(t[i].data, t[i].size, NULL);
+            if (c) p[i].zstd = true, p[i].stored = c;
+        }
+    }
+
+    /* 2. header with placeholder hashes: its length, hence every offset, is now fixed */
+    uint64_t hlen = 0, data_off = 0, off = 0;
+    /* Offsets depend on the header length, which depends on the offsets' digits: repeat
+     * until the length is stable (it grows monotonically, so this ends). */
+    for (;;) {
+        hc_align_u64(HC_CT_PREAMBLE_SIZE + hlen, HC_CT_ALIGN, &data_off);
+        off = data_off;
+        for (size_t i = 0; i < n; i++) {
+            p[i].offset = off;
+            uint64_t end;
+            if (!hc_add_u64(off, p[i].stored, &end) || !hc_align_u64(end, HC_CT_ALIGN, &off) ||
+                end >= (1ull << 53)) {
+                st = hc_fail(err, HC_INVALID, "container size overflows");
+                goto out;
+            }
+            if (i + 1 == n) off = end;
+        }
+        free(hdr);
+        hdr = build_header(t, p, n, o);
+        if (!hdr) {
+            st = hc_fail(err, HC_NOMEM, "out of memory building the header");
+            goto out;
+        }
+        if (strlen(hdr) == hlen) break;
+        hlen = strlen(hdr);
+    }
+    uint64_t file_size = n ? off : data_off;
+    if (hlen > HC_CT_MAX_HEADER) {
+        st = hc_fail(err, HC_INVALID, "container header of %llu bytes exceeds the %u limit",
+                     (unsigned long long)hlen, HC_CT_MAX_HEADER);
+        goto out;
+    }
+
+    /* 3. data, in parallel, at precomputed offsets */
+    st = hc_atomic_open(&af, path, err);
+    if (st) goto out;
+    if (ftruncate(af.fd, (off_t)file_size) != 0) {
+        st = hc_fail(err, HC_IO, "cannot size '%s' to %llu bytes", af.tmp_path,
+                     (unsigned long long)file_size);
+        goto out;
+    }
+    uint64_t total = 0, done = 0;
+    for (size_t i = 0; i < n; i++) total += t[i].size;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (size_t i = 0; i < n; i++) {
+        write_one(af.fd, af.tmp_path, &t[i], &p[i], &errs[i]);
+        if (o->progress) {
+#pragma omp critical(hc_cw_progress)
+            {
+                done += t[i].size;
+                o->progress(o->progress_ctx, done, total);
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (errs[i].code) {
+            st = hc_fail(err, errs[i].code, "%s", errs[i].msg);
+            goto out;
+        }
+
+    /* 4. real hashes into the fixed-width placeholders, then header and preamble */
+    char *pos = hdr;
+    for (size_t i = 0; i < n; i++) {
+        pos = strstr(pos, HASH_KEY);
+        if (!pos) {
+            st = hc_fail(err, HC_INTERNAL, "header hash slot %zu not found", i);
+            goto out;
+        }
+        pos += strlen(HASH_KEY);
+        char hex[17];
+        hc_hex64(p[i].hash, hex);
+        memcpy(pos, hex, 16);
+    }
+    unsigned char pre[HC_CT_PREAMBLE_SIZE] = {0};
+    memcpy(pre + HC_PRE_MAGIC, HC_CT_MAGIC, 8);
+    hc_put_le16(pre + HC_PRE_MAJOR, HC_CT_MAJOR);
+    hc_put_le16(pre + HC_PRE_MINOR, HC_CT_MINOR);
+    hc_put_le32(pre + HC_PRE_SIZE, HC_CT_PREAMBLE_SIZE);
+    hc_put_le64(pre + HC_PRE_HEADER_OFFSET, HC_CT_PREAMBLE_SIZE);
+    hc_put_le64(pre + HC_PRE_HEADER_LENGTH, hlen);
+    hc_put_le64(pre + HC_PRE_DATA_OFFSET, data_off);
+    hc_put_le64(pre + HC_PRE_FILE_SIZE, file_size);
+    hc_put_le64(pre + HC_PRE_HEADER_HASH, XXH3_64bits(hdr, (size_t)hlen));
+    hc_put_le64(pre + HC_PRE_PREAMBLE_HASH, XXH3_64bits(pre, HC_PRE_PREAMBLE_HASH));
+    st = hc_pwrite_full(af.fd, hdr, (size_t)hlen, HC_CT_PREAMBLE_SIZE, af.tmp_path, err);
+    if (!st) st = hc_pwrite_full(af.fd, pre, sizeof pre, 0, af.tmp_path, err);
+    if (!st) st = hc_atomic_commit(&af, err);
+out:
+    hc_atomic_abort(&af);
+    free(hdr);
+    free(p);
+    free(errs);
+    return st;
+}

@@ -1,0 +1,41 @@
+/* container_write.h: writes an hconvert container (docs/container.md) atomically, with
+ * tensors at precomputed 4096-aligned offsets, XXH3-64 hashes and optional zstd. */
+#ifndef HC_CONTAINER_WRITE_H
+#define HC_CONTAINER_WRITE_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+
+#include "base.h"
+
+typedef struct {
+    const char *name;
+    hc_dtype dtype;
+    int ndim;
+    uint64_t shape[HC_MAX_DIMS];        /* logical */
+    uint64_t padded_shape[HC_MAX_DIMS]; /* stored; equal to shape when not padded */
+    const char *layout;
+    uint32_t layout_version;
+    const void *data; /* the stored (decoded) bytes */
+    uint64_t size;    /* must equal numel(padded_shape) * bits / 8 */
+    bool try_zstd;    /* compress when it saves at least 1/8 */
+} hc_cw_tensor;
+
+typedef struct {
+    const char *source_format;  /* "safetensors", "compressed-tensors", ... */
+    const char *source_version; /* may be NULL */
+    const char *target;         /* "passthrough", "sm90", ... */
+    unsigned tp_rank, tp_size;
+    const char *config_json; /* original config.json text, kept verbatim; may be NULL */
+    size_t config_len;
+    const cJSON *tile_config; /* may be NULL */
+    int threads;              /* <= 0: OpenMP default */
+    void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
+    void *progress_ctx;
+} hc_cw_options;
+
+/* Writes path atomically; the output is byte-identical for any thread count. */
+hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
+                             const hc_cw_options *o, hc_err *err);
+
+#endif

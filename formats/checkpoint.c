@@ -1,0 +1,507 @@
+/* checkpoint.c: opens a checkpoint folder, single safetensors file or archive; cross-checks
+ * the shard index against the shards; reads config.json and the quantization configs. */
+#include "checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jsonutil.h"
+
+#define INDEX_NAME "model.safetensors.index.json"
+#define MAX_JSON_FILE (256ull << 20)
+
+static void warn(hc_ckpt *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(hc_ckpt *c, const char *fmt, ...) {
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&msg, fmt, ap) < 0) msg = NULL;
+    va_end(ap);
+    char **w = msg ? realloc(c->warnings, (c->nwarnings + 1) * sizeof *w) : NULL;
+    if (!w) {
+        free(msg);
+        return;
+    }
+    c->warnings = w;
+    w[c->nwarnings++] = msg;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Walks a parsed JSON value: duplicate keys at any depth are an error; integers beyond 2^53
+ * cannot be held exactly by a double and are reported as warnings. */
+static hc_status check_json_tree(const cJSON *v, const char *path, hc_ckpt *c, hc_err *err) {
+    if (cJSON_IsObject(v)) {
+        const char *dup = hc_json_duplicate_key(v);
+        if (dup) {
+            char esc[256];
+            return hc_fail(err, HC_INVALID, "'%s': duplicate key '%s'", path,
+                           hc_escape(dup, esc, sizeof esc));
+        }
+    }
+    if (cJSON_IsNumber(v) && c && fabs(v->valuedouble) >= HC_JSON_INT_LIMIT &&
+        v->valuedouble == floor(v->valuedouble) && v->string) {
+        char esc[256];
+        warn(c, "'%s': integer '%s' is beyond 2^53 and may not be exact when read as a number "
+             "(kept verbatim in the container)", path, hc_escape(v->string, esc, sizeof esc));
+    }
+    const cJSON *it;
+    if (cJSON_IsObject(v) || cJSON_IsArray(v))
+        cJSON_ArrayForEach(it, v) HC_TRY(check_json_tree(it, path, c, err));
+    return HC_OK;
+}
+
+hc_status hc_json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err) {
+    char *data = NULL;
+    size_t n = 0;
+    *out = NULL;
+    HC_TRY(hc_read_file(path, MAX_JSON_FILE, &data, &n, err));
+    if (!hc_utf8_valid(data, n)) {
+        free(data);
+        return hc_fail(err, HC_INVALID, "'%s' is not valid UTF-8", path);
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(data, n, &end, 0);
+    if (!j) {
+        unsigned long long pos = end && end >= data ? (unsigned long long)(end - data) : 0;
+        free(data);
+        return hc_fail(err, HC_INVALID, "'%s' is not valid JSON (error near byte %llu)", path, pos);
+    }
+    for (const char *p = end; p < data + n; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+            free(data);
+            cJSON_Delete(j);
+            return hc_fail(err, HC_INVALID, "'%s' has data after the JSON value", path);
+        }
+    if (!cJSON_IsObject(j)) {
+        free(data);
+        cJSON_Delete(j);
+        return hc_fail(err, HC_INVALID, "'%s' is not a JSON object", path);
+    }
+    hc_status st = check_json_tree(j, path, NULL, err);
+    if (st) {
+        free(data);
+        cJSON_Delete(j);
+        return st;
+    }
+    *out = j;
+    if (text) *text = data, *len = n;
+    else free(data);
+    return HC_OK;
+}
+
+hc_status hc_cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
+                     int64_t *out, hc_err *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (!v) return hc_fail(err, HC_INVALID, "'%s': missing '%s'", file, key);
+    double d = v->valuedouble;
+    if (!cJSON_IsNumber(v) || d != floor(d) || d < (double)lo || d > (double)hi ||
+        fabs(d) >= HC_JSON_INT_LIMIT)
+        return hc_fail(err, HC_INVALID, "'%s': '%s' must be an integer in [%lld, %lld]", file, key,
+                       (long long)lo, (long long)hi);
+    *out = (int64_t)d;
+    return HC_OK;
+}
+
+static bool is_plain_file_name(const char *s) {
+    return s[0] && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '\\');
+}
+
+static bool is_weight_file(const char *n) {
+    static const char *const ext[] = {".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf",
+                                      ".h5", ".msgpack", ".onnx", ".hconvert", ".pkl"};
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++)
+        if (ends_with(n, ext[i])) return true;
+    return strcmp(n, INDEX_NAME) == 0;
+}
+
+/* Lists the regular files of dir (not hidden), sorted. */
+static hc_status list_dir(const char *dir, char ***names, size_t *count, hc_err *err) {
+    *names = NULL;
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (!d) return hc_fail(err, HC_IO, "cannot open folder '%s': %s", dir, strerror(errno));
+    hc_status st = HC_OK;
+    struct dirent *de;
+    char **v = NULL;
+    size_t n = 0;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char *p = hc_asprintf("%s/%s", dir, de->d_name);
+        struct stat sb;
+        bool reg = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+        free(p);
+        if (!reg) continue;
+        char **nv = realloc(v, (n + 1) * sizeof *nv);
+        char *dup = hc_strdup(de->d_name);
+        if (!nv || !dup) {
+            free(dup);
+            if (nv) v = nv;
+            st = hc_fail(err, HC_NOMEM, "out of memory");
+            break;
+        }
+        v = nv;
+        v[n++] = dup;
+    }
+    closedir(d);
+    if (v) qsort(v, n, sizeof *v, cmp_str_ptr);
+    *names = v;
+    *count = n;
+    return st;
+}
+
+static void free_names(char **v, size_t n) {
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+static hc_status add_shard(hc_ckpt *c, const char *file, hc_err *err) {
+    char *path = hc_asprintf("%s/%s", c->root, file);
+    if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
+    hc_st_file *f = NULL;
+    hc_status st = hc_st_open(path, &f, err);
+    free(path);
+    if (st) return st;
+    hc_st_file **v = realloc(c->shards, (c->nshards + 1) * sizeof *v);
+    if (!v) {
+        hc_st_close(f);
+        return hc_fail(err, HC_NOMEM, "out of memory");
+    }
+    c->shards = v;
+    v[c->nshards++] = f;
+    return HC_OK;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+    const hc_ck_entry *x = a, *y = b;
+    int r = strcmp(x->name, y->name);
+    if (r) return r;
+    return x->shard < y->shard ? -1 : x->shard > y->shard;
+}
+
+/* Collects every tensor of every shard, sorted by name; a name in two shards is an error. */
+static hc_status build_entries(hc_ckpt *c, hc_err *err) {
+    size_t n = 0;
+    for (size_t s = 0; s < c->nshards; s++) n += c->shards[s]->ntensors;
+    c->entries = calloc(n ? n : 1, sizeof *c->entries);
+    if (!c->entries) return hc_fail(err, HC_NOMEM, "out of memory");
+    for (size_t s = 0; s < c->nshards; s++)
+        for (size_t i = 0; i < c->shards[s]->ntensors; i++) {
+            hc_ck_entry *e = &c->entries[c->nentries++];
+            e->t = &c->shards[s]->tensors[i];
+            e->name = e->t->name;
+            e->shard = s;
+        }
+    qsort(c->entries, c->nentries, sizeof *c->entries, cmp_entry);
+    for (size_t i = 1; i < c->nentries; i++)
+        if (strcmp(c->entries[i].name, c->entries[i - 1].name) == 0) {
+            char esc[512];
+            return hc_fail(err, HC_INVALID, "tensor '%s' is stored in two shards: '%s' and '%s'",
+                           hc_escape(c->entries[i].name, esc, sizeof esc),
+                           hc_basename(c->shards[c->entries[i - 1].shard]->path),
+                           hc_basename(c->shards[c->entries[i].shard]->path));
+        }
+    return HC_OK;
+}
+
+const hc_ck_entry *hc_ckpt_find(const hc_ckpt *c, const char *name) {
+    size_t lo = 0, hi = c->nentries;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(c->entries[mid].name, name);
+        if (r == 0) return &c->entries[mid];
+        if (r < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+/* Opens the shards an index names and checks both directions of the mapping. */
+static hc_status load_index(hc_ckpt *c, hc_err *err) {
+    char *path = hc_asprintf("%s/%s", c->root, INDEX_NAME);
+    if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
+    cJSON *idx = NULL;
+    hc_status st = hc_json_load(path, &idx, NULL, NULL, err);
+    char **files = NULL;
+    size_t nfiles = 0;
+    if (st) goto out;
+    c->index_name = hc_strdup(INDEX_NAME);
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(idx, "weight_map");
+    if (!cJSON_IsObject(wm)) {
+        st = hc_fail(err, HC_INVALID, "'%s': missing or invalid \"weight_map\" object", path);
+        goto out;
+    }
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(idx, "metadata");
+    const cJSON *ts = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "total_size")
+                                           : NULL;
+    if (ts && !hc_json_u64(ts, &c->index_total_size))
+        warn(c, "'%s': metadata.total_size is not an integer in [0, 2^53)", INDEX_NAME);
+    size_t n = (size_t)cJSON_GetArraySize(wm);
+    files = calloc(n ? n : 1, sizeof *files);
+    if (!files) {
+        st = hc_fail(err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, wm) {
+        char esc[512], fesc[512];
+        if (!cJSON_IsString(it) || !is_plain_file_name(it->valuestring)) {
+            st = hc_fail(err, HC_INVALID, "'%s': tensor '%s' maps to '%s': a shard must be a plain "
+                         "file name in the checkpoint folder", path,
+                         hc_escape(it->string, esc, sizeof esc),
+                         cJSON_IsString(it) ? hc_escape(it->valuestring, fesc, sizeof fesc)
+                                            : "(not a string)");
+            goto out;
+        }
+        files[nfiles++] = it->valuestring;
+    }
+    qsort(files, nfiles, sizeof *files, cmp_str_ptr);
+    for (size_t i = 0; i < nfiles; i++) {
+        if (i && strcmp(files[i], files[i - 1]) == 0) continue;
+        char *sp = hc_asprintf("%s/%s", c->root, files[i]);
+        bool exists = sp && access(sp, F_OK) == 0;
+        free(sp);
+        if (!exists) {
+            char fesc[512];
+            st = hc_fail(err, HC_INVALID, "'%s': shard '%s' named in the index does not exist",
+                         path, hc_escape(files[i], fesc, sizeof fesc));
+            goto out;
+        }
+        st = add_shard(c, files[i], err);
+        if (st) goto out;
+    }
+    st = build_entries(c, err);
+    if (st) goto out;
+    /* index -> shards: every indexed tensor is in the shard the index names */
+    cJSON_ArrayForEach(it, wm) {
+        const hc_ck_entry *e = hc_ckpt_find(c, it->string);
+        const char *where = e ? hc_basename(c->shards[e->shard]->path) : NULL;
+        if (!e || strcmp(where, it->valuestring) != 0) {
+            char esc[512], fesc[512];
+            st = hc_fail(err, HC_INVALID, "'%s': tensor '%s' is listed in shard '%s', which lacks "
+                         "it%s%s%s", path, hc_escape(it->string, esc, sizeof esc),
+                         hc_escape(it->valuestring, fesc, sizeof fesc),
+                         e ? " (it is stored in '" : "", e ? where : "", e ? "')" : "");
+            goto out;
+        }
+    }
+    /* shards -> index: every stored tensor is listed */
+    uint64_t total = 0;
+    for (size_t i = 0; i < c->nentries; i++) {
+        const hc_ck_entry *e = &c->entries[i];
+        total += e->t->end - e->t->begin;
+        if (!cJSON_GetObjectItemCaseSensitive(wm, e->name)) {
+            char esc[512];
+            st = hc_fail(err, HC_INVALID, "'%s': shard '%s' holds tensor '%s', which the index "
+                         "does not list", path, hc_basename(c->shards[e->shard]->path),
+                         hc_escape(e->name, esc, sizeof esc));
+            goto out;
+        }
+    }
+    if (ts && c->index_total_size != total)
+        warn(c, "'%s': metadata.total_size is %llu but the shards hold %llu tensor bytes",
+             INDEX_NAME, (unsigned long long)c->index_total_size, (unsigned long long)total);
+out:
+    free(files);
+    cJSON_Delete(idx);
+    free(path);
+    return st;
+}
+
+static hc_status load_configs(hc_ckpt *c, hc_err *err) {
+    char *path = hc_asprintf("%s/config.json", c->root);
+    if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
+    hc_status st = HC_OK;
+    if (access(path, F_OK) == 0) {
+        st = hc_json_load(path, &c->config, &c->config_text, &c->config_len, err);
+        if (!st) st = check_json_tree(c->config, "config.json", c, err);
+    }
+    free(path);
+    if (st) return st;
+    static const char *const qnames[] = {"quantize_config.json", "quant_config.json"};
+    for (size_t i = 0; i < 2 && !c->quant_config; i++) {
+        path = hc_asprintf("%s/%s", c->root, qnames[i]);
+        if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
+        if (access(path, F_OK) == 0) {
+            st = hc_json_load(path, &c->quant_config, NULL, NULL, err);
+            if (!st) c->quant_config_name = hc_strdup(qnames[i]);
+        }
+        free(path);
+        if (st) return st;
+    }
+    return HC_OK;
+}
+
+static hc_status open_folder(hc_ckpt *c, hc_err *err) {
+    char **names = NULL;
+    size_t n = 0;
+    hc_status st = list_dir(c->root, &names, &n, err);
+    if (st) goto out;
+    bool has_index = false, has_pickle = false;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(names[i], INDEX_NAME) == 0) has_index = true;
+        if (ends_with(names[i], ".bin") || ends_with(names[i], ".pt") ||
+            ends_with(names[i], ".pth"))
+            has_pickle = true;
+    }
+    if (has_index) {
+        st = load_index(c, err);
+        if (st) goto out;
+        for (size_t i = 0; i < n; i++)
+            if (ends_with(names[i], ".safetensors")) {
+                bool listed = false;
+                for (size_t s = 0; s < c->nshards && !listed; s++)
+                    listed = strcmp(hc_basename(c->shards[s]->path), names[i]) == 0;
+                if (!listed)
+                    warn(c, "'%s' is not named in %s and is ignored", names[i], INDEX_NAME);
+            }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (ends_with(names[i], ".safetensors")) {
+                st = add_shard(c, names[i], err);
+                if (st) goto out;
+            }
+        if (c->nshards == 0) {
+            st = hc_fail(err, HC_INVALID, "'%s': no .safetensors files%s", c->src,
+                         has_pickle ? " (pickle .bin/.pt checkpoints are not read: convert them "
+                                      "to safetensors first)" : "");
+            goto out;
+        }
+        st = build_entries(c, err);
+        if (st) goto out;
+    }
+    st = load_configs(c, err);
+    if (st) goto out;
+    for (size_t i = 0; i < n; i++) {
+        if (is_weight_file(names[i])) continue;
+        c->extra_files = realloc(c->extra_files, (c->nextra + 1) * sizeof(char *));
+        if (!c->extra_files) {
+            st = hc_fail(err, HC_NOMEM, "out of memory");
+            goto out;
+        }
+        c->extra_files[c->nextra++] = names[i];
+        names[i] = NULL;
+    }
+out:
+    free_names(names, n);
+    return st;
+}
+
+/* After extraction the checkpoint is the first folder that holds files, descending through
+ * folders that hold exactly one folder and nothing else. */
+static hc_status find_archive_root(hc_ckpt *c, hc_err *err) {
+    for (int depth = 0; depth < 8; depth++) {
+        DIR *d = opendir(c->root);
+        if (!d) return hc_fail(err, HC_IO, "cannot open '%s': %s", c->root, strerror(errno));
+        struct dirent *de;
+        int files = 0, dirs = 0;
+        char sub[256] = "";
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            if (de->d_type == DT_DIR) {
+                dirs++;
+                snprintf(sub, sizeof sub, "%s", de->d_name);
+            } else files++;
+        }
+        closedir(d);
+        if (files > 0 || dirs != 1) return HC_OK;
+        char *next = hc_asprintf("%s/%s", c->root, sub);
+        if (!next) return hc_fail(err, HC_NOMEM, "out of memory");
+        free(c->root);
+        c->root = next;
+    }
+    return HC_OK;
+}
+
+hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err) {
+    *out = NULL;
+    hc_ckpt *c = calloc(1, sizeof *c);
+    if (!c) return hc_fail(err, HC_NOMEM, "out of memory");
+    hc_status st = HC_OK;
+    c->src = hc_strdup(src);
+    struct stat sb;
+    if (!c->src) {
+        st = hc_fail(err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    if (stat(src, &sb) != 0) {
+        st = hc_fail(err, HC_IO, "cannot open '%s': %s", src, strerror(errno));
+        goto out;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        c->root = hc_strdup(src);
+        st = c->root ? open_folder(c, err) : hc_fail(err, HC_NOMEM, "out of memory");
+    } else if (!S_ISREG(sb.st_mode)) {
+        st = hc_fail(err, HC_INVALID, "'%s' is neither a folder nor a regular file", src);
+    } else if (ends_with(src, ".safetensors")) {
+        c->is_single_file = 1;
+        const char *slash = strrchr(src, '/');
+        c->root = slash ? strndup(src, (size_t)(slash - src)) : hc_strdup(".");
+        st = add_shard(c, hc_basename(src), err);
+        if (!st) st = build_entries(c, err);
+    } else {
+        c->is_archive = 1;
+        const char *tmp = getenv("TMPDIR");
+        c->tmpdir = hc_asprintf("%s/hconvert-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!c->tmpdir || !mkdtemp(c->tmpdir)) {
+            st = hc_fail(err, HC_IO, "cannot create a temporary folder: %s", strerror(errno));
+            free(c->tmpdir);
+            c->tmpdir = NULL;
+            goto out;
+        }
+        c->root = hc_strdup(c->tmpdir);
+        st = hc_archive_extract(src, c->tmpdir, err);
+        if (!st) st = find_archive_root(c, err);
+        if (!st) st = open_folder(c, err);
+    }
+out:
+    if (st) {
+        hc_err_prefix(err, "checkpoint '%s'", src);
+        hc_ckpt_close(c);
+    } else {
+        *out = c;
+    }
+    return st;
+}
+
+hc_status hc_ckpt_map(hc_ckpt *c, hc_err *err) {
+    for (size_t s = 0; s < c->nshards; s++) HC_TRY(hc_st_map(c->shards[s], err));
+    return HC_OK;
+}
+
+const void *hc_ckpt_data(const hc_ckpt *c, const hc_ck_entry *e) {
+    return hc_st_data(c->shards[e->shard], e->t);
+}
+
+void hc_ckpt_close(hc_ckpt *c) {
+    if (!c) return;
+    for (size_t s = 0; s < c->nshards; s++) hc_st_close(c->shards[s]);
+    free(c->shards);
+    free(c->entries);
+    cJSON_Delete(c->config);
+    cJSON_Delete(c->quant_config);
+    free(c->config_text);
+    free(c->quant_config_name);
+    free(c->index_name);
+    free_names(c->extra_files, c->nextra);
+    free_names(c->warnings, c->nwarnings);
+    if (c->tmpdir) hc_remove_tree(c->tmpdir);
+    free(c->tmpdir);
+    free(c->root);
+    free(c->src);
+    free(c);
+}

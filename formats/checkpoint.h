@@ -1,0 +1,55 @@
+/* checkpoint.h: a Hugging Face checkpoint as a set of safetensors shards plus its JSON
+ * configs, read from a folder, a single file, or an archive (extracted to a private folder). */
+#ifndef HC_CHECKPOINT_H
+#define HC_CHECKPOINT_H
+
+#include <cjson/cJSON.h>
+
+#include "safetensors.h"
+
+typedef struct {
+    const char *name;
+    size_t shard;
+    const hc_st_tensor *t;
+} hc_ck_entry;
+
+typedef struct {
+    char *src;    /* as given by the user */
+    char *root;   /* folder the files are read from */
+    char *tmpdir; /* extraction folder removed at close, or NULL */
+    int is_archive, is_single_file;
+    char *index_name; /* NULL when there is no index */
+    uint64_t index_total_size; /* metadata.total_size, 0 when absent */
+    hc_st_file **shards;
+    size_t nshards;
+    hc_ck_entry *entries; /* every tensor, sorted by name */
+    size_t nentries;
+    cJSON *config;           /* config.json, or NULL */
+    char *config_text;       /* verbatim text */
+    size_t config_len;
+    cJSON *quant_config;     /* quantize_config.json or quant_config.json, or NULL */
+    char *quant_config_name;
+    char **extra_files;      /* non-weight files in root, sorted */
+    size_t nextra;
+    char **warnings;
+    size_t nwarnings;
+} hc_ckpt;
+
+hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err);
+void hc_ckpt_close(hc_ckpt *c);
+const hc_ck_entry *hc_ckpt_find(const hc_ckpt *c, const char *name);
+/* Maps every shard's data (needed before reading tensor bytes). */
+hc_status hc_ckpt_map(hc_ckpt *c, hc_err *err);
+const void *hc_ckpt_data(const hc_ckpt *c, const hc_ck_entry *e);
+
+/* Reads a JSON file (bounded size, valid UTF-8, an object, no duplicate keys at any level). */
+hc_status hc_json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err);
+/* Integer member of a config: present, an integer, within [lo, hi]. */
+hc_status hc_cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
+                     int64_t *out, hc_err *err);
+
+/* Archive extraction (archive.c): tar, tar.gz, tar.zst, tar.xz, tar.bz2, tar.lz4, zip. */
+hc_status hc_archive_extract(const char *archive, const char *dest, hc_err *err);
+hc_status hc_remove_tree(const char *path);
+
+#endif

@@ -1,0 +1,46 @@
+/* hconvert.h: public API of the hconvert converter library (checkpoint -> container).
+ * Opaque handle, options through one set-parameter call, status + detailed message. */
+#ifndef HCONVERT_H
+#define HCONVERT_H
+
+#include <stdint.h>
+
+#include "hcrt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hc_converter hc_converter;
+
+typedef enum {
+    HC_CONV_THREADS = 1,  /* worker threads; <= 0 means all cores (default) */
+    HC_CONV_DRY_RUN = 2,  /* nonzero: plan and report, write nothing */
+    HC_CONV_PROGRESS = 3, /* nonzero: progress bar on stderr */
+    HC_CONV_TP_SIZE = 4,  /* tensor-parallel ranks; only 1 is supported in this version */
+} hc_conv_param;
+
+/* Summary of the last run. */
+typedef struct {
+    uint64_t tensors;
+    uint64_t source_bytes;
+    uint64_t container_bytes;
+    uint64_t files_copied;
+    double seconds;
+} hc_conv_stats;
+
+hc_converter *hc_converter_create(void);
+void hc_converter_free(hc_converter *c); /* accepts NULL */
+hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t value);
+/* Converts the checkpoint SRC (folder, .safetensors file or archive) into the folder OUT:
+ * OUT/model.hconvert plus verbatim copies of the non-weight files. */
+hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir);
+const char *hc_converter_errmsg(const hc_converter *c);
+const hc_conv_stats *hc_converter_stats(const hc_converter *c);
+
+#define HC_CONTAINER_FILE "model.hconvert"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,107 @@
+/* hcrt.h: public API of the hconvert runtime (container reader, verification, status codes).
+ * A runtime user links libhcrt alone; nothing here depends on the converter. */
+#ifndef HCRT_H
+#define HCRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HC_VERSION_STRING "0.1.0"
+
+/* Status codes: number, name, message. Numbers are stable. */
+#define HC_STATUS_MAP(X)                                              \
+    X(0, OK, "success")                                               \
+    X(1, INVALID, "invalid input")                                    \
+    X(2, USAGE, "bad usage")                                          \
+    X(3, IO, "i/o error")                                             \
+    X(4, NOMEM, "out of memory")                                      \
+    X(5, UNSUPPORTED, "unsupported input")                            \
+    X(6, CHECKSUM, "checksum mismatch")                               \
+    X(7, NOTFOUND, "not found")                                       \
+    X(8, INTERNAL, "internal error")
+
+typedef enum {
+#define HC_STATUS_ENUM(num, name, msg) HC_##name = num,
+    HC_STATUS_MAP(HC_STATUS_ENUM)
+#undef HC_STATUS_ENUM
+} hc_status;
+
+const char *hc_strerror(hc_status s);  /* static text per code */
+const char *hc_status_name(hc_status s); /* "HC_INVALID" */
+/* CLI exit status for a code: 0 ok, 1 invalid input or failed check, 2 usage, 3 I/O/internal. */
+int hc_status_exit_code(hc_status s);
+
+/* Element types of tensors (safetensors names). X(name, bits) */
+#define HC_DTYPE_MAP(X)                                                        \
+    X(BOOL, 8) X(U8, 8) X(I8, 8) X(F8_E5M2, 8) X(F8_E4M3, 8) X(F8_E8M0, 8)     \
+    X(F8_E4M3FNUZ, 8) X(F8_E5M2FNUZ, 8) X(F4, 4) X(F6_E2M3, 6) X(F6_E3M2, 6)   \
+    X(F16, 16) X(BF16, 16) X(I16, 16) X(U16, 16) X(F32, 32) X(I32, 32)         \
+    X(U32, 32) X(F64, 64) X(I64, 64) X(U64, 64) X(C64, 64)
+
+typedef enum {
+    HC_DTYPE_INVALID = 0,
+#define HC_DTYPE_ENUM(name, bits) HC_DT_##name,
+    HC_DTYPE_MAP(HC_DTYPE_ENUM)
+#undef HC_DTYPE_ENUM
+    HC_DTYPE_COUNT
+} hc_dtype;
+
+const char *hc_dtype_name(hc_dtype d);
+unsigned hc_dtype_bits(hc_dtype d);
+hc_dtype hc_dtype_from_name(const char *name); /* HC_DTYPE_INVALID when unknown */
+
+#define HC_MAX_DIMS 8
+
+/* ---- container ---- */
+typedef struct hc_container hc_container;
+
+typedef enum { HC_ENC_RAW = 0, HC_ENC_ZSTD = 1 } hc_encoding;
+
+typedef struct {
+    const char *name;
+    hc_dtype dtype;
+    int ndim;
+    uint64_t shape[HC_MAX_DIMS];        /* logical */
+    uint64_t padded_shape[HC_MAX_DIMS]; /* as stored */
+    const char *layout;                 /* layout id, "source" for passthrough */
+    uint32_t layout_version;
+    uint64_t offset, length;            /* stored bytes in the file */
+    hc_encoding encoding;
+    uint64_t raw_length;                /* bytes after decoding */
+    uint64_t hash;                      /* XXH3-64 of the stored bytes */
+} hc_tensor_info;
+
+/* Opens and validates a container: preamble, header hash, every header field, offsets.
+ * On failure *out is NULL and msg (if given, msg_len bytes) receives the detailed message. */
+hc_status hc_container_open(const char *path, int verify_tensors, hc_container **out,
+                            char *msg, size_t msg_len);
+void hc_container_free(hc_container *c); /* accepts NULL */
+
+const char *hc_container_errmsg(const hc_container *c);
+size_t hc_container_tensor_count(const hc_container *c);
+const hc_tensor_info *hc_container_tensor(const hc_container *c, size_t i);
+const hc_tensor_info *hc_container_find(const hc_container *c, const char *name);
+/* The raw JSON header (NUL-terminated) and model metadata object text. */
+const char *hc_container_header_json(const hc_container *c, size_t *len);
+uint64_t hc_container_file_size(const hc_container *c);
+void hc_container_version(const hc_container *c, unsigned *major, unsigned *minor);
+
+/* Stored bytes of a tensor, straight from the mapping (encoded form). */
+const void *hc_container_stored(const hc_container *c, const hc_tensor_info *t);
+/* Decoded bytes: for raw tensors a pointer into the mapping (*owned = NULL); for zstd a new
+ * buffer the caller frees through *owned. */
+hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, const void **data,
+                                   void **owned);
+
+/* Recomputes every hash and checks every byte of the file (padding must be zero).
+ * Returns HC_OK or the first failure; *nbad counts failing items. */
+hc_status hc_container_verify(hc_container *c, uint64_t *nbad);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

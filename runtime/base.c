@@ -1,0 +1,276 @@
+/* base.c: status and dtype tables, error records, checked conversions, escaping and small
+ * I/O helpers shared by the runtime and the converter. */
+#include "base.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *hc_strerror(hc_status s) {
+    switch (s) {
+#define HC_STATUS_MSG(num, name, msg) \
+    case HC_##name: return msg;
+        HC_STATUS_MAP(HC_STATUS_MSG)
+#undef HC_STATUS_MSG
+    }
+    return "unknown status";
+}
+
+const char *hc_status_name(hc_status s) {
+    switch (s) {
+#define HC_STATUS_NAME(num, name, msg) \
+    case HC_##name: return "HC_" #name;
+        HC_STATUS_MAP(HC_STATUS_NAME)
+#undef HC_STATUS_NAME
+    }
+    return "HC_UNKNOWN";
+}
+
+int hc_status_exit_code(hc_status s) {
+    switch (s) {
+    case HC_OK: return 0;
+    case HC_INVALID:
+    case HC_UNSUPPORTED:
+    case HC_CHECKSUM:
+    case HC_NOTFOUND: return 1;
+    case HC_USAGE: return 2;
+    case HC_IO:
+    case HC_NOMEM:
+    case HC_INTERNAL: return 3;
+    }
+    return 3;
+}
+
+static const struct {
+    const char *name;
+    unsigned bits;
+} dtype_table[HC_DTYPE_COUNT] = {
+    [HC_DTYPE_INVALID] = {"INVALID", 0},
+#define HC_DTYPE_ROW(n, b) [HC_DT_##n] = {#n, b},
+    HC_DTYPE_MAP(HC_DTYPE_ROW)
+#undef HC_DTYPE_ROW
+};
+
+const char *hc_dtype_name(hc_dtype d) {
+    return (d > 0 && d < HC_DTYPE_COUNT) ? dtype_table[d].name : "INVALID";
+}
+
+unsigned hc_dtype_bits(hc_dtype d) { return (d > 0 && d < HC_DTYPE_COUNT) ? dtype_table[d].bits : 0; }
+
+hc_dtype hc_dtype_from_name(const char *name) {
+    for (int d = 1; d < HC_DTYPE_COUNT; d++)
+        if (strcmp(dtype_table[d].name, name) == 0) return (hc_dtype)d;
+    return HC_DTYPE_INVALID;
+}
+
+hc_status hc_fail(hc_err *err, hc_status code, const char *fmt, ...) {
+    if (err && err->code == HC_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+void hc_err_prefix(hc_err *err, const char *fmt, ...) {
+    if (!err) return;
+    char pre[HC_ERRMSG_MAX], old[HC_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+}
+
+void hc_err_clear(hc_err *err) {
+    err->code = HC_OK;
+    err->msg[0] = 0;
+}
+
+bool hc_double_to_u64(double d, uint64_t *out) {
+    if (!(d >= 0.0) || !(d < HC_JSON_INT_LIMIT) || d != floor(d)) return false;
+    *out = (uint64_t)d;
+    return true;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    return len;
+}
+
+bool hc_utf8_valid(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t l = utf8_seq(p + i, n - i);
+        if (!l) return false;
+        i += l;
+    }
+    return true;
+}
+
+char *hc_escape(const char *s, char *out, size_t cap) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), i = 0, o = 0;
+    if (cap == 0) return out;
+    while (i < n) {
+        size_t l = utf8_seq(p + i, n - i);
+        bool printable = l > 1 || (l == 1 && p[i] >= 0x20 && p[i] < 0x7F && p[i] != '\\');
+        size_t need = printable ? l : 4;
+        if (o + need + 1 > cap) break;
+        if (printable) {
+            memcpy(out + o, p + i, l);
+            o += l;
+            i += l;
+        } else if (l == 1 && p[i] == '\\') {
+            memcpy(out + o, "\\\\", 2);
+            o += 2;
+            i++;
+        } else {
+            snprintf(out + o, 5, "\\x%02x", p[i]);
+            o += 4;
+            i++;
+        }
+    }
+    out[o] = 0;
+    return out;
+}
+
+char *hc_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *r = malloc(n);
+    if (r) memcpy(r, s, n);
+    return r;
+}
+
+char *hc_asprintf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *r = NULL;
+    if (vasprintf(&r, fmt, ap) < 0) r = NULL;
+    va_end(ap);
+    return r;
+}
+
+const char *hc_basename(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+void hc_hex64(uint64_t v, char out[17]) {
+    static const char dig[] = "0123456789abcdef";
+    for (int i = 15; i >= 0; i--, v >>= 4) out[i] = dig[v & 15];
+    out[16] = 0;
+}
+
+bool hc_parse_hex64(const char *s, uint64_t *out) {
+    uint64_t v = 0;
+    if (strlen(s) != 16) return false;
+    for (int i = 0; i < 16; i++) {
+        char c = s[i];
+        unsigned d;
+        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
+        else return false;
+        v = (v << 4) | d;
+    }
+    *out = v;
+    return true;
+}
+
+hc_status hc_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, hc_err *err) {
+    char *p = buf;
+    while (n > 0) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return hc_fail(err, HC_IO, "cannot read '%s' at offset %llu: %s", path,
+                           (unsigned long long)off, strerror(errno));
+        }
+        if (r == 0)
+            return hc_fail(err, HC_INVALID, "'%s': unexpected end of file at offset %llu", path,
+                           (unsigned long long)off);
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return HC_OK;
+}
+
+hc_status hc_pwrite_full(int fd, const void *buf, size_t n, uint64_t off, const char *path,
+                         hc_err *err) {
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t r = pwrite(fd, p, n, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return hc_fail(err, HC_IO, "cannot write '%s' at offset %llu: %s", path,
+                           (unsigned long long)off, strerror(errno));
+        }
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return HC_OK;
+}
+
+hc_status hc_read_file(const char *path, uint64_t max_len, char **data, size_t *len, hc_err *err) {
+    *data = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return hc_fail(err, HC_IO, "cannot open '%s': %s", path, strerror(errno));
+    hc_status st = HC_OK;
+    struct stat sb;
+    char *buf = NULL;
+    if (fstat(fd, &sb) != 0) {
+        st = hc_fail(err, HC_IO, "cannot stat '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = hc_fail(err, HC_INVALID, "'%s' is not a regular file", path);
+        goto out;
+    }
+    if ((uint64_t)sb.st_size > max_len) {
+        st = hc_fail(err, HC_INVALID, "'%s' is %llu bytes, more than the %llu allowed", path,
+                     (unsigned long long)sb.st_size, (unsigned long long)max_len);
+        goto out;
+    }
+    buf = malloc((size_t)sb.st_size + 1);
+    if (!buf) {
+        st = hc_fail(err, HC_NOMEM, "out of memory reading '%s'", path);
+        goto out;
+    }
+    st = hc_pread_full(fd, buf, (size_t)sb.st_size, 0, path, err);
+    if (st != HC_OK) goto out;
+    buf[sb.st_size] = 0;
+    *data = buf;
+    *len = (size_t)sb.st_size;
+    buf = NULL;
+out:
+    free(buf);
+    close(fd);
+    return st;
+}

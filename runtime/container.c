@@ -1,0 +1,368 @@
+/* container.c: the container reader. mmap, then validate preamble, header hash and every
+ * header field before any tensor is handed out; verify re-hashes every byte. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "base.h"
+#include "container_fmt.h"
+#include "jsonutil.h"
+
+struct hc_container {
+    char *path;
+    int fd;
+    const unsigned char *map;
+    uint64_t size;
+    unsigned major, minor;
+    uint64_t header_len, data_off;
+    char *header; /* NUL-terminated copy */
+    cJSON *json;
+    hc_tensor_info *tensors;
+    size_t ntensors;
+    hc_err err;
+};
+
+static hc_status bad(hc_container *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static hc_status bad(hc_container *c, const char *fmt, ...) {
+    char m[HC_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    return hc_fail(&c->err, HC_INVALID, "container '%s': %s", c->path, m);
+}
+
+static hc_status read_preamble(hc_container *c) {
+    const unsigned char *p = c->map;
+    if (c->size < HC_CT_PREAMBLE_SIZE)
+        return bad(c, "file too small (%llu bytes; the preamble alone takes %u; truncated?)",
+                   (unsigned long long)c->size, HC_CT_PREAMBLE_SIZE);
+    if (memcmp(p, HC_CT_MAGIC, 8) != 0) return bad(c, "not an hconvert container (bad magic)");
+    if (XXH3_64bits(p, HC_PRE_PREAMBLE_HASH) != hc_le64(p + HC_PRE_PREAMBLE_HASH))
+        return hc_fail(&c->err, HC_CHECKSUM, "container '%s': preamble hash mismatch (the first "
+                       "64 bytes are corrupt)", c->path);
+    c->major = hc_le16(p + HC_PRE_MAJOR);
+    c->minor = hc_le16(p + HC_PRE_MINOR);
+    if (c->major != HC_CT_MAJOR)
+        return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': format version %u.%u; this "
+                       "reader reads %u.x", c->path, c->major, c->minor, HC_CT_MAJOR);
+    if (hc_le32(p + HC_PRE_SIZE) != HC_CT_PREAMBLE_SIZE ||
+        hc_le64(p + HC_PRE_HEADER_OFFSET) != HC_CT_PREAMBLE_SIZE)
+        return bad(c, "preamble size or header offset is not %u", HC_CT_PREAMBLE_SIZE);
+    uint64_t fsz = hc_le64(p + HC_PRE_FILE_SIZE);
+    if (fsz != c->size)
+        return bad(c, "file is %llu bytes but the preamble says %llu (truncated or extended)",
+                   (unsigned long long)c->size, (unsigned long long)fsz);
+    c->header_len = hc_le64(p + HC_PRE_HEADER_LENGTH);
+    if (c->header_len > HC_CT_MAX_HEADER || c->header_len > c->size - HC_CT_PREAMBLE_SIZE)
+        return bad(c, "header length %llu is out of range", (unsigned long long)c->header_len);
+    uint64_t want;
+    hc_align_u64(HC_CT_PREAMBLE_SIZE + c->header_len, HC_CT_ALIGN, &want);
+    c->data_off = hc_le64(p + HC_PRE_DATA_OFFSET);
+    if (c->data_off != want || c->data_off > c->size)
+        return bad(c, "data offset %llu is not the 4096-aligned end of the header (%llu) or lies "
+                   "past the end of the file", (unsigned long long)c->data_off,
+                   (unsigned long long)want);
+    if (XXH3_64bits(p + HC_CT_PREAMBLE_SIZE, (size_t)c->header_len) !=
+        hc_le64(p + HC_PRE_HEADER_HASH))
+        return hc_fail(&c->err, HC_CHECKSUM, "container '%s': header hash mismatch (the JSON "
+                       "header is corrupt)", c->path);
+    return HC_OK;
+}
+
+static hc_status u64_field(hc_container *c, const cJSON *o, const char *key, size_t idx,
+                           uint64_t *out) {
+    if (!hc_json_u64(cJSON_GetObjectItemCaseSensitive(o, key), out))
+        return bad(c, "tensor %zu: \"%s\" must be an integer in [0, 2^53)", idx, key);
+    return HC_OK;
+}
+
+static hc_status shape_field(hc_container *c, const cJSON *o, const char *key, size_t idx,
+                             uint64_t *dims, int *ndim) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+    int n = cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || n > HC_MAX_DIMS)
+        return bad(c, "tensor %zu: \"%s\" must be an array of at most %d integers", idx, key,
+                   HC_MAX_DIMS);
+    for (int d = 0; d < n; d++)
+        if (!hc_json_u64(cJSON_GetArrayItem(a, d), &dims[d]))
+            return bad(c, "tensor %zu: \"%s\"[%d] must be an integer in [0, 2^53)", idx, key, d);
+    *ndim = n;
+    return HC_OK;
+}
+
+static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_t *expect_off) {
+    hc_tensor_info *t = &c->tensors[i];
+    char esc[512];
+    if (!cJSON_IsObject(o)) return bad(c, "tensor %zu is not an object", i);
+    if (hc_json_duplicate_key(o)) return bad(c, "tensor %zu has a duplicate key", i);
+    t->name = hc_json_str(o, "name");
+    if (!t->name || !t->name[0]) return bad(c, "tensor %zu: missing or empty \"name\"", i);
+    const char *nm = hc_escape(t->name, esc, sizeof esc);
+    const char *dt = hc_json_str(o, "dtype");
+    t->dtype = dt ? hc_dtype_from_name(dt) : HC_DTYPE_INVALID;
+    if (t->dtype == HC_DTYPE_INVALID) return bad(c, "tensor '%s': missing or unknown dtype", nm);
+    int nd2 = 0;
+    HC_TRY(shape_field(c, o, "shape", i, t->shape, &t->ndim));
+    HC_TRY(shape_field(c, o, "padded_shape", i, t->padded_shape, &nd2));
+    if (nd2 != t->ndim) return bad(c, "tensor '%s': shape and padded_shape differ in rank", nm);
+    uint64_t numel = 1, bits;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->padded_shape[d] < t->shape[d])
+            return bad(c, "tensor '%s': padded_shape[%d] is smaller than shape[%d]", nm, d, d);
+        if (!hc_mul_u64(numel, t->padded_shape[d], &numel))
+            return bad(c, "tensor '%s': element count overflows 64 bits", nm);
+    }
+    t->layout = hc_json_str(o, "layout");
+    if (!t->layout || !t->layout[0]) return bad(c, "tensor '%s': missing \"layout\"", nm);
+    uint64_t lv;
+    HC_TRY(u64_field(c, o, "layout_version", i, &lv));
+    if (lv < 1 || lv > UINT32_MAX) return bad(c, "tensor '%s': layout_version out of range", nm);
+    t->layout_version = (uint32_t)lv;
+    HC_TRY(u64_field(c, o, "offset", i, &t->offset));
+    HC_TRY(u64_field(c, o, "length", i, &t->length));
+    HC_TRY(u64_field(c, o, "raw_length", i, &t->raw_length));
+    const char *enc = hc_json_str(o, "encoding");
+    if (enc && strcmp(enc, "raw") == 0) t->encoding = HC_ENC_RAW;
+    else if (enc && strcmp(enc, "zstd") == 0) t->encoding = HC_ENC_ZSTD;
+    else return bad(c, "tensor '%s': encoding must be \"raw\" or \"zstd\"", nm);
+    const char *h = hc_json_str(o, "hash");
+    if (!h || !hc_parse_hex64(h, &t->hash))
+        return bad(c, "tensor '%s': \"hash\" must be 16 lowercase hex digits", nm);
+    if (!hc_mul_u64(numel, hc_dtype_bits(t->dtype), &bits) || bits % 8 || bits / 8 != t->raw_length)
+        return bad(c, "tensor '%s': raw_length %llu does not match its %s padded shape", nm,
+                   (unsigned long long)t->raw_length, hc_dtype_name(t->dtype));
+    if (t->encoding == HC_ENC_RAW && t->length != t->raw_length)
+        return bad(c, "tensor '%s': raw tensor with length %llu != raw_length %llu", nm,
+                   (unsigned long long)t->length, (unsigned long long)t->raw_length);
+    if (t->offset % HC_CT_ALIGN) return bad(c, "tensor '%s': offset is not 4096-aligned", nm);
+    if (t->offset != *expect_off)
+        return bad(c, "tensor '%s': offset %llu, expected %llu (tensors must be contiguous, in "
+                   "offset order, each 4096-aligned, with no overlap)", nm,
+                   (unsigned long long)t->offset, (unsigned long long)*expect_off);
+    uint64_t end;
+    if (!hc_add_u64(t->offset, t->length, &end) || end > c->size)
+        return bad(c, "tensor '%s': data [%llu, +%llu) runs past the end of the file (%llu)", nm,
+                   (unsigned long long)t->offset, (unsigned long long)t->length,
+                   (unsigned long long)c->size);
+    if (i + 1 == c->ntensors) *expect_off = end;
+    else hc_align_u64(end, HC_CT_ALIGN, expect_off);
+    return HC_OK;
+}
+
+static int cmp_info_name(const void *a, const void *b) {
+    return strcmp(((const hc_tensor_info *)a)->name, ((const hc_tensor_info *)b)->name);
+}
+
+static hc_status parse_header(hc_container *c) {
+    c->header = malloc(c->header_len + 1);
+    if (!c->header) return hc_fail(&c->err, HC_NOMEM, "out of memory");
+    memcpy(c->header, c->map + HC_CT_PREAMBLE_SIZE, c->header_len);
+    c->header[c->header_len] = 0;
+    if (!hc_utf8_valid(c->header, c->header_len)) return bad(c, "header is not valid UTF-8");
+    if (memchr(c->header, 0, c->header_len)) return bad(c, "header contains a NUL byte");
+    c->json = cJSON_ParseWithLength(c->header, c->header_len);
+    if (!cJSON_IsObject(c->json)) return bad(c, "header is not a JSON object");
+    if (hc_json_duplicate_key(c->json)) return bad(c, "header has a duplicate key");
+    const char *fmt = hc_json_str(c->json, "format");
+    if (!fmt || strcmp(fmt, "hconvert") != 0) return bad(c, "header \"format\" is not \"hconvert\"");
+    const cJSON *feat = cJSON_GetObjectItemCaseSensitive(c->json, "required_features");
+    if (!cJSON_IsArray(feat)) return bad(c, "header lacks the \"required_features\" array");
+    const cJSON *f;
+    cJSON_ArrayForEach(f, feat) {
+        static const char *const known[] = HC_CT_KNOWN_FEATURES;
+        bool ok = false;
+        for (size_t k = 0; cJSON_IsString(f) && k < sizeof known / sizeof known[0]; k++)
+            ok |= strcmp(f->valuestring, known[k]) == 0;
+        if (!ok) {
+            char esc[128];
+            return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': requires feature '%s', "
+                           "which this reader (hconvert %s) does not know", c->path,
+                           cJSON_IsString(f) ? hc_escape(f->valuestring, esc, sizeof esc) : "?",
+                           HC_VERSION_STRING);
+        }
+    }
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(c->json, "model");
+    if (!cJSON_IsObject(m) || !hc_json_str(m, "converter") || !hc_json_str(m, "source_format") ||
+        !hc_json_str(m, "target"))
+        return bad(c, "header \"model\" must be an object with converter, source_format, target");
+    uint64_t rank, size;
+    if (!hc_json_u64(cJSON_GetObjectItemCaseSensitive(m, "tp_rank"), &rank) ||
+        !hc_json_u64(cJSON_GetObjectItemCaseSensitive(m, "tp_size"), &size) || size < 1 ||
+        rank >= size)
+        return bad(c, "header \"model\": tp_rank and tp_size must be integers, rank < size");
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c->json, "tensors");
+    if (!cJSON_IsArray(arr)) return bad(c, "header lacks the \"tensors\" array");
+    c->ntensors = (size_t)cJSON_GetArraySize(arr);
+    c->tensors = calloc(c->ntensors ? c->ntensors : 1, sizeof *c->tensors);
+    if (!c->tensors) return hc_fail(&c->err, HC_NOMEM, "out of memory");
+    uint64_t expect = c->data_off;
+    size_t i = 0;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr) HC_TRY(parse_tensor(c, o, i++, &expect));
+    if (expect != c->size)
+        return bad(c, "the last tensor ends at %llu but the file has %llu bytes",
+                   (unsigned long long)expect, (unsigned long long)c->size);
+    /* names must be unique; a sorted copy finds duplicates */
+    hc_tensor_info *s = malloc((c->ntensors ? c->ntensors : 1) * sizeof *s);
+    if (!s) return hc_fail(&c->err, HC_NOMEM, "out of memory");
+    memcpy(s, c->tensors, c->ntensors * sizeof *s);
+    qsort(s, c->ntensors, sizeof *s, cmp_info_name);
+    hc_status st = HC_OK;
+    for (size_t k = 1; k < c->ntensors && !st; k++)
+        if (strcmp(s[k].name, s[k - 1].name) == 0) {
+            char esc[512];
+            st = bad(c, "tensor '%s' appears twice", hc_escape(s[k].name, esc, sizeof esc));
+        }
+    free(s);
+    return st;
+}
+
+hc_status hc_container_verify(hc_container *c, uint64_t *nbad) {
+    uint64_t bad_items = 0;
+    hc_err_clear(&c->err);
+    /* the preamble and the header hash were checked at open; re-check them here too so verify
+     * stands alone, then the padding and every tensor */
+    if (XXH3_64bits(c->map, HC_PRE_PREAMBLE_HASH) != hc_le64(c->map + HC_PRE_PREAMBLE_HASH) ||
+        XXH3_64bits(c->map + HC_CT_PREAMBLE_SIZE, (size_t)c->header_len) !=
+            hc_le64(c->map + HC_PRE_HEADER_HASH)) {
+        bad_items++;
+        hc_fail(&c->err, HC_CHECKSUM, "container '%s': header hash mismatch", c->path);
+    }
+    uint64_t pad_from = HC_CT_PREAMBLE_SIZE + c->header_len;
+    for (size_t i = 0; i <= c->ntensors; i++) {
+        uint64_t pad_to = i < c->ntensors ? c->tensors[i].offset : c->size;
+        for (uint64_t b = pad_from; b < pad_to; b++)
+            if (c->map[b]) {
+                bad_items++;
+                hc_fail(&c->err, HC_CHECKSUM, "container '%s': padding byte at offset %llu is "
+                        "not zero", c->path, (unsigned long long)b);
+                break;
+            }
+        if (i == c->ntensors) break;
+        const hc_tensor_info *t = &c->tensors[i];
+        if (XXH3_64bits(c->map + t->offset, (size_t)t->length) != t->hash) {
+            char esc[512];
+            bad_items++;
+            hc_fail(&c->err, HC_CHECKSUM, "container '%s': tensor '%s': hash mismatch (data at "
+                    "offset %llu is corrupt)", c->path, hc_escape(t->name, esc, sizeof esc),
+                    (unsigned long long)t->offset);
+        }
+        pad_from = t->offset + t->length;
+    }
+    if (nbad) *nbad = bad_items;
+    return c->err.code;
+}
+
+hc_status hc_container_open(const char *path, int verify_tensors, hc_container **out, char *msg,
+                            size_t msg_len) {
+    *out = NULL;
+    hc_container *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (msg && msg_len) snprintf(msg, msg_len, "out of memory");
+        return HC_NOMEM;
+    }
+    c->fd = -1;
+    hc_status st = HC_OK;
+    c->path = hc_strdup(path);
+    struct stat sb;
+    if (!c->path) {
+        st = hc_fail(&c->err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    c->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (c->fd < 0 || fstat(c->fd, &sb) != 0) {
+        st = hc_fail(&c->err, HC_IO, "cannot open '%s': %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        st = bad(c, "not a regular file");
+        goto out;
+    }
+    c->size = (uint64_t)sb.st_size;
+    if (c->size > 0) {
+        void *m = mmap(NULL, c->size, PROT_READ, MAP_SHARED, c->fd, 0);
+        if (m == MAP_FAILED) {
+            st = hc_fail(&c->err, HC_IO, "cannot map '%s': %s", path, strerror(errno));
+            goto out;
+        }
+        c->map = m;
+    }
+    st = read_preamble(c);
+    if (!st) st = parse_header(c);
+    if (!st && verify_tensors) st = hc_container_verify(c, NULL);
+out:
+    if (st) {
+        if (msg && msg_len) snprintf(msg, msg_len, "%s", c->err.msg);
+        hc_container_free(c);
+        return st;
+    }
+    *out = c;
+    return HC_OK;
+}
+
+void hc_container_free(hc_container *c) {
+    if (!c) return;
+    if (c->map) munmap((void *)c->map, c->size);
+    if (c->fd >= 0) close(c->fd);
+    cJSON_Delete(c->json);
+    free(c->tensors);
+    free(c->header);
+    free(c->path);
+    free(c);
+}
+
+const char *hc_container_errmsg(const hc_container *c) { return c ? c->err.msg : ""; }
+size_t hc_container_tensor_count(const hc_container *c) { return c->ntensors; }
+const hc_tensor_info *hc_container_tensor(const hc_container *c, size_t i) {
+    return i < c->ntensors ? &c->tensors[i] : NULL;
+}
+const hc_tensor_info *hc_container_find(const hc_container *c, const char *name) {
+    for (size_t i = 0; i < c->ntensors; i++)
+        if (strcmp(c->tensors[i].name, name) == 0) return &c->tensors[i];
+    return NULL;
+}
+const char *hc_container_header_json(const hc_container *c, size_t *len) {
+    if (len) *len = c->header_len;
+    return c->header;
+}
+uint64_t hc_container_file_size(const hc_container *c) { return c->size; }
+void hc_container_version(const hc_container *c, unsigned *major, unsigned *minor) {
+    *major = c->major;
+    *minor = c->minor;
+}
+const void *hc_container_stored(const hc_container *c, const hc_tensor_info *t) {
+    return c->map + t->offset;
+}
+
+hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, const void **data,
+                                   void **owned) {
+    *owned = NULL;
+    *data = NULL;
+    hc_err_clear(&c->err);
+    if (t->encoding == HC_ENC_RAW) {
+        *data = c->map + t->offset;
+        return HC_OK;
+    }
+    void *buf = malloc(t->raw_length ? t->raw_length : 1);
+    if (!buf) return hc_fail(&c->err, HC_NOMEM, "out of memory for tensor '%s'", t->name);
+    size_t r = ZSTD_decompress(buf, t->raw_length, c->map + t->offset, t->length);
+    if (ZSTD_isError(r) || r != t->raw_length) {
+        free(buf);
+        char esc[512];
+        return hc_fail(&c->err, HC_INVALID, "container '%s': tensor '%s': zstd data does not "
+                       "decode to %llu bytes", c->path, hc_escape(t->name, esc, sizeof esc),
+                       (unsigned long long)t->raw_length);
+    }
+    *data = buf;
+    *owned = buf;
+    return HC_OK;
+}

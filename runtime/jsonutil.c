@@ -1,0 +1,38 @@
+/* jsonutil.c: checked access to cJSON values; duplicate-key detection (cJSON keeps every
+ * duplicate member in its list, so a sorted scan finds them). */
+#include "jsonutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+
+bool hc_json_u64(const cJSON *v, uint64_t *out) {
+    if (!cJSON_IsNumber(v)) return false;
+    return hc_double_to_u64(v->valuedouble, out);
+}
+
+const char *hc_json_str(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+const char *hc_json_duplicate_key(const cJSON *obj) {
+    int n = cJSON_GetArraySize(obj);
+    if (n < 2) return NULL;
+    const char **names = malloc((size_t)n * sizeof *names);
+    if (!names) return NULL;
+    int k = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, obj) names[k++] = it->string ? it->string : "";
+    qsort(names, (size_t)n, sizeof *names, cmp_str_ptr);
+    const char *dup = NULL;
+    for (int i = 1; i < n && !dup; i++)
+        if (strcmp(names[i], names[i - 1]) == 0) dup = names[i];
+    free(names);
+    return dup;
+}

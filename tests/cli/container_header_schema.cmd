@@ -1,0 +1,2 @@
+$HC convert $FIX/ckpt/demo out >/dev/null
+cat out/model.hconvert

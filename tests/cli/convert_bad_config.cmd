@@ -1,0 +1,1 @@
+$HC convert $FIX/ckpt/bad_config out

@@ -1,0 +1,1 @@
+$HC convert $FIX/ckpt/bad_index_unlisted out

@@ -1,0 +1,2 @@
+$HC convert $FIX/ckpt/sharded out --dry-run
+test ! -e out

@@ -1,0 +1,2 @@
+touch out
+$HC convert $FIX/ckpt/single out

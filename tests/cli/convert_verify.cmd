@@ -1,0 +1,3 @@
+$HC convert $FIX/ckpt/sharded out >/dev/null
+$HC verify out
+$HC inspect out

@@ -1,0 +1,1 @@
+$HC inspect $FIX/archives/sharded.zip --json

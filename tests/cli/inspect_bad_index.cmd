@@ -1,0 +1,1 @@
+$HC inspect $FIX/ckpt/bad_index_missing

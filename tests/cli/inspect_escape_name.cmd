@@ -1,0 +1,1 @@
+$HC inspect $FIX/st/escape_name.safetensors --tensors

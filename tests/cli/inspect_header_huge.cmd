@@ -1,0 +1,1 @@
+$HC inspect $FIX/corrupt/header_len_huge.safetensors

@@ -1,0 +1,1 @@
+$HC inspect $FIX/no/such/thing

@@ -1,0 +1,1 @@
+$HC inspect $FIX/ckpt/sharded --json --tensors

@@ -1,0 +1,1 @@
+$HC verify $FIX/ckpt/single --json

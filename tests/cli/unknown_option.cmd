@@ -1,0 +1,1 @@
+$HC inspect $FIX/ckpt/single --bogus

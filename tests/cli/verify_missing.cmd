@@ -1,0 +1,1 @@
+$HC verify $T/none

@@ -1,0 +1,3 @@
+$HC convert $FIX/ckpt/demo out >/dev/null
+truncate -s 5000 out/model.hconvert
+$HC verify out

@@ -1,0 +1,30 @@
+#!/bin/sh
+# run.sh: runs every test (unit tests plain and under ASan+UBSan, CLI tests with both builds)
+# and ends with the plain line "N passed, N failed" summed over all of them.
+B=${1:-build}
+P=0
+F=0
+log=$(mktemp)
+run() { # label, command...
+    label=$1
+    shift
+    echo "== $label"
+    "$@" 2>&1 | tee "$log"
+    last=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+    if [ -z "$last" ]; then
+        echo "!! $label did not report a result (crashed?)"
+        F=$((F + 1))
+        return
+    fi
+    P=$((P + ${last%% passed*}))
+    f=${last#*passed, }
+    F=$((F + ${f%% failed}))
+}
+run "unit tests" "$B/test_unit"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    run "unit tests (ASan+UBSan)" "$B/san/test_unit"
+run "cli tests" sh tests/cli.sh "$B/hconvert"
+run "cli tests (ASan+UBSan)" sh tests/cli.sh "$B/san/hconvert"
+rm -f "$log"
+echo "$P passed, $F failed"
+[ "$F" -eq 0 ]

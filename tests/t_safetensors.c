@@ -1,0 +1,225 @@
+/* t_safetensors.c: the reader against files written by the real safetensors library
+ * (expected values computed by numpy in the generator) and against golden corrupt files. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdlib.h>
+
+#include "checkpoint.h"
+#include "safetensors.h"
+#include "test.h"
+
+static cJSON *load_expected(void) {
+    char *text = NULL;
+    size_t len = 0;
+    hc_err err = {0};
+    if (hc_read_file(fixture("st/expected.json"), 1 << 24, &text, &len, &err)) return NULL;
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    return j;
+}
+
+static const hc_st_tensor *find(const hc_st_file *f, const char *name) {
+    for (size_t i = 0; i < f->ntensors; i++)
+        if (!strcmp(f->tensors[i].name, name)) return &f->tensors[i];
+    return NULL;
+}
+
+/* Every valid fixture: names, dtypes, shapes, sizes and the FNV-1a of the bytes numpy wrote. */
+static void test_valid_files_match_numpy(void) {
+    cJSON *exp = load_expected();
+    CHECK(exp != NULL);
+    if (!exp) return;
+    int files = 0, tensors = 0;
+    const cJSON *file;
+    cJSON_ArrayForEach(file, exp) {
+        hc_st_file *f = NULL;
+        hc_err err = {0};
+        hc_status st = hc_st_open(fixture(file->string), &f, &err);
+        if (st) {
+            CHECK_FAIL_("open %s: %s", file->string, err.msg);
+            continue;
+        }
+        files++;
+        CHECK_EQ_INT(hc_st_map(f, &err), HC_OK);
+        CHECK_EQ_U64(f->ntensors, cJSON_GetArraySize(file));
+        const cJSON *e;
+        cJSON_ArrayForEach(e, file) {
+            const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+            const hc_st_tensor *t = find(f, name);
+            if (!t) {
+                CHECK_FAIL_("%s: tensor '%s' not found", file->string, name);
+                continue;
+            }
+            tensors++;
+            CHECK_STR_EQ(hc_dtype_name(t->dtype), cJSON_GetObjectItem(e, "dtype")->valuestring);
+            const cJSON *shape = cJSON_GetObjectItem(e, "shape");
+            CHECK_EQ_INT(t->ndim, cJSON_GetArraySize(shape));
+            for (int d = 0; d < t->ndim && d < cJSON_GetArraySize(shape); d++)
+                CHECK_EQ_U64(t->shape[d], cJSON_GetArrayItem(shape, d)->valuedouble);
+            uint64_t nbytes = (uint64_t)cJSON_GetObjectItem(e, "nbytes")->valuedouble;
+            CHECK_EQ_U64(t->end - t->begin, nbytes);
+            char hex[17];
+            hc_hex64(fnv1a64(hc_st_data(f, t), (size_t)nbytes), hex);
+            CHECK_STR_EQ(hex, cJSON_GetObjectItem(e, "fnv1a64")->valuestring);
+        }
+        hc_st_close(f);
+    }
+    CHECK(files >= 19);
+    CHECK(tensors >= 100);
+    cJSON_Delete(exp);
+}
+
+static void test_metadata_and_special_shapes(void) {
+    hc_st_file *f = NULL;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_st_open(fixture("st/dtypes.safetensors"), &f, &err), HC_OK);
+    if (!f) return;
+    CHECK_EQ_U64(f->nmeta, 1);
+    if (f->nmeta) {
+        CHECK_STR_EQ(f->meta_keys[0], "format");
+        CHECK_STR_EQ(f->meta_values[0], "pt");
+    }
+    const hc_st_tensor *scalar = find(f, "t.i64"), *empty = find(f, "t.i32");
+    CHECK(scalar && scalar->ndim == 0 && scalar->numel == 1 && scalar->end - scalar->begin == 8);
+    CHECK(empty && empty->numel == 0 && empty->end == empty->begin);
+    /* the header is read by pread alone: nothing mapped until asked */
+    CHECK(f->map == NULL);
+    hc_st_close(f);
+}
+
+static char *read_text(const char *path) {
+    char *t = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    hc_read_file(path, 1 << 20, &t, &n, &err);
+    return t;
+}
+
+/* Every golden corrupt file fails with HC_INVALID and a message naming the file and what
+ * its .expect lists (the tensor and the rule). */
+static void test_corrupt_goldens(void) {
+    DIR *d = opendir(fixture("corrupt"));
+    CHECK(d != NULL);
+    if (!d) return;
+    struct dirent *de;
+    int cases = 0;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 8 || strcmp(de->d_name + n - 7, ".expect")) continue;
+        char base[256], path[1024], expath[1024];
+        snprintf(base, sizeof base, "%.*s", (int)(n - 7), de->d_name);
+        snprintf(path, sizeof path, "%s/%s.safetensors", fixture("corrupt"), base);
+        snprintf(expath, sizeof expath, "%s/%s", fixture("corrupt"), de->d_name);
+        char *expect = read_text(expath);
+        CHECK(expect != NULL);
+        hc_st_file *f = NULL;
+        hc_err err = {0};
+        hc_status st = hc_st_open(path, &f, &err);
+        cases++;
+        if (st != HC_INVALID) {
+            CHECK_FAIL_("%s: status %s, expected HC_INVALID", base, hc_status_name(st));
+            hc_st_close(f);
+            free(expect);
+            continue;
+        }
+        char fname[300];
+        snprintf(fname, sizeof fname, "%s.safetensors", base);
+        CHECK_CONTAINS(err.msg, fname);
+        for (char *line = expect ? strtok(expect, "\n") : NULL; line; line = strtok(NULL, "\n"))
+            if (*line) CHECK_CONTAINS(err.msg, line);
+        free(expect);
+    }
+    closedir(d);
+    CHECK(cases >= 22);
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rng(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+/* Random damage to a real header never crashes the parser (ASan/UBSan watch) and anything
+ * it accepts still satisfies the contiguity invariants. */
+static void test_header_mutations_never_crash(void) {
+    hc_st_file *orig = NULL;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_st_open(fixture("st/dtypes.safetensors"), &orig, &err), HC_OK);
+    if (!orig) return;
+    char *hdr = malloc(orig->header_len + 1);
+    hc_pread_full(orig->fd, hdr, orig->header_len, 8, "dtypes", &err);
+    char *m = malloc(orig->header_len + 1);
+    int accepted = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(m, hdr, orig->header_len);
+        int flips = 1 + (int)(rng() % 4);
+        for (int k = 0; k < flips; k++) {
+            size_t pos = rng() % orig->header_len;
+            static const char alphabet[] = "{}[]\",:0123456789-.eE \\u\xff\x80 abcFIU";
+            m[pos] = (rng() & 1) ? (char)rng() : alphabet[rng() % (sizeof alphabet - 1)];
+        }
+        uint64_t len = orig->header_len - (rng() % 8 == 0 ? rng() % orig->header_len : 0);
+        m[len] = 0;
+        hc_st_file f = {.path = "mutant", .fd = -1, .file_size = orig->file_size,
+                        .header_len = len, .data_start = 8 + len};
+        hc_err e2 = {0};
+        hc_status st = hc_st_parse_header(&f, m, len, &e2);
+        CHECK(st == HC_OK || st == HC_INVALID);
+        if (st == HC_OK) {
+            accepted++;
+            uint64_t pos = 0;
+            for (size_t i = 0; i < f.ntensors; i++) {
+                CHECK_EQ_U64(f.tensors[i].begin, pos);
+                pos = f.tensors[i].end;
+            }
+            CHECK_EQ_U64(pos + f.data_start, f.file_size);
+        } else {
+            CHECK(e2.msg[0] != 0);
+        }
+        for (size_t i = 0; i < f.ntensors; i++) free(f.tensors[i].name);
+        free(f.tensors);
+        for (size_t i = 0; i < f.nmeta; i++) free(f.meta_keys[i]), free(f.meta_values[i]);
+        free(f.meta_keys);
+        free(f.meta_values);
+    }
+    (void)accepted;
+    free(m);
+    free(hdr);
+    hc_st_close(orig);
+}
+
+/* Every truncation of a valid file is refused with a message, never a crash. */
+static void test_every_truncation_refused(void) {
+    char *data = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_read_file(fixture("st/dtypes.safetensors"), 1 << 24, &data, &n, &err), HC_OK);
+    const char *dir = test_tmpdir();
+    char path[600];
+    snprintf(path, sizeof path, "%s/cut.safetensors", dir);
+    int refused = 0;
+    for (size_t len = 0; len < n; len += 1 + len / 16) {
+        FILE *fp = fopen(path, "wb");
+        fwrite(data, 1, len, fp);
+        fclose(fp);
+        hc_st_file *f = NULL;
+        hc_err e2 = {0};
+        hc_status st = hc_st_open(path, &f, &e2);
+        refused += st == HC_INVALID;
+        CHECK_EQ_INT(st, HC_INVALID);
+        CHECK_CONTAINS(e2.msg, "cut.safetensors");
+        hc_st_close(f);
+    }
+    CHECK(refused > 10);
+    free(data);
+}
+
+void suite_safetensors(void) {
+    RUN(test_valid_files_match_numpy);
+    RUN(test_metadata_and_special_shapes);
+    RUN(test_corrupt_goldens);
+    RUN(test_header_mutations_never_crash);
+    RUN(test_every_truncation_refused);
+}

@@ -1,0 +1,72 @@
+/* test_main.c: runs every unit-test suite and ends with the line "N passed, N failed". */
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+#include "test.h"
+
+int hc_test_failures;
+const char *hc_test_name;
+static int passed, failed;
+static char tmp_root[256];
+
+void hc_test_run(const char *name, void (*fn)(void)) {
+    hc_test_name = name;
+    hc_test_failures = 0;
+    fn();
+    if (hc_test_failures) {
+        failed++;
+        printf("FAIL %s\n", name);
+    } else {
+        passed++;
+        printf("ok   %s\n", name);
+    }
+    fflush(stdout);
+}
+
+const char *fixture(const char *rel) {
+    static char buf[4][1024];
+    static int k;
+    const char *root = getenv("HC_FIXTURES");
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", root && *root ? root : "tests/fixtures", rel);
+    return b;
+}
+
+const char *test_tmpdir(void) {
+    static char buf[512];
+    static int k;
+    if (!tmp_root[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(tmp_root, sizeof tmp_root, "%s/hc-test-XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(tmp_root)) {
+            perror("mkdtemp");
+            exit(3);
+        }
+    }
+    snprintf(buf, sizeof buf, "%s/%d", tmp_root, k++);
+    if (mkdir(buf, 0700) != 0) {
+        perror("mkdir");
+        exit(3);
+    }
+    return buf;
+}
+
+uint64_t fnv1a64(const void *p, size_t n) {
+    const unsigned char *s = p;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+int main(void) {
+    suite_base();
+    suite_safetensors();
+    suite_checkpoint();
+    suite_container();
+    if (tmp_root[0]) hc_remove_tree(tmp_root);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
