@@ -34,7 +34,7 @@ STEST_OBJ:= $(call objs,$(BUILD)/san,$(TEST_SRC))
 
 DEPS_OK  := $(BUILD)/.deps-ok
 
-.PHONY: all deps test demo install clean bench fixtures
+.PHONY: all deps test demo install clean bench fixtures fuzz
 all: $(BUILD)/hconvert $(BUILD)/libhcrt.a $(BUILD)/libhcrt.so $(BUILD)/libhconvert.a \
      $(BUILD)/libhconvert.so
 
@@ -82,6 +82,9 @@ demo: $(BUILD)/hconvert
 
 bench: $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC)) $(BUILD)/hconvert
 	@sh bench/run.sh $(BUILD)
+
+fuzz: $(BUILD)/hconvert
+	@sh tests/fuzz/run.sh $(or $(FUZZ_SECONDS),60)
 
 fixtures:
 	python3 tests/fixtures/gen_fixtures.py

@@ -25,6 +25,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     run "unit tests (ASan+UBSan)" "$B/san/test_unit"
 run "cli tests" sh tests/cli.sh "$B/hconvert"
 run "cli tests (ASan+UBSan)" sh tests/cli.sh "$B/san/hconvert"
+run "install" sh tests/install/run.sh "$B"
 rm -f "$log"
 echo "$P passed, $F failed"
 [ "$F" -eq 0 ]

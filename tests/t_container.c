@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -271,8 +273,9 @@ static hc_status open_built(const char *header, unsigned major, char *msg, size_
     return st;
 }
 
+#define MODEL_FIELDS "\"source_version\":null,\"tile_config\":{},\"config_json\":null,"
 #define MODEL "\"model\":{\"converter\":\"t\",\"source_format\":\"t\",\"target\":\"t\"," \
-              "\"tp_rank\":0,\"tp_size\":1}"
+              MODEL_FIELDS "\"tp_rank\":0,\"tp_size\":1}"
 
 /* Builds a header whose one tensor has the given fields (after name). */
 static const char *hdr_with(const char *features, const char *model, const char *tensor) {
@@ -326,9 +329,13 @@ static void test_header_rules(void) {
     expect_built(hdr_with("", "\"modelx\":{}", good_tensor(t, sizeof t, "4096", "16", "")), 1,
                  HC_INVALID, "model");
     expect_built(hdr_with("", "\"model\":{\"converter\":\"t\",\"source_format\":\"t\","
-                          "\"target\":\"t\",\"tp_rank\":2,\"tp_size\":2}",
+                          "\"target\":\"t\"," MODEL_FIELDS "\"tp_rank\":2,\"tp_size\":2}",
                           good_tensor(t, sizeof t, "4096", "16", "")),
                  1, HC_INVALID, "tp_rank");
+    expect_built(hdr_with("", "\"model\":{\"converter\":\"t\",\"source_format\":\"t\","
+                          "\"target\":\"t\",\"tp_rank\":0,\"tp_size\":1}",
+                          good_tensor(t, sizeof t, "4096", "16", "")),
+                 1, HC_INVALID, "tile_config");
     expect_built("{\"format\":\"hconvert\",", 1, HC_INVALID, "JSON");
     expect_built("[]", 1, HC_INVALID, "JSON object");
     char bad[1024];
@@ -351,7 +358,52 @@ static void test_header_rules(void) {
     expect_built(hdr_with("", MODEL, bad), 1, HC_CHECKSUM, "'a'");
 }
 
+static int count_entries(const char *dir) {
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+    if (d) closedir(d);
+    return n;
+}
+
+/* A write that fails midway (file size limit: EFBIG) leaves no temporary file and does not
+ * touch an existing container of the same name. */
+static void test_failed_write_leaves_nothing(void) {
+    tensor_set s;
+    make_set(&s);
+    const char *dir = test_tmpdir();
+    char path[600];
+    snprintf(path, sizeof path, "%s/keep.hconvert", dir);
+    hc_err err = {0};
+    CHECK_EQ_INT(write_set(&s, path, 1, &err), HC_OK);
+    size_t n0 = 0;
+    unsigned char *before = slurp(path, &n0);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 8192;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &lim);
+    for (int i = 0; i < NT; i++) s.buf[i][0] ^= 1; /* different content */
+    hc_err e2 = {0};
+    hc_status st = write_set(&s, path, 2, &e2);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    CHECK_EQ_INT(st, HC_IO);
+    CHECK_CONTAINS(e2.msg, "keep.hconvert");
+    CHECK_EQ_INT(count_entries(dir), 1); /* no temporary file left behind */
+    size_t n1 = 0;
+    unsigned char *after = slurp(path, &n1);
+    CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+    CHECK_EQ_INT(verify_file(path), HC_OK);
+    free(before);
+    free(after);
+    free_set(&s);
+}
+
 void suite_container(void) {
+    RUN(test_failed_write_leaves_nothing);
     RUN(test_round_trip);
     RUN(test_same_bytes_any_thread_count);
     RUN(test_every_byte_flip_detected);
