@@ -6,7 +6,10 @@ PREFIX   ?= /usr/local
 BUILD    := build
 VERSION  := 0.1.0
 
-WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla -Wno-format-truncation
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
+# gcc warns that error messages may be cut at the buffer size: they are, on purpose
+WARN     += $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null \
+              2>/dev/null && echo -Wno-format-truncation)
 INCS     := -Iinclude -Iruntime -Iformats -Irepack -Iconvert
 BASEFLAGS:= -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCS) -fPIC -fopenmp
 CFLAGS   ?= -O2

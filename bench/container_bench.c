@@ -1,5 +1,5 @@
-/* container_bench.c: container write, read and verify throughput (GB/s, median of 3) beside a
- * plain memcpy / write()+fsync / read() / XXH3 of the same bytes on this machine. A benchmark. */
+/* container_bench.c: container write, read and verify throughput (GB/s, median of 3 runs)
+ * beside a plain memcpy / write()+fsync / read() / XXH3 of the same bytes. A benchmark. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,11 +13,12 @@
 #include "container_write.h"
 #include "hcrt.h"
 
-#define RUNS 3
+#define MAX_RUNS 15
 #define BIG_MB 32   /* big tensors: 32 MB of BF16, [4096, 4096] */
 #define NSMALL 32   /* small tensors: [4096] BF16 (8 KB), like norm weights */
 #define SMALL_ELEMS 4096u
 
+static int g_runs = 3; /* HC_BENCH_RUNS overrides, up to MAX_RUNS */
 static char *g_dir, *g_plain, *g_ct;
 static int g_made_dir;
 
@@ -32,9 +33,11 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
+static double median(const double *v, int n) {
+    double s[MAX_RUNS];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return s[n / 2];
 }
 
 static void cleanup(void) {
@@ -70,6 +73,15 @@ static uint64_t sum_words(const void *p, size_t n) {
 
 static void print_line(const char *name, double gbs, const char *peer, double peer_gbs) {
     printf("%-22s %8.2f  %-22s %8.2f  %6.2f\n", name, gbs, peer, peer_gbs, gbs / peer_gbs);
+}
+
+/* Removes our files and syncs the file system, outside any timed region. */
+static void settle(void) {
+    unlink(g_plain);
+    unlink(g_ct);
+    int fd = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || syncfs(fd) != 0) die(g_dir, "syncfs failed");
+    close(fd);
 }
 
 /* write() of n bytes to a new file; with sync, fsync before returning, else the fd is returned
@@ -130,7 +142,14 @@ static void read_preamble(unsigned char pre[64]) {
 int main(int argc, char **argv) {
     long mb = argc > 1 ? strtol(argv[1], NULL, 10) : 2048;
     if (mb < 1 || mb > (1L << 20)) {
-        fprintf(stderr, "usage: container_bench [TOTAL_MB (default 2048)] [OUT_DIR]\n");
+        fprintf(stderr, "usage: container_bench [TOTAL_MB (default 2048)] [OUT_DIR]\n"
+                        "env: HC_BENCH_RUNS (default 3), HC_BENCH_VERBOSE=1 (every run)\n");
+        return 2;
+    }
+    const char *runs_env = getenv("HC_BENCH_RUNS");
+    if (runs_env) g_runs = atoi(runs_env);
+    if (g_runs < 1 || g_runs > MAX_RUNS) {
+        fprintf(stderr, "container_bench: HC_BENCH_RUNS must be 1..%d\n", MAX_RUNS);
         return 2;
     }
     g_dir = argc > 2 ? argv[2] : "/tmp/hconvert-bench";
@@ -189,52 +208,53 @@ int main(int argc, char **argv) {
     unsigned char *dst = xmalloc(dst_cap);
     memset(dst, 1, dst_cap);
 
-    double tm[RUNS], tw[RUNS], twn[RUNS], tpn[RUNS], tc1[RUNS], tc2[RUNS], tr[RUNS], tpr[RUNS], tv[RUNS], th[RUNS];
-    for (int r = 0; r < RUNS; r++) {
+    double tm[MAX_RUNS], tw[MAX_RUNS], twn[MAX_RUNS], tc1[MAX_RUNS], tc2[MAX_RUNS];
+    double tr[MAX_RUNS], tpr[MAX_RUNS], tpn[MAX_RUNS], tv[MAX_RUNS], th[MAX_RUNS];
+    /* Rounds interleave the writers and rotate their order, so drift of a shared disk hits
+     * them alike. Before each timed write every file of ours is removed and the file system
+     * synced (syncfs), so freeing and discarding old blocks is not charged to the write. */
+    unsigned char pre1[64], pre2[64];
+    /* warm-up, untimed: the first write of a process pays for page-cache pages never used
+     * before (on a VM, first-touch of guest memory), which would single out round 0's first */
+    settle();
+    plain_write(src, total, 1);
+    for (int r = 0; r < g_runs; r++) {
         double t0 = now();
         memcpy(dst, src, total);
         tm[r] = now() - t0;
-    }
-    for (int r = 0; r < RUNS; r++) {
-        unlink(g_plain);
-        double t0 = now();
-        plain_write(src, total, 1);
-        tw[r] = now() - t0;
-    }
-    for (int r = 0; r < RUNS; r++) { /* the page-cache copy alone */
-        unlink(g_plain);
-        double t0 = now();
-        int fd = plain_write(src, total, 0);
+
+        for (int k = 0; k < 3; k++) {
+            int which = (k + r) % 3;
+            settle();
+            t0 = now();
+            if (which == 0) plain_write(src, total, 1);
+            else write_container(t, n, which);
+            double dt = now() - t0;
+            if (which == 0) tw[r] = dt;
+            else if (which == 1) tc1[r] = dt, read_preamble(pre1);
+            else tc2[r] = dt, read_preamble(pre2);
+        }
+        if (memcmp(pre1, pre2, 64) != 0) die("check", "1-thread and 2-thread containers differ");
+
+        settle();
+        t0 = now();
+        int fd = plain_write(src, total, 0); /* the page-cache copy alone */
         twn[r] = now() - t0;
         if (fsync(fd) != 0) die(g_plain, strerror(errno));
         close(fd);
     }
-    unlink(g_plain);
-    unsigned char pre1[64], pre2[64];
-    for (int r = 0; r < RUNS; r++) {
-        unlink(g_ct); /* freeing the old file's pages is not part of the write */
-        double t0 = now();
-        write_container(t, n, 1);
-        tc1[r] = now() - t0;
-    }
-    read_preamble(pre1);
-    for (int r = 0; r < RUNS; r++) {
-        unlink(g_ct);
-        double t0 = now();
-        write_container(t, n, 2);
-        tc2[r] = now() - t0;
-    }
-    read_preamble(pre2);
-    if (memcmp(pre1, pre2, 64) != 0) die("check", "1-thread and 2-thread containers differ");
+    settle();
+    write_container(t, n, 2); /* the file the read and verify rounds use */
 
-    /* read: open (mapping) + sum every tensor byte; page-cached since the write */
-    uint64_t ct_sum = 0, plain_sum = 0;
-    size_t nt = 0;
-    for (int r = 0; r < RUNS; r++) {
+    /* read: open (mapping) + sum every tensor byte, page-cached since the write, beside
+     * read() of the whole file with and without the same sum */
+    struct stat sb;
+    if (stat(g_ct, &sb) != 0) die(g_ct, strerror(errno));
+    for (int r = 0; r < g_runs; r++) {
         double t0 = now();
         hc_container *c = open_container(0);
-        nt = hc_container_tensor_count(c);
-        ct_sum = 0;
+        size_t nt = hc_container_tensor_count(c);
+        uint64_t ct_sum = 0;
         for (size_t i = 0; i < nt; i++) {
             const hc_tensor_info *ti = hc_container_tensor(c, i);
             const void *data;
@@ -246,53 +266,61 @@ int main(int argc, char **argv) {
         }
         hc_container_free(c);
         tr[r] = now() - t0;
-    }
-    if (nt != n || ct_sum != src_sum) die("check", "container bytes differ from the source");
-    struct stat sb;
-    if (stat(g_ct, &sb) != 0) die(g_ct, strerror(errno));
-    for (int r = 0; r < RUNS; r++) {
-        double t0 = now();
-        plain_sum = plain_read_sum(g_ct, dst, dst_cap, 1);
+        if (nt != n || ct_sum != src_sum) die("check", "container bytes differ from the source");
+
+        t0 = now();
+        plain_read_sum(g_ct, dst, dst_cap, 1);
         tpr[r] = now() - t0;
-    }
-    for (int r = 0; r < RUNS; r++) {
-        double t0 = now();
+
+        t0 = now();
         plain_read_sum(g_ct, dst, dst_cap, 0);
         tpn[r] = now() - t0;
     }
-    (void)plain_sum; /* includes the header; only timed */
 
     /* verify: fresh open + re-hash of every byte, beside XXH3 over the in-memory source */
-    for (int r = 0; r < RUNS; r++) {
+    uint64_t hsum = 0;
+    for (int r = 0; r < g_runs; r++) {
         double t0 = now();
         hc_container *c = open_container(0);
         uint64_t nbad = 0;
-        if (hc_container_verify(c, &nbad) != HC_OK) die("hc_container_verify", hc_container_errmsg(c));
+        if (hc_container_verify(c, &nbad) != HC_OK)
+            die("hc_container_verify", hc_container_errmsg(c));
         hc_container_free(c);
         tv[r] = now() - t0;
-    }
-    uint64_t hsum = 0;
-    for (int r = 0; r < RUNS; r++) {
-        double t0 = now();
+
+        t0 = now();
         hsum = 0;
         for (size_t i = 0; i < n; i++) hsum += XXH3_64bits(t[i].data, (size_t)t[i].size);
         th[r] = now() - t0;
     }
 
-    double memcpy_gbs = gb / median(tm, RUNS), write_gbs = gb / median(tw, RUNS);
+    double memcpy_gbs = gb / median(tm, g_runs), write_gbs = gb / median(tw, g_runs);
     printf("container_bench: %zu tensors, %.3f GB of BF16 (GB = 1e9 bytes), file %.3f GB, "
            "median of %d runs, folder %s\n",
-           n, gb, (double)sb.st_size / 1e9, RUNS, g_dir);
+           n, gb, (double)sb.st_size / 1e9, g_runs, g_dir);
     printf("%-22s %8s  %-22s %8s  %6s\n", "name", "GB/s", "peer-name", "GB/s", "ratio");
-    print_line("plain_write_nosync", gb / median(twn, RUNS), "memcpy", memcpy_gbs);
+    print_line("plain_write_nosync", gb / median(twn, g_runs), "memcpy", memcpy_gbs);
     print_line("plain_write+fsync", write_gbs, "memcpy", memcpy_gbs);
-    print_line("plain_read", gb / median(tpn, RUNS), "memcpy", memcpy_gbs);
-    print_line("container_write_t1", gb / median(tc1, RUNS), "plain_write+fsync", write_gbs);
-    print_line("container_write_t2", gb / median(tc2, RUNS), "plain_write+fsync", write_gbs);
-    print_line("container_read_sum", gb / median(tr, RUNS), "plain_read_sum", gb / median(tpr, RUNS));
-    print_line("container_verify", gb / median(tv, RUNS), "xxh3_in_memory", gb / median(th, RUNS));
-    printf("(check: container bytes match the source; 1- and 2-thread files identical; "
-           "xxh3 %016llx)\n", (unsigned long long)hsum);
+    print_line("plain_read", gb / median(tpn, g_runs), "memcpy", memcpy_gbs);
+    print_line("container_write_t1", gb / median(tc1, g_runs), "plain_write+fsync", write_gbs);
+    print_line("container_write_t2", gb / median(tc2, g_runs), "plain_write+fsync", write_gbs);
+    print_line("container_read_sum", gb / median(tr, g_runs), "plain_read_sum",
+               gb / median(tpr, g_runs));
+    print_line("container_verify", gb / median(tv, g_runs), "xxh3_in_memory",
+               gb / median(th, g_runs));
+    if (getenv("HC_BENCH_VERBOSE")) {
+        const char *nm[] = {"memcpy", "plain_write+fsync", "plain_write_nosync",
+                            "container_write_t1", "container_write_t2", "container_read_sum",
+                            "plain_read_sum", "plain_read", "container_verify", "xxh3_in_memory"};
+        double *v[] = {tm, tw, twn, tc1, tc2, tr, tpr, tpn, tv, th};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+            printf("  runs %-20s", nm[k]);
+            for (int r = 0; r < g_runs; r++) printf(" %8.2f", gb / v[k][r]);
+            printf("  GB/s\n");
+        }
+    }
+    printf("(checks passed: tensor bytes read back equal the source; 1- and 2-thread files have "
+           "the same preamble, hence header hash; xxh3 sum %016llx)\n", (unsigned long long)hsum);
 
     cleanup();
     free(dst);

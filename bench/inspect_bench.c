@@ -222,21 +222,21 @@ static sample run_once(int mode, FILE *devnull) {
     }
     double t1 = now();
     uint64_t r1 = proc_io("rchar"), b1 = proc_io("read_bytes");
-    /* between r0 and r1 lie the reads of the b0 and r1 probes' predecessors: 2 probes */
+    /* a probe's read counts once it returns: r1 - r0 includes the r0 and b0 probes */
     sample s = {t1 - t0, r1 - r0 - 2 * g_probe_cost, b1 - b0};
     return s;
 }
 
-static double med(sample *v, int n, int which, uint64_t *bytes) {
+/* Median time of n samples; *max_rchar gets the largest byte count. */
+static double med(const sample *v, int n, uint64_t *max_rchar) {
     double t[RUNS];
-    for (int i = 0; i < n; i++) t[i] = v[i].seconds;
-    qsort(t, (size_t)n, sizeof t[0], cmp_double);
     uint64_t mx = 0;
     for (int i = 0; i < n; i++) {
-        uint64_t b = which ? v[i].read_bytes : v[i].rchar;
-        if (b > mx) mx = b;
+        t[i] = v[i].seconds;
+        if (v[i].rchar > mx) mx = v[i].rchar;
     }
-    *bytes = mx;
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    *max_rchar = mx;
     return t[n / 2];
 }
 
@@ -299,7 +299,7 @@ int main(int argc, char **argv) {
     fclose(devnull);
 
     uint64_t expect = header_bytes + json_bytes, wr, ir;
-    double wt = med(warm, RUNS, 0, &wr), it = med(insp, RUNS, 0, &ir);
+    double wt = med(warm, RUNS, &wr), it = med(insp, RUNS, &ir);
     printf("inspect_bench: %d shards x %ld MB (%d BF16 tensors each), built in %.1f s, "
            "folder %s\n", g_nshards, shard_mb, TENSORS_PER_SHARD, build_s, g_dir);
     printf("shards              %d\n", g_nshards);

@@ -22,7 +22,12 @@ typedef struct {
     uint64_t stored; /* bytes in the file */
     uint64_t offset;
     uint64_t hash;
+    void *zbuf; /* compressed bytes kept from the sizing pass, or NULL (then recompressed) */
 } plan_t;
+
+/* Compressed tensors are kept between the sizing pass and the write up to this many bytes in
+ * all; beyond it they are compressed again, so memory stays bounded on huge checkpoints. */
+#define ZSTD_KEEP_BUDGET (256ull << 20)
 
 static hc_status check_tensor(const hc_cw_tensor *t, hc_err *err) {
     if (!t->name || !t->name[0]) return hc_fail(err, HC_INVALID, "a tensor has an empty name");
@@ -141,8 +146,9 @@ static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan
         p->hash = XXH3_64bits(t->data, (size_t)t->size);
         return hc_pwrite_full(fd, t->data, (size_t)t->size, p->offset, path, err);
     }
-    void *buf = NULL;
-    uint64_t c = try_compress(t->data, t->size, &buf);
+    void *buf = p->zbuf;
+    p->zbuf = NULL;
+    uint64_t c = buf ? p->stored : try_compress(t->data, t->size, &buf);
     if (c != p->stored) {
         free(buf);
         return hc_fail(err, HC_INTERNAL, "tensor '%s': zstd gave %llu bytes, then %llu", t->name,
@@ -175,10 +181,18 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     for (size_t i = 0; i < n; i++) {
         p[i].stored = t[i].size;
         if (t[i].try_zstd && t[i].size >= 64 && t[i].size <= ZSTD_MAX_INPUT) {
-            uint64_t c = try_compress(t[i].data, t[i].size, NULL);
+            uint64_t c = try_compress(t[i].data, t[i].size, &p[i].zbuf);
             if (c) p[i].zstd = true, p[i].stored = c;
         }
     }
+    /* keep buffers in tensor order while the budget lasts: the same choice for any thread
+     * count (the bytes written do not depend on it either way) */
+    uint64_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (p[i].zbuf) {
+            if (kept + p[i].stored <= ZSTD_KEEP_BUDGET) kept += p[i].stored;
+            else free(p[i].zbuf), p[i].zbuf = NULL;
+        }
 
     /* 2. header with placeholder hashes: its length, hence every offset, is now fixed */
     uint64_t hlen = 0, data_off = 0, off = 0;
@@ -240,15 +254,19 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
             goto out;
         }
 
-    /* 4. real hashes into the fixed-width placeholders, then header and preamble */
+    /* 4. real hashes into the fixed-width placeholders, then header and preamble. "tensors"
+     * is the header's last member and each tensor has one hash, so the tensors' slots are the
+     * last n occurrences (metadata such as tile_config may hold the same text earlier). */
+    size_t slots = 0;
+    for (char *q = strstr(hdr, HASH_KEY); q; q = strstr(q + 1, HASH_KEY)) slots++;
+    if (slots < n) {
+        st = hc_fail(err, HC_INTERNAL, "header has %zu hash slots for %zu tensors", slots, n);
+        goto out;
+    }
     char *pos = hdr;
+    for (size_t skip = slots - n; skip > 0; skip--) pos = strstr(pos, HASH_KEY) + 1;
     for (size_t i = 0; i < n; i++) {
-        pos = strstr(pos, HASH_KEY);
-        if (!pos) {
-            st = hc_fail(err, HC_INTERNAL, "header hash slot %zu not found", i);
-            goto out;
-        }
-        pos += strlen(HASH_KEY);
+        pos = strstr(pos, HASH_KEY) + strlen(HASH_KEY);
         char hex[17];
         hc_hex64(p[i].hash, hex);
         memcpy(pos, hex, 16);
@@ -270,6 +288,7 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
 out:
     hc_atomic_abort(&af);
     free(hdr);
+    for (size_t i = 0; p && i < n; i++) free(p[i].zbuf);
     free(p);
     free(errs);
     return st;

@@ -11,7 +11,11 @@
 
 #include "base.h"
 #include "hconvert.h"
+#include "checkpoint.h"
 #include "inspect.h"
+#include "npy.h"
+#include "quant.h"
+#include "validate.h"
 
 static const char usage_text[] =
     "usage: hconvert <command> [options]\n"
@@ -22,6 +26,11 @@ static const char usage_text[] =
     "        of one) into the folder OUT: OUT/" HC_CONTAINER_FILE " plus the non-weight files\n"
     "  inspect PATH [--json] [--tensors]\n"
     "        describe a checkpoint or a container (headers only)\n"
+    "  validate SRC [--json] [--tp N]\n"
+    "        check every module (shapes, packing, scales, zero points, g_idx, MoE experts) and\n"
+    "        report which kernels and tensor-parallel sizes can run it; exit 1 on any error\n"
+    "  dequant SRC NAME -o FILE.npy\n"
+    "        write the effective float32 weights of module NAME ([N, K] or [E, N, K])\n"
     "  verify OUT\n"
     "        recompute every hash of the container in OUT (a folder or a container file)\n"
     "\n"
@@ -38,6 +47,7 @@ typedef struct {
     bool json, tensors, dry_run;
     long threads, tp;
     const char *target;
+    const char *output;
 } args_t;
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -60,7 +70,8 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
     return true;
 }
 
-/* Parses options valid for a command (allowed: a string of letters j t d T p g). */
+/* Parses options valid for a command (allowed letters: j --json, t --tensors, d --dry-run,
+ * T --threads, p --tp, g --target, o -o). */
 static int parse_args(int argc, char **argv, const char *allowed, int maxpos, args_t *a) {
     memset(a, 0, sizeof *a);
     a->tp = 1;
@@ -70,7 +81,12 @@ static int parse_args(int argc, char **argv, const char *allowed, int maxpos, ar
         if (!strcmp(s, "--json")) need = 'j', a->json = true;
         else if (!strcmp(s, "--tensors")) need = 't', a->tensors = true;
         else if (!strcmp(s, "--dry-run")) need = 'd', a->dry_run = true;
-        else if (!strcmp(s, "--threads") || !strcmp(s, "--tp") || !strcmp(s, "--target")) {
+        else if (!strcmp(s, "-o")) {
+            if (!strchr(allowed, 'o')) return usage_error("option '%s' does not apply here", s);
+            if (i + 1 >= argc) return usage_error("option '%s' needs a value", s);
+            a->output = argv[++i];
+            continue;
+        } else if (!strcmp(s, "--threads") || !strcmp(s, "--tp") || !strcmp(s, "--target")) {
             need = s[2] == 't' && s[3] == 'h' ? 'T' : s[3] == 'p' ? 'p' : 'g';
             if (!strchr(allowed, need)) return usage_error("option '%s' does not apply here", s);
             if (i + 1 >= argc) return usage_error("option '%s' needs a value", s);
@@ -151,6 +167,88 @@ static int cmd_inspect(int argc, char **argv) {
     return st ? fail(st, err.msg) : 0;
 }
 
+static int cmd_validate(int argc, char **argv) {
+    args_t a;
+    int r = parse_args(argc, argv, "jpT", 1, &a);
+    if (r) return r;
+    if (a.npos != 1) return usage_error("%s", "validate needs SRC");
+    hc_validate_opts o = {.json = a.json, .threads = (int)a.threads,
+                          .progress = isatty(2) && !a.json};
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--tp")) o.tp[0] = (unsigned)a.tp, o.ntp = 1;
+    hc_err err = {0};
+    size_t errors = 0;
+    hc_status st = hc_validate(a.pos[0], &o, stdout, &errors, &err);
+    if (st) return fail(st, err.msg);
+    return errors ? 1 : 0;
+}
+
+static int cmd_dequant(int argc, char **argv) {
+    args_t a;
+    int r = parse_args(argc, argv, "o", 2, &a);
+    if (r) return r;
+    if (a.npos != 2 || !a.output) return usage_error("%s", "dequant needs SRC, NAME and -o FILE.npy");
+    hc_err err = {0};
+    hc_ckpt *ck = NULL;
+    hc_model *md = NULL;
+    hc_qtensor q = {0};
+    hc_findings f = {0};
+    float *out = NULL;
+    hc_status st = hc_ckpt_open(a.pos[0], &ck, &err);
+    if (!st) st = hc_ckpt_map(ck, &err);
+    if (!st) st = hc_model_open(ck, &md, &err);
+    if (st) goto done;
+    const hc_module *m = hc_model_find(md, a.pos[1]);
+    if (!m) {
+        char esc[512];
+        st = hc_fail(&err, HC_NOTFOUND, "module '%s' is not in '%s' (NAME is the module name "
+                     "before the quantization suffix; 'hconvert inspect --tensors' lists them)",
+                     hc_escape(a.pos[1], esc, sizeof esc), a.pos[0]);
+        goto done;
+    }
+    for (size_t i = 0; i < md->config_findings.n; i++)
+        if (!strcmp(md->config_findings.v[i].tensor, m->name) ||
+            !strcmp(md->config_findings.v[i].rule, "quant_method") ||
+            !strcmp(md->config_findings.v[i].rule, "checkpoint_format") ||
+            !strcmp(md->config_findings.v[i].rule, "version") ||
+            strstr(md->config_findings.v[i].rule, "_config")) {
+            st = hc_fail(&err, HC_UNSUPPORTED, "%s", md->config_findings.v[i].message);
+            goto done;
+        }
+    st = hc_module_decode(md, m, &q, &f, &err);
+    if (st) {
+        hc_err_clear(&err);
+        st = hc_fail(&err, HC_INVALID, "%s", f.n ? f.v[0].message : "cannot decode");
+        goto done;
+    }
+    for (size_t i = 0; i < f.n; i++) fprintf(stderr, "hconvert: warning: %s\n", f.v[i].message);
+    uint64_t numel = hc_qtensor_numel(&q);
+    out = malloc((numel ? numel : 1) * sizeof *out);
+    if (!out) {
+        st = hc_fail(&err, HC_NOMEM, "out of memory for %llu values", (unsigned long long)numel);
+        goto done;
+    }
+    hc_qtensor_dequant(&q, out);
+    uint64_t shape[HC_MAX_DIMS];
+    int nd;
+    if (q.kind == HC_Q_PLAIN) {
+        nd = q.ndim;
+        memcpy(shape, q.plain_shape, sizeof shape);
+    } else if (q.ndim == 3) {
+        nd = 3, shape[0] = q.E, shape[1] = q.N, shape[2] = q.K;
+    } else {
+        nd = 2, shape[0] = q.N, shape[1] = q.K;
+    }
+    st = hc_npy_write_f32(a.output, shape, nd, out, &err);
+done:
+    free(out);
+    hc_qtensor_free(&q);
+    hc_findings_free(&f);
+    hc_model_free(md);
+    hc_ckpt_close(ck);
+    return st ? fail(st, err.msg) : 0;
+}
+
 static int cmd_verify(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "", 1, &a);
@@ -214,5 +312,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
     if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
+    if (!strcmp(cmd, "validate")) return cmd_validate(argc - 2, argv + 2);
+    if (!strcmp(cmd, "dequant")) return cmd_dequant(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd);
 }

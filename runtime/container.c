@@ -365,8 +365,7 @@ hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, con
                                    void **owned) {
     *owned = NULL;
     *data = NULL;
-    hc_err_clear(&c->err);
-    if (t->encoding == HC_ENC_RAW) {
+    if (t->encoding == HC_ENC_RAW) { /* no shared state touched: safe from many threads */
         *data = c->map + t->offset;
         return HC_OK;
     }

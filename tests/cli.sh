@@ -1,7 +1,8 @@
 #!/bin/sh
 # cli.sh: command-line tests. Each tests/cli/NAME.cmd is a shell snippet run with $HC (the
 # binary), $FIX (fixtures) and $T (a fresh folder); NAME.exit holds the expected exit status,
-# NAME.stdout the exact expected stdout ($T shown as TMP), NAME.stderr substrings that stderr
+# NAME.stdout the exact expected stdout ($T shown as TMP), NAME.stdout_has substrings it must
+# contain (one per line), NAME.stderr substrings that stderr
 # must contain (one per line), NAME.schema a schema in schemas/ that stdout must satisfy,
 # NAME.schema_reject one it must fail (proves the schema check can fail).
 HC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -29,6 +30,15 @@ for cmdf in "$ROOT"/tests/cli/*.cmd; do
         ok=0
         why="$why; stdout differs:
 $(diff "$base.stdout" "$work/$name.outn" | head -20)"
+    fi
+    if [ -f "$base.stdout_has" ]; then
+        while IFS= read -r needle; do
+            [ -z "$needle" ] && continue
+            if ! grep -qF -- "$needle" "$work/$name.out"; then
+                ok=0
+                why="$why; stdout lacks '$needle'"
+            fi
+        done <"$base.stdout_has"
     fi
     if [ -f "$base.stderr" ]; then
         while IFS= read -r needle; do

@@ -402,7 +402,30 @@ static void test_failed_write_leaves_nothing(void) {
     free_set(&s);
 }
 
+/* Metadata that contains the text of a hash slot must not receive a tensor's hash. */
+static void test_hash_text_in_metadata(void) {
+    tensor_set s;
+    make_set(&s);
+    char path[600];
+    snprintf(path, sizeof path, "%s/meta.hconvert", test_tmpdir());
+    cJSON *tile = cJSON_Parse("{\"hash\":\"0000000000000000\",\"m\":64}");
+    hc_cw_options o = {.source_format = "t", .target = "t", .tp_size = 1, .tile_config = tile,
+                       .threads = 2};
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_container_write(path, s.t, NT, &o, &err), HC_OK);
+    CHECK_EQ_INT(verify_file(path), HC_OK);
+    hc_container *c = NULL;
+    char msg[1024];
+    CHECK_EQ_INT(hc_container_open(path, 0, &c, msg, sizeof msg), HC_OK);
+    if (c) CHECK_CONTAINS(hc_container_header_json(c, NULL),
+                          "\"tile_config\":{\"hash\":\"0000000000000000\",\"m\":64}");
+    hc_container_free(c);
+    cJSON_Delete(tile);
+    free_set(&s);
+}
+
 void suite_container(void) {
+    RUN(test_hash_text_in_metadata);
     RUN(test_failed_write_leaves_nothing);
     RUN(test_round_trip);
     RUN(test_same_bytes_any_thread_count);

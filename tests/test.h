@@ -59,5 +59,6 @@ void suite_base(void);
 void suite_safetensors(void);
 void suite_checkpoint(void);
 void suite_container(void);
+void suite_quant(void);
 
 #endif

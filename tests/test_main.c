@@ -66,6 +66,7 @@ int main(void) {
     suite_safetensors();
     suite_checkpoint();
     suite_container();
+    suite_quant();
     if (tmp_root[0]) hc_remove_tree(tmp_root);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -1,0 +1,590 @@
+/* validate.c: the validation pass. Modules are decoded one at a time (OpenMP across modules,
+ * results kept in module order so the report is the same for any thread count), checked,
+ * summarised and freed, so memory stays near the largest module. */
+#include "validate.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "families.h"
+#include "jsonutil.h"
+#include "quant.h"
+
+#define MAX_FAM 8
+#define MAX_TP 8
+#define OUTLIER_RATIO 1e4 /* a scale this far from its tensor's median is flagged */
+
+typedef struct {
+    hc_findings f;
+    bool decoded, quantized;
+    hc_qkind kind;
+    int bits;
+    uint64_t E, N, K, gn, gk;
+    bool zeros, gidx;
+    double global_div;
+    const hc_family *fam[MAX_FAM];
+    size_t nfam;
+    char why[128];
+    uint64_t bytes;
+    char role;
+    hc_tp_plan plan[MAX_TP];
+} mod_result;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* NaN / inf / zero / negative / outlier scales; fused experts name the experts hit. */
+static void check_scales(const hc_module *m, const hc_qtensor *q, hc_findings *f) {
+    const hc_ck_entry *se = m->t[HC_ROLE_SCALE];
+    if (!se || q->kind == HC_Q_PLAIN) return;
+    uint64_t per = q->sn * q->sk, total = q->E * per;
+    uint64_t cnt[4] = {0};
+    int *ex[4];
+    size_t nex[4] = {0};
+    for (int r = 0; r < 4; r++) ex[r] = calloc(q->E ? q->E : 1, sizeof(int));
+    double *pos = malloc((total ? total : 1) * sizeof *pos);
+    uint64_t npos = 0;
+    for (uint64_t e = 0; e < q->E; e++) {
+        uint64_t c0[4] = {0};
+        for (uint64_t i = 0; i < per; i++) {
+            double s = q->scales[e * per + i];
+            int r = isnan(s) ? 0 : isinf(s) ? 1 : s == 0 ? 2 : s < 0 ? 3 : -1;
+            if (r >= 0) c0[r]++;
+            else if (pos) pos[npos++] = s;
+        }
+        for (int r = 0; r < 4; r++)
+            if (c0[r]) {
+                cnt[r] += c0[r];
+                if (ex[r] && q->E > 1) ex[r][nex[r]++] = (int)e;
+            }
+    }
+    static const char *const rule[4] = {"NaN", "inf", "zero", "negative"};
+    const char *code = q->scale_dtype == HC_DT_F8_E8M0   ? " (E8M0 0xFF)"
+                       : q->scale_dtype == HC_DT_F8_E4M3 ? " (E4M3 NaN code 0x7F/0xFF)"
+                                                         : "";
+    for (int r = 0; r < 4; r++) {
+        if (!cnt[r]) continue;
+        char exs[256] = "";
+        for (size_t i = 0; i < nex[r]; i++)
+            snprintf(exs + strlen(exs), sizeof exs - strlen(exs), "%s%d", i ? ", " : "; experts ",
+                     ex[r][i]);
+        hc_findings_add(f, HC_SEV_ERROR, se->name, rule[r], cnt[r], ex[r], nex[r],
+                        "tensor '%s': %llu of %llu scales are %s%s%s", se->name,
+                        (unsigned long long)cnt[r], (unsigned long long)total, rule[r],
+                        r == 0 ? code : "", exs);
+    }
+    if (pos && npos > 2) {
+        qsort(pos, npos, sizeof *pos, cmp_double);
+        double med = pos[npos / 2];
+        uint64_t out = 0;
+        for (uint64_t i = 0; i < npos; i++)
+            out += pos[i] > med * OUTLIER_RATIO || pos[i] < med / OUTLIER_RATIO;
+        if (out)
+            hc_findings_add(f, HC_SEV_WARNING, se->name, "outlier", out, NULL, 0,
+                            "tensor '%s': %llu scales are outliers, more than %g times from the "
+                            "median %g (largest %g, smallest %g)", se->name,
+                            (unsigned long long)out, OUTLIER_RATIO, med, pos[npos - 1], pos[0]);
+    }
+    free(pos);
+    for (int r = 0; r < 4; r++) free(ex[r]);
+}
+
+static void check_zeros(const hc_module *m, const hc_qtensor *q, hc_findings *f) {
+    if (q->kind != HC_Q_INT || !q->zeros) return;
+    int32_t hi = (1 << q->bits) - 1;
+    uint64_t out = 0, n = q->E * q->sn * q->sk;
+    for (uint64_t i = 0; i < n; i++) out += q->zeros[i] < 0 || q->zeros[i] > hi;
+    const hc_ck_entry *ze = m->t[HC_ROLE_ZERO];
+    if (out)
+        hc_findings_add(f, HC_SEV_WARNING, ze ? ze->name : m->name, "zero point range", out, NULL,
+                        0, "tensor '%s': %llu zero points lie outside the %d-bit code range "
+                        "[0, %d]", ze ? ze->name : m->name, (unsigned long long)out, q->bits, hi);
+}
+
+static void analyse(const hc_model *md, size_t i, const unsigned *tps, int ntp, mod_result *r) {
+    const hc_module *m = &md->m[i];
+    hc_qtensor q;
+    hc_err err = {0};
+    if (hc_module_decode(md, m, &q, &r->f, &err) != HC_OK) return;
+    r->decoded = true;
+    r->quantized = q.kind != HC_Q_PLAIN;
+    r->kind = q.kind, r->bits = q.bits, r->E = q.E, r->N = q.N, r->K = q.K, r->gn = q.gn,
+    r->gk = q.gk, r->zeros = q.zeros != NULL, r->gidx = q.g_idx != NULL,
+    r->global_div = q.global_div;
+    if (r->quantized) {
+        check_scales(m, &q, &r->f);
+        check_zeros(m, &q, &r->f);
+        r->nfam = hc_families_for(m, &q, r->fam, MAX_FAM, r->why, sizeof r->why);
+        r->bytes = hc_module_bytes(&q);
+        r->role = hc_tp_role(m->name);
+        for (int t = 0; t < ntp; t++) hc_tp_shard(&q, r->role, tps[t], r->fam[0], &r->plan[t]);
+    }
+    hc_qtensor_free(&q);
+}
+
+/* ---- MoE: completeness, consistency, and one finding per layer instead of per expert ---- */
+
+static int config_experts(const hc_ckpt *ck) {
+    static const char *const keys[] = {"num_experts", "num_local_experts", "n_routed_experts",
+                                       "moe_num_experts"};
+    const cJSON *cfg = ck->config;
+    const cJSON *tc = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "text_config") : NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        const cJSON *o = pass ? tc : cfg;
+        for (size_t k = 0; o && k < sizeof keys / sizeof keys[0]; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, keys[k]);
+            if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 1e6)
+                return (int)v->valuedouble;
+        }
+    }
+    return 0;
+}
+
+static int cmp_int(const void *a, const void *b) {
+    return *(const int *)a - *(const int *)b;
+}
+
+static void join_ids(const int *v, size_t n, char *out, size_t cap) {
+    out[0] = 0;
+    for (size_t i = 0; i < n && strlen(out) + 16 < cap; i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%d", i ? ", " : "", v[i]);
+}
+
+/* Layer prefix of a MoE key "<prefix>.experts.*.<rest>" -> "<prefix>.experts". */
+static size_t layer_len(const char *key) { return (size_t)(strstr(key, ".experts.*") - key) + 8; }
+
+static void check_moe(const hc_model *md, const mod_result *res, hc_findings *f, int *layers) {
+    int E = config_experts(md->ck);
+    *layers = 0;
+    /* fused (gpt-oss) layers: one per distinct "<prefix>.experts." */
+    for (size_t i = 0; i < md->n; i++) {
+        const char *p = md->m[i].fused ? strstr(md->m[i].name, ".experts.") : NULL;
+        bool seen = false;
+        for (size_t j = 0; p && j < i && !seen; j++) {
+            const char *q = md->m[j].fused ? strstr(md->m[j].name, ".experts.") : NULL;
+            seen = q && q - md->m[j].name == p - md->m[i].name &&
+                   !strncmp(md->m[j].name, md->m[i].name, (size_t)(p - md->m[i].name));
+        }
+        if (p && !seen) (*layers)++;
+    }
+    bool *done = calloc(md->n ? md->n : 1, 1);
+    int *ids = malloc((md->n ? md->n : 1) * sizeof *ids);
+    int *bad = malloc((md->n ? md->n : 1) * sizeof *bad);
+    if (!done || !ids || !bad) goto out;
+    /* per layer: the union of expert ids over all its keys */
+    for (size_t i = 0; i < md->n; i++) {
+        const hc_module *m = &md->m[i];
+        if (m->expert < 0 || done[i]) continue;
+        size_t ll = layer_len(m->moe_key);
+        size_t n = 0;
+        for (size_t j = i; j < md->n; j++) {
+            const hc_module *o = &md->m[j];
+            if (o->expert < 0 || strncmp(o->moe_key, m->moe_key, ll) || o->moe_key[ll] != '.')
+                continue;
+            ids[n++] = o->expert;
+        }
+        qsort(ids, n, sizeof *ids, cmp_int);
+        size_t u = 0;
+        for (size_t k = 0; k < n; k++)
+            if (!u || ids[u - 1] != ids[k]) ids[u++] = ids[k];
+        int want = E > 0 ? E : ids[u - 1] + 1;
+        size_t nm = 0;
+        for (int e = 0, k = 0; e < want; e++) {
+            while ((size_t)k < u && ids[k] < e) k++;
+            if ((size_t)k >= u || ids[k] != e) bad[nm++] = e;
+        }
+        (*layers)++;
+        if (nm) {
+            char s[256];
+            join_ids(bad, nm, s, sizeof s);
+            hc_findings_add(f, HC_SEV_ERROR, "", "missing", nm, bad, nm,
+                            "MoE layer '%.*s': %zu of %d experts missing (experts %s)%s", (int)ll,
+                            m->moe_key, nm, want, s, E > 0 ? "" : " (count from the highest id)");
+            hc_finding *x = &f->v[f->n - 1];
+            free(x->tensor);
+            x->tensor = strndup(m->moe_key, ll);
+        }
+        for (size_t j = i; j < md->n; j++) { /* the whole layer is counted now */
+            const hc_module *o = &md->m[j];
+            if (o->expert >= 0 && !strncmp(o->moe_key, m->moe_key, ll) && o->moe_key[ll] == '.')
+                done[j] = true;
+        }
+    }
+    /* shape/scheme consistency within each key: compare with the first decoded expert */
+    memset(done, 0, md->n);
+    for (size_t i = 0; i < md->n; i++) {
+        const hc_module *m = &md->m[i];
+        if (m->expert < 0 || done[i]) continue;
+        const mod_result *ref = NULL;
+        size_t nb = 0;
+        for (size_t j = i; j < md->n; j++) {
+            const hc_module *o = &md->m[j];
+            if (o->expert < 0 || strcmp(o->moe_key, m->moe_key)) continue;
+            done[j] = true;
+            const mod_result *r = &res[j];
+            if (!r->decoded) continue;
+            if (!ref) {
+                ref = r;
+                continue;
+            }
+            if (r->N != ref->N || r->K != ref->K || r->kind != ref->kind || r->bits != ref->bits ||
+                r->gk != ref->gk || o->scheme.fmt != m->scheme.fmt)
+                bad[nb++] = o->expert;
+        }
+        if (nb && ref) {
+            char s[256];
+            join_ids(bad, nb, s, sizeof s);
+            hc_findings_add(f, HC_SEV_ERROR, m->moe_key, "shape", nb, bad, nb,
+                            "MoE layer '%s': experts %s differ in shape or scheme from the "
+                            "others ([%llu, %llu], %d-bit, group %llu)", m->moe_key, s,
+                            (unsigned long long)ref->N, (unsigned long long)ref->K, ref->bits,
+                            (unsigned long long)ref->gk);
+        }
+    }
+out:
+    free(done);
+    free(ids);
+    free(bad);
+}
+
+/* Per-expert findings with the same layer key and rule become one finding naming the experts. */
+static void merge_expert_findings(const hc_model *md, mod_result *res, hc_findings *out) {
+    for (size_t i = 0; i < md->n; i++) {
+        const hc_module *m = &md->m[i];
+        for (size_t k = 0; k < res[i].f.n; k++) {
+            hc_finding *x = &res[i].f.v[k];
+            if (m->expert < 0 || !x->rule[0]) continue;
+            x->experts = realloc(x->experts, sizeof(int));
+            x->experts[0] = m->expert;
+            x->nexperts = 1;
+            for (size_t j = i + 1; j < md->n; j++) {
+                const hc_module *o = &md->m[j];
+                if (o->expert < 0 || strcmp(o->moe_key, m->moe_key)) continue;
+                for (size_t l = 0; l < res[j].f.n; l++) {
+                    hc_finding *y = &res[j].f.v[l];
+                    if (!y->rule[0] || strcmp(y->rule, x->rule) || y->severity != x->severity)
+                        continue;
+                    int *v = realloc(x->experts, (x->nexperts + 1) * sizeof(int));
+                    if (!v) continue;
+                    x->experts = v;
+                    x->experts[x->nexperts++] = o->expert;
+                    x->count += y->count;
+                    y->rule[0] = 0; /* consumed */
+                }
+            }
+            if (x->nexperts > 1) {
+                char s[256], *msg = NULL;
+                join_ids(x->experts, x->nexperts, s, sizeof s);
+                if (asprintf(&msg, "%s; the same in experts %s of '%s' (%llu in all)", x->message,
+                             s, m->moe_key, (unsigned long long)x->count) >= 0) {
+                    free(x->message);
+                    x->message = msg;
+                }
+            }
+        }
+        /* move the surviving findings out */
+        for (size_t k = 0; k < res[i].f.n; k++) {
+            hc_finding *x = &res[i].f.v[k];
+            if (!x->rule[0] && m->expert >= 0) {
+                free(x->tensor), free(x->rule), free(x->experts), free(x->message);
+                continue;
+            }
+            hc_findings one = {.v = malloc(sizeof *x), .n = 1};
+            if (!one.v) continue;
+            one.v[0] = *x;
+            hc_findings_append(out, &one);
+        }
+        free(res[i].f.v);
+        res[i].f.v = NULL;
+        res[i].f.n = 0;
+    }
+}
+
+/* NVFP4 gate and up projections of one MLP must share a global scale to be fused. */
+static void check_gate_up(const hc_model *md, const mod_result *res, hc_findings *f) {
+    static const char *const pairs[][2] = {{"gate_proj", "up_proj"}, {"w1", "w3"}};
+    for (size_t i = 0; i < md->n; i++) {
+        if (res[i].global_div == 0) continue;
+        const char *name = md->m[i].name;
+        for (size_t p = 0; p < 2; p++) {
+            size_t nl = strlen(name), gl = strlen(pairs[p][0]);
+            if (nl <= gl || strcmp(name + nl - gl, pairs[p][0]) || name[nl - gl - 1] != '.')
+                continue;
+            char *up = hc_asprintf("%.*s%s", (int)(nl - gl), name, pairs[p][1]);
+            const hc_module *u = up ? hc_model_find(md, up) : NULL;
+            if (u) {
+                const mod_result *ru = &res[u - md->m];
+                if (ru->global_div != 0 && ru->global_div != res[i].global_div) {
+                    const hc_ck_entry *g = md->m[i].t[HC_ROLE_GSCALE];
+                    hc_findings_add(f, HC_SEV_WARNING, g ? g->name : name, "global scale", 0,
+                                    NULL, 0,
+                                    "tensor '%s': global scale %g differs from %s's %g: a fused "
+                                    "gate/up kernel needs one; convert keeps them apart",
+                                    g ? g->name : name, res[i].global_div, up, ru->global_div);
+                }
+            }
+            free(up);
+        }
+    }
+}
+
+/* ---- report ---- */
+
+static const char *kind_name(hc_qkind k) {
+    static const char *const n[] = {"plain", "int", "fp4", "fp8_e4m3", "fp8_e5m2"};
+    return n[k];
+}
+
+typedef struct {
+    size_t first, count;
+    uint64_t bytes;
+} klass;
+
+/* Modules that share format, kind, bits, groups, shape and TP role form one class. */
+static bool same_class(const hc_model *md, const mod_result *res, size_t a, size_t b) {
+    const mod_result *x = &res[a], *y = &res[b];
+    return x->kind == y->kind && x->bits == y->bits && x->E == y->E && x->N == y->N &&
+           x->K == y->K && x->gk == y->gk && x->gn == y->gn && x->role == y->role &&
+           x->zeros == y->zeros && x->gidx == y->gidx && x->nfam == y->nfam &&
+           md->m[a].scheme.fmt == md->m[b].scheme.fmt;
+}
+
+static cJSON *finding_json(const hc_finding *x) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "severity", x->severity == HC_SEV_ERROR ? "error" : "warning");
+    cJSON_AddStringToObject(o, "tensor", x->tensor);
+    cJSON_AddStringToObject(o, "rule", x->rule);
+    cJSON_AddNumberToObject(o, "count", (double)x->count);
+    if (x->nexperts) {
+        cJSON *e = cJSON_AddArrayToObject(o, "experts");
+        for (size_t i = 0; i < x->nexperts; i++) cJSON_AddItemToArray(e, cJSON_CreateNumber(x->experts[i]));
+    } else {
+        cJSON_AddNullToObject(o, "experts");
+    }
+    cJSON_AddStringToObject(o, "message", x->message ? x->message : "");
+    return o;
+}
+
+static void report(FILE *out, const hc_validate_opts *o, const char *src, const hc_model *md,
+                   const mod_result *res, const hc_findings *f, const klass *kl, size_t nk,
+                   const unsigned *tps, int ntp, int moe_layers) {
+    size_t nq = 0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < md->n; i++) nq += res[i].quantized, bytes += res[i].bytes;
+    size_t nerr = hc_findings_errors(f);
+    if (o->json) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "source", src);
+        if (md->quant_method[0]) cJSON_AddStringToObject(r, "quant_method", md->quant_method);
+        else cJSON_AddNullToObject(r, "quant_method");
+        cJSON *s = cJSON_AddObjectToObject(r, "summary");
+        cJSON_AddNumberToObject(s, "modules", (double)md->n);
+        cJSON_AddNumberToObject(s, "quantized", (double)nq);
+        cJSON_AddNumberToObject(s, "moe_layers", moe_layers);
+        cJSON_AddNumberToObject(s, "errors", (double)nerr);
+        cJSON_AddNumberToObject(s, "warnings", (double)(f->n - nerr));
+        cJSON_AddNumberToObject(s, "quantized_bytes", (double)bytes);
+        cJSON *fa = cJSON_AddArrayToObject(r, "findings");
+        for (size_t i = 0; i < f->n; i++) cJSON_AddItemToArray(fa, finding_json(&f->v[i]));
+        cJSON *ca = cJSON_AddArrayToObject(r, "capability");
+        for (size_t c = 0; c < nk; c++) {
+            const mod_result *x = &res[kl[c].first];
+            const hc_module *m = &md->m[kl[c].first];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "example", m->name);
+            cJSON_AddNumberToObject(e, "modules", (double)kl[c].count);
+            cJSON_AddStringToObject(e, "format", hc_fmt_name(m->scheme.fmt));
+            cJSON_AddStringToObject(e, "kind", kind_name(x->kind));
+            cJSON_AddNumberToObject(e, "bits", x->bits);
+            cJSON_AddNumberToObject(e, "experts", (double)x->E);
+            cJSON_AddNumberToObject(e, "n", (double)x->N);
+            cJSON_AddNumberToObject(e, "k", (double)x->K);
+            cJSON_AddNumberToObject(e, "group_k", (double)x->gk);
+            cJSON_AddNumberToObject(e, "group_n", (double)x->gn);
+            cJSON_AddBoolToObject(e, "zero_points", x->zeros);
+            cJSON_AddBoolToObject(e, "act_order", x->gidx);
+            cJSON *ka = cJSON_AddArrayToObject(e, "kernels");
+            for (size_t k = 0; k < x->nfam; k++) {
+                cJSON *kk = cJSON_CreateObject();
+                cJSON_AddStringToObject(kk, "family", x->fam[k]->name);
+                cJSON_AddStringToObject(kk, "activations", x->fam[k]->activations);
+                cJSON_AddNumberToObject(kk, "pad_n", (double)((x->N + x->fam[k]->n_multiple - 1) /
+                                                               x->fam[k]->n_multiple *
+                                                               x->fam[k]->n_multiple));
+                cJSON_AddNumberToObject(kk, "pad_k", (double)((x->K + x->fam[k]->k_multiple - 1) /
+                                                               x->fam[k]->k_multiple *
+                                                               x->fam[k]->k_multiple));
+                cJSON_AddItemToArray(ka, kk);
+            }
+            if (x->why[0]) cJSON_AddStringToObject(e, "gpu_unavailable", x->why);
+            else cJSON_AddNullToObject(e, "gpu_unavailable");
+            cJSON_AddNumberToObject(e, "bytes", (double)kl[c].bytes);
+            cJSON_AddItemToArray(ca, e);
+        }
+        cJSON *ta = cJSON_AddArrayToObject(r, "tensor_parallel");
+        for (int t = 0; t < ntp; t++) {
+            cJSON *te = cJSON_CreateObject();
+            cJSON_AddNumberToObject(te, "tp", tps[t]);
+            bool even = true, aligned = true;
+            cJSON *sa = cJSON_AddArrayToObject(te, "shards");
+            for (size_t c = 0; c < nk; c++) {
+                const mod_result *x = &res[kl[c].first];
+                const hc_tp_plan *p = &x->plan[t];
+                even &= p->splits;
+                aligned &= p->group_aligned;
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "example", md->m[kl[c].first].name);
+                cJSON_AddNumberToObject(e, "modules", (double)kl[c].count);
+                cJSON_AddStringToObject(e, "split", p->role == 'c' ? "column" : p->role == 'r' ? "row"
+                                                                                       : "replicated");
+                cJSON_AddNumberToObject(e, "shard_n", (double)p->shard_n);
+                cJSON_AddNumberToObject(e, "shard_k", (double)p->shard_k);
+                cJSON_AddBoolToObject(e, "even", p->splits);
+                cJSON_AddBoolToObject(e, "group_aligned", p->group_aligned);
+                if (p->regroup) cJSON_AddNumberToObject(e, "regroup_to", (double)p->regroup);
+                else cJSON_AddNullToObject(e, "regroup_to");
+                cJSON_AddNumberToObject(e, "pad_n", (double)p->pad_n);
+                cJSON_AddNumberToObject(e, "pad_k", (double)p->pad_k);
+                cJSON_AddItemToArray(sa, e);
+            }
+            cJSON_AddBoolToObject(te, "all_even", even);
+            cJSON_AddBoolToObject(te, "all_group_aligned", aligned);
+            cJSON_AddItemToArray(ta, te);
+        }
+        char *txt = cJSON_Print(r);
+        if (txt) fprintf(out, "%s\n", txt);
+        free(txt);
+        cJSON_Delete(r);
+        return;
+    }
+    char esc[2048];
+    fprintf(out, "validate: %s (%s)\n", hc_escape(src, esc, sizeof esc),
+            md->quant_method[0] ? md->quant_method : "unquantized");
+    fprintf(out, "modules: %zu, %zu quantized (%.3f MB), %d MoE layer%s\n", md->n, nq,
+            (double)bytes / 1e6, moe_layers, moe_layers == 1 ? "" : "s");
+    fprintf(out, "findings: %zu error%s, %zu warning%s\n", nerr, nerr == 1 ? "" : "s",
+            f->n - nerr, f->n - nerr == 1 ? "" : "s");
+    for (size_t i = 0; i < f->n; i++)
+        fprintf(out, "  %-7s %s\n", f->v[i].severity == HC_SEV_ERROR ? "error" : "warning",
+                hc_escape(f->v[i].message ? f->v[i].message : "", esc, sizeof esc));
+    if (nk) fprintf(out, "kernels (per class of modules):\n");
+    for (size_t c = 0; c < nk; c++) {
+        const mod_result *x = &res[kl[c].first];
+        const hc_module *m = &md->m[kl[c].first];
+        char elem[32], grp[64], ex[32] = "";
+        if (x->E > 1) snprintf(ex, sizeof ex, "%llu x ", (unsigned long long)x->E);
+        if (x->kind == HC_Q_INT) snprintf(elem, sizeof elem, "int%d", x->bits);
+        else snprintf(elem, sizeof elem, "%s", kind_name(x->kind));
+        if (x->gn > 1) snprintf(grp, sizeof grp, "block %llux%llu", (unsigned long long)x->gn,
+                                (unsigned long long)x->gk);
+        else if (x->gk >= x->K) snprintf(grp, sizeof grp, "per channel");
+        else snprintf(grp, sizeof grp, "group %llu", (unsigned long long)x->gk);
+        fprintf(out, "  %s (%zu): %s, %s, [%s%llu, %llu], %s%s%s:",
+                hc_escape(m->name, esc, sizeof esc), kl[c].count, hc_fmt_name(m->scheme.fmt),
+                elem, ex, (unsigned long long)x->N, (unsigned long long)x->K,
+                grp, x->zeros ? ", zero points" : "", x->gidx ? ", act-order" : "");
+        for (size_t k = 0; k < x->nfam; k++)
+            fprintf(out, " %s/%s", x->fam[k]->name, x->fam[k]->activations);
+        if (x->why[0]) fprintf(out, " (%s)", x->why);
+        fputc('\n', out);
+    }
+    for (int t = 0; t < ntp; t++) {
+        size_t col = 0, row = 0, uneven = 0, regroup = 0;
+        uint64_t waste = 0;
+        for (size_t c = 0; c < nk; c++) {
+            const mod_result *x = &res[kl[c].first];
+            const hc_tp_plan *p = &x->plan[t];
+            col += p->role == 'c' ? kl[c].count : 0;
+            row += p->role == 'r' ? kl[c].count : 0;
+            uneven += p->splits ? 0 : kl[c].count;
+            regroup += p->regroup ? kl[c].count : 0;
+            waste += kl[c].count * (p->pad_n * p->pad_k - p->shard_n * p->shard_k) *
+                     (uint64_t)x->bits / 8 * x->E;
+        }
+        fprintf(out, "tp %u: %zu column-parallel, %zu row-parallel; %zu uneven split%s; %zu "
+                "need lossless regrouping; padding %.3f MB per rank\n", tps[t], col, row, uneven,
+                uneven == 1 ? "" : "s", regroup, (double)waste / 1e6);
+        for (size_t c = 0; c < nk; c++) {
+            const hc_tp_plan *p = &res[kl[c].first].plan[t];
+            if (p->regroup || !p->splits)
+                fprintf(out, "  %s: %s split to [%llu, %llu]%s, group %llu -> %llu\n",
+                        md->m[kl[c].first].name, p->role == 'c' ? "column" : "row",
+                        (unsigned long long)p->shard_n, (unsigned long long)p->shard_k,
+                        p->splits ? "" : " (uneven: the last rank is padded)",
+                        (unsigned long long)res[kl[c].first].gk, (unsigned long long)p->regroup);
+        }
+    }
+}
+
+hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, size_t *errors,
+                      hc_err *err) {
+    hc_ckpt *ck = NULL;
+    hc_model *md = NULL;
+    mod_result *res = NULL;
+    klass *kl = NULL;
+    hc_findings all = {0};
+    *errors = 0;
+    HC_TRY(hc_ckpt_open(src, &ck, err));
+    hc_status st = hc_ckpt_map(ck, err);
+    if (!st) st = hc_model_open(ck, &md, err);
+    if (st) goto out;
+    unsigned tps[MAX_TP] = {1, 2, 4, 8};
+    int ntp = 4;
+    if (o->ntp > 0) {
+        ntp = o->ntp > MAX_TP ? MAX_TP : o->ntp;
+        memcpy(tps, o->tp, (size_t)ntp * sizeof *tps);
+    }
+    res = calloc(md->n ? md->n : 1, sizeof *res);
+    kl = calloc(md->n ? md->n : 1, sizeof *kl);
+    if (!res || !kl) {
+        st = hc_fail(err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
+    size_t done = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (size_t i = 0; i < md->n; i++) {
+        analyse(md, i, tps, ntp, &res[i]);
+        if (o->progress) {
+#pragma omp critical(hc_validate_progress)
+            {
+                done++;
+                fprintf(stderr, "\rvalidating: %zu / %zu modules%s", done, md->n,
+                        done == md->n ? "\n" : "");
+            }
+        }
+    }
+    for (size_t i = 0; i < ck->nwarnings; i++)
+        hc_findings_add(&all, HC_SEV_WARNING, "", "checkpoint", 0, NULL, 0, "%s", ck->warnings[i]);
+    hc_findings_append(&all, &md->config_findings);
+    int moe_layers = 0;
+    check_moe(md, res, &all, &moe_layers);
+    check_gate_up(md, res, &all);
+    merge_expert_findings(md, res, &all);
+    size_t nk = 0;
+    for (size_t i = 0; i < md->n; i++) {
+        if (!res[i].quantized) continue;
+        size_t c = 0;
+        while (c < nk && !same_class(md, res, kl[c].first, i)) c++;
+        if (c == nk) kl[nk++] = (klass){.first = i};
+        kl[c].count++;
+        kl[c].bytes += res[i].bytes;
+    }
+    report(out, o, src, md, res, &all, kl, nk, tps, ntp, moe_layers);
+    *errors = hc_findings_errors(&all);
+out:
+    if (res)
+        for (size_t i = 0; md && i < md->n; i++) hc_findings_free(&res[i].f);
+    hc_findings_free(&all);
+    free(res);
+    free(kl);
+    hc_model_free(md);
+    hc_ckpt_close(ck);
+    return st;
+}

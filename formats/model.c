@@ -1,0 +1,571 @@
+/* model.c: groups a checkpoint's tensors into modules (weight + scales + zero points + ...)
+ * and resolves each module's scheme from the quantization config of its format. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "jsonutil.h"
+#include "pyregex.h"
+#include "quant.h"
+
+static const struct {
+    const char *suffix;
+    hc_role role;
+} suffix_roles[] = {
+    {"weight_packed", HC_ROLE_WEIGHT}, {"weight", HC_ROLE_WEIGHT},
+    {"qweight", HC_ROLE_WEIGHT},       {"weight_scale", HC_ROLE_SCALE},
+    {"weight_scale_inv", HC_ROLE_SCALE}, {"scales", HC_ROLE_SCALE},
+    {"weight_zero_point", HC_ROLE_ZERO}, {"qzeros", HC_ROLE_ZERO},
+    {"weight_g_idx", HC_ROLE_GIDX},    {"g_idx", HC_ROLE_GIDX},
+    {"weight_shape", HC_ROLE_SHAPE},   {"weight_global_scale", HC_ROLE_GSCALE},
+    {"bias", HC_ROLE_BIAS},            {"input_scale", HC_ROLE_OTHER},
+    {"input_global_scale", HC_ROLE_OTHER}, {"input_zero_point", HC_ROLE_OTHER},
+    {"output_scale", HC_ROLE_OTHER},   {"k_scale", HC_ROLE_OTHER},
+    {"v_scale", HC_ROLE_OTHER},
+};
+
+static const char *const role_names[HC_ROLE_COUNT] = {"weight", "scale", "zero point", "g_idx",
+                                                      "weight_shape", "global scale", "bias",
+                                                      "other"};
+
+static bool ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* Splits a tensor name into module and role. gpt-oss fused experts use "_blocks",
+ * "_scales" and "_bias" on the module name itself. */
+static void split_name(const char *name, bool gptoss, char **module, hc_role *role, bool *fused) {
+    *fused = false;
+    const char *dot = strrchr(name, '.');
+    if (gptoss && dot && strstr(name, ".experts.")) {
+        static const struct {
+            const char *s;
+            hc_role r;
+        } fs[] = {{"_blocks", HC_ROLE_WEIGHT}, {"_scales", HC_ROLE_SCALE}, {"_bias", HC_ROLE_BIAS}};
+        for (size_t i = 0; i < 3; i++)
+            if (ends_with(dot + 1, fs[i].s)) {
+                *module = strndup(name, strlen(name) - strlen(fs[i].s));
+                *role = fs[i].r;
+                *fused = true;
+                return;
+            }
+    }
+    if (dot)
+        for (size_t i = 0; i < sizeof suffix_roles / sizeof suffix_roles[0]; i++)
+            if (strcmp(dot + 1, suffix_roles[i].suffix) == 0) {
+                *module = strndup(name, (size_t)(dot - name));
+                *role = suffix_roles[i].role;
+                return;
+            }
+    *module = hc_strdup(name); /* a tensor of its own, e.g. e_score_correction_bias */
+    *role = HC_ROLE_WEIGHT;
+}
+
+typedef struct {
+    char *mod;
+    hc_role role;
+    bool fused;
+    const hc_ck_entry *e;
+} pair_t;
+
+static int cmp_pair(const void *a, const void *b) {
+    const pair_t *x = a, *y = b;
+    int r = strcmp(x->mod, y->mod);
+    return r ? r : strcmp(x->e->name, y->e->name);
+}
+
+static int cmp_module(const void *a, const void *b) {
+    return strcmp(((const hc_module *)a)->name, ((const hc_module *)b)->name);
+}
+
+const hc_module *hc_model_find(const hc_model *m, const char *name) {
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(m->m[mid].name, name);
+        if (r == 0) return &m->m[mid];
+        if (r < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+/* "<prefix>.experts.<J>.<rest>": expert J of the MoE layer "<prefix>.experts.*.<rest>". */
+static void moe_membership(hc_module *m) {
+    m->expert = -1;
+    const char *p = strstr(m->name, ".experts.");
+    if (!p || m->fused) return;
+    const char *j = p + 9, *e = j;
+    while (isdigit((unsigned char)*e)) e++;
+    if (e == j || (*e != '.' && *e != 0) || e - j > 6) return;
+    m->expert = atoi(j);
+    m->moe_key = hc_asprintf("%.*s.experts.*%s", (int)(p - m->name), m->name, e);
+}
+
+static bool is_float_dtype(hc_dtype d) {
+    return d == HC_DT_F16 || d == HC_DT_BF16 || d == HC_DT_F32 || d == HC_DT_F64;
+}
+
+/* A module carries quantized tensors when it has a scale or a packed/integer/fp8 weight. */
+static bool carries_quant(const hc_module *m) {
+    if (m->fused || m->t[HC_ROLE_SCALE] || m->t[HC_ROLE_ZERO] || m->t[HC_ROLE_SHAPE]) return true;
+    const hc_ck_entry *w = m->t[HC_ROLE_WEIGHT];
+    return w && !is_float_dtype(w->t->dtype) && strstr(w->name, "packed");
+}
+
+/* ---------------- compressed-tensors ---------------- */
+
+static void parse_version(const char *s, int v[3]) {
+    v[0] = v[1] = v[2] = 0;
+    if (s) sscanf(s, "%d.%d.%d", &v[0], &v[1], &v[2]);
+}
+
+static int target_match(const char *target, const hc_module *m, int pass, char *msg,
+                        unsigned msg_len) {
+    if (strncmp(target, "re:", 3) == 0)
+        return pass == 1 ? hc_pyre_match(target + 3, m->name, msg, msg_len) : 0;
+    if (pass == 0) return strcmp(target, m->name) == 0;
+    if (pass == 2) return strcmp(target, "Linear") == 0 && carries_quant(m);
+    return 0;
+}
+
+/* Returns 1 when any entry of the list matches, -1 on a bad pattern. */
+static int list_match(const cJSON *list, const hc_module *m, int pass, char *msg,
+                      unsigned msg_len) {
+    const cJSON *t;
+    cJSON_ArrayForEach(t, list) {
+        if (!cJSON_IsString(t)) continue;
+        int r = target_match(t->valuestring, m, pass, msg, msg_len);
+        if (r) return r;
+    }
+    return 0;
+}
+
+static hc_fmt ct_format(const char *f, bool is_float) {
+    if (!f) return HC_FMT_PLAIN;
+    if (!strcmp(f, "pack-quantized")) return HC_FMT_CT_PACK;
+    if (!strcmp(f, "int-quantized")) return HC_FMT_CT_INT;
+    if (!strcmp(f, "naive-quantized")) return is_float ? HC_FMT_CT_FLOAT : HC_FMT_CT_INT;
+    if (!strcmp(f, "float-quantized")) return HC_FMT_CT_FLOAT;
+    if (!strcmp(f, "nvfp4-pack-quantized")) return HC_FMT_CT_NVFP4;
+    if (!strcmp(f, "mxfp4-pack-quantized")) return HC_FMT_CT_MXFP4;
+    if (!strcmp(f, "mxfp8-quantized")) return HC_FMT_CT_MXFP8;
+    return (hc_fmt)-1;
+}
+
+static bool is_nonempty(const cJSON *v) {
+    return v && !cJSON_IsNull(v) &&
+           !((cJSON_IsObject(v) || cJSON_IsArray(v)) && cJSON_GetArraySize(v) == 0);
+}
+
+/* The weights args of a group into a scheme; problems become findings. */
+static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings *f) {
+    const cJSON *v;
+    s->bits = 8;
+    s->symmetric = true;
+    s->group_size = 0;
+    if ((v = cJSON_GetObjectItemCaseSensitive(w, "num_bits")) && cJSON_IsNumber(v))
+        s->bits = v->valueint;
+    if ((v = cJSON_GetObjectItemCaseSensitive(w, "type")) && cJSON_IsString(v))
+        s->is_float = !strcmp(v->valuestring, "float");
+    if ((v = cJSON_GetObjectItemCaseSensitive(w, "symmetric")) && cJSON_IsBool(v))
+        s->symmetric = cJSON_IsTrue(v);
+    if ((v = cJSON_GetObjectItemCaseSensitive(w, "group_size")) && cJSON_IsNumber(v))
+        s->group_size = (int64_t)v->valuedouble;
+    const char *st = hc_json_str(w, "strategy");
+    if (!st) st = s->group_size > 0 ? "group" : s->group_size == -1 ? "channel" : "tensor";
+    if (!strcmp(st, "tensor")) s->strategy = HC_STRAT_TENSOR;
+    else if (!strcmp(st, "channel")) s->strategy = HC_STRAT_CHANNEL;
+    else if (!strcmp(st, "group")) s->strategy = HC_STRAT_GROUP;
+    else if (!strcmp(st, "block")) s->strategy = HC_STRAT_BLOCK;
+    else if (!strcmp(st, "tensor_group")) s->strategy = HC_STRAT_TENSOR_GROUP;
+    else {
+        hc_findings_add(f, HC_SEV_ERROR, gname, "unsupported strategy", 0, NULL, 0,
+                        "config group '%s': weights strategy '%s' is not supported "
+                        "(quantization_config.config_groups.%s.weights.strategy)",
+                        gname, st, gname);
+        return false;
+    }
+    if ((s->strategy == HC_STRAT_GROUP || s->strategy == HC_STRAT_TENSOR_GROUP) &&
+        s->group_size <= 0) {
+        hc_findings_add(f, HC_SEV_ERROR, gname, "group_size", 0, NULL, 0,
+                        "config group '%s': group strategy needs group_size > 0", gname);
+        return false;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(w, "block_structure"))) {
+        if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 2) {
+            s->block[0] = (uint64_t)cJSON_GetArrayItem(v, 0)->valuedouble;
+            s->block[1] = (uint64_t)cJSON_GetArrayItem(v, 1)->valuedouble;
+        } else if (cJSON_IsString(v)) {
+            unsigned long long r = 0, c = 0;
+            if (sscanf(v->valuestring, "%llux%llu", &r, &c) == 2) s->block[0] = r, s->block[1] = c;
+        }
+    }
+    if (s->strategy == HC_STRAT_BLOCK && (s->block[0] == 0 || s->block[1] == 0)) {
+        hc_findings_add(f, HC_SEV_ERROR, gname, "block_structure", 0, NULL, 0,
+                        "config group '%s': block strategy needs block_structure [rows, cols]",
+                        gname);
+        return false;
+    }
+    v = cJSON_GetObjectItemCaseSensitive(w, "actorder");
+    if (cJSON_IsString(v))
+        s->actorder = !strcmp(v->valuestring, "group") || !strcmp(v->valuestring, "weight") ||
+                      !strcmp(v->valuestring, "dynamic") || !strcmp(v->valuestring, "static");
+    else if (cJSON_IsTrue(v)) s->actorder = true;
+    if (s->bits < 1 || s->bits > 8) {
+        hc_findings_add(f, HC_SEV_ERROR, gname, "num_bits", 0, NULL, 0,
+                        "config group '%s': num_bits %d is not in 1..8", gname, s->bits);
+        return false;
+    }
+    return true;
+}
+
+static void resolve_ct(hc_model *md, const cJSON *qc) {
+    hc_findings *f = &md->config_findings;
+    const char *gfmt = hc_json_str(qc, "format");
+    int ver[3];
+    parse_version(hc_json_str(qc, "version"), ver);
+    const char *status = hc_json_str(qc, "quantization_status");
+    bool refuse = false;
+    if (status && strcmp(status, "compressed") != 0) {
+        hc_findings_add(f, HC_SEV_ERROR, "config.json", "quantization_status", 0, NULL, 0,
+                        "quantization_config.quantization_status is '%s': only 'compressed' "
+                        "checkpoints hold packed tensors", status);
+        refuse = true;
+    }
+    static const char *const blockers[] = {"sparsity_config", "transform_config"};
+    for (size_t i = 0; i < 2; i++)
+        if (is_nonempty(cJSON_GetObjectItemCaseSensitive(qc, blockers[i]))) {
+            hc_findings_add(f, HC_SEV_ERROR, "config.json", blockers[i], 0, NULL, 0,
+                            "quantization_config.%s is not empty: sparse or transformed "
+                            "weights are not supported", blockers[i]);
+            refuse = true;
+        }
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups");
+    const cJSON *ignore = cJSON_GetObjectItemCaseSensitive(qc, "ignore");
+    for (size_t i = 0; i < md->n; i++) {
+        hc_module *m = &md->m[i];
+        hc_scheme *s = &m->scheme;
+        memcpy(s->ct_version, ver, sizeof ver);
+        if (!carries_quant(m) || refuse) continue;
+        char msg[256] = "";
+        int ig = 0;
+        for (int pass = 0; pass < 3 && !ig; pass++) ig = list_match(ignore, m, pass, msg, sizeof msg);
+        if (ig == 1) {
+            hc_findings_add(f, HC_SEV_ERROR, m->name, "ignored but quantized", 0, NULL, 0,
+                            "module '%s' carries quantized tensors but matches "
+                            "quantization_config.ignore", m->name);
+            continue;
+        }
+        const cJSON *g = NULL, *hit = NULL;
+        for (int pass = 0; pass < 3 && !hit; pass++)
+            cJSON_ArrayForEach(g, groups) {
+                const cJSON *tg = cJSON_IsArray(g) ? g
+                                                   : cJSON_GetObjectItemCaseSensitive(g, "targets");
+                int r = list_match(tg, m, pass, msg, sizeof msg);
+                if (r < 0) {
+                    hc_findings_add(f, HC_SEV_ERROR, g->string, "target pattern", 0, NULL, 0,
+                                    "config group '%s': a target pattern is not supported: %s",
+                                    g->string, msg);
+                    return;
+                }
+                if (r) {
+                    hit = g;
+                    break;
+                }
+            }
+        if (!hit) {
+            hc_findings_add(f, HC_SEV_ERROR, m->name, "no config group", 0, NULL, 0,
+                            "module '%s' carries quantized tensors but no "
+                            "quantization_config.config_groups target matches it", m->name);
+            continue;
+        }
+        snprintf(s->group, sizeof s->group, "%s", hit->string ? hit->string : "?");
+        const cJSON *w = cJSON_IsObject(hit) ? cJSON_GetObjectItemCaseSensitive(hit, "weights")
+                                             : NULL;
+        if (!w) {
+            hc_findings_add(f, HC_SEV_ERROR, m->name, "preset", 0, NULL, 0,
+                            "module '%s': config group '%s' has no weights args (preset "
+                            "schemes given as bare target lists are not expanded)",
+                            m->name, s->group);
+            continue;
+        }
+        if (!ct_args(w, s->group, s, f)) continue;
+        const char *fs = cJSON_IsObject(hit) ? hc_json_str(hit, "format") : NULL;
+        if (!fs) fs = gfmt;
+        if (fs && !strcmp(fs, "mixed-precision")) fs = NULL;
+        if (!fs) { /* infer from the tensors */
+            const hc_ck_entry *wt = m->t[HC_ROLE_WEIGHT];
+            bool packed = wt && strstr(wt->name, "weight_packed");
+            fs = packed ? (s->is_float ? (s->group_size == 16 ? "nvfp4-pack-quantized"
+                                                               : "mxfp4-pack-quantized")
+                                       : "pack-quantized")
+                        : s->is_float ? "float-quantized" : "int-quantized";
+        }
+        hc_fmt fmt = ct_format(fs, s->is_float);
+        if ((int)fmt < 0 || fmt == HC_FMT_PLAIN) {
+            hc_findings_add(f, HC_SEV_ERROR, m->name, "unsupported format", 0, NULL, 0,
+                            "module '%s': compressed-tensors format '%s' is not supported "
+                            "(quantization_config.format)", m->name, fs);
+            continue;
+        }
+        s->fmt = fmt;
+        if (fmt == HC_FMT_CT_NVFP4 || fmt == HC_FMT_CT_MXFP4) s->bits = 4, s->is_float = true;
+    }
+}
+
+/* ---------------- GPTQ ---------------- */
+
+static void gptq_base(const cJSON *qc, hc_scheme *s) {
+    const cJSON *v;
+    s->fmt = HC_FMT_GPTQ;
+    s->bits = (v = cJSON_GetObjectItemCaseSensitive(qc, "bits")) && cJSON_IsNumber(v) ? v->valueint : 4;
+    s->group_size = (v = cJSON_GetObjectItemCaseSensitive(qc, "group_size")) && cJSON_IsNumber(v)
+                        ? (int64_t)v->valuedouble : 128;
+    s->actorder = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "desc_act"));
+    v = cJSON_GetObjectItemCaseSensitive(qc, "sym");
+    s->symmetric = v ? cJSON_IsTrue(v) : true;
+}
+
+static void gptq_override(const cJSON *o, hc_scheme *s) {
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "bits")) && cJSON_IsNumber(v)) s->bits = v->valueint;
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "group_size")) && cJSON_IsNumber(v))
+        s->group_size = (int64_t)v->valuedouble;
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "desc_act")) && cJSON_IsBool(v))
+        s->actorder = cJSON_IsTrue(v);
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "sym")) && cJSON_IsBool(v))
+        s->symmetric = cJSON_IsTrue(v);
+}
+
+static void resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
+    hc_findings *f = &md->config_findings;
+    const char *cf = hc_json_str(qc, "checkpoint_format");
+    if (!cf) cf = hc_json_str(qc, "format");
+    bool v2 = cf && !strcmp(cf, "gptq_v2");
+    if (cf && strcmp(cf, "gptq") && strcmp(cf, "gptq_v2")) {
+        hc_findings_add(f, HC_SEV_ERROR, cfgname, "checkpoint_format", 0, NULL, 0,
+                        "%s: GPTQ checkpoint_format '%s' is not supported%s", cfgname, cf,
+                        !strcmp(cf, "marlin") ? " (marlin checkpoints hold pre-permuted tiles; "
+                                                "convert from the original gptq checkpoint)" : "");
+        return;
+    }
+    const char *pd = hc_json_str(qc, "pack_dtype");
+    if (pd && strcmp(pd, "int32")) {
+        hc_findings_add(f, HC_SEV_ERROR, cfgname, "pack_dtype", 0, NULL, 0,
+                        "%s: GPTQ pack_dtype '%s' is not supported (only int32)", cfgname, pd);
+        return;
+    }
+    const cJSON *dyn = cJSON_GetObjectItemCaseSensitive(qc, "dynamic");
+    for (size_t i = 0; i < md->n; i++) {
+        hc_module *m = &md->m[i];
+        if (!m->t[HC_ROLE_WEIGHT] || !strstr(m->t[HC_ROLE_WEIGHT]->name, "qweight")) continue;
+        gptq_base(qc, &m->scheme);
+        m->scheme.gptq_v2 = v2;
+        const cJSON *d;
+        cJSON_ArrayForEach(d, dyn) {
+            const char *pat = d->string;
+            bool skip = !strncmp(pat, "-:", 2);
+            if (!strncmp(pat, "-:", 2) || !strncmp(pat, "+:", 2)) pat += 2;
+            char msg[128];
+            int r = hc_pyre_match(pat, m->name, msg, sizeof msg);
+            if (r < 0) {
+                hc_findings_add(f, HC_SEV_ERROR, cfgname, "dynamic", 0, NULL, 0,
+                                "%s: dynamic pattern '%s' is not supported: %s", cfgname,
+                                d->string, msg);
+                return;
+            }
+            if (!r) continue;
+            if (skip) {
+                hc_findings_add(f, HC_SEV_ERROR, m->name, "dynamic", 0, NULL, 0,
+                                "module '%s' has a qweight but the dynamic rule '%s' skips it",
+                                m->name, d->string);
+                m->scheme.fmt = HC_FMT_PLAIN;
+            } else {
+                gptq_override(d, &m->scheme);
+            }
+            break;
+        }
+        hc_scheme *s = &m->scheme;
+        if (s->fmt == HC_FMT_GPTQ && s->bits != 2 && s->bits != 3 && s->bits != 4 && s->bits != 8) {
+            hc_findings_add(f, HC_SEV_ERROR, m->name, "bits", 0, NULL, 0,
+                            "module '%s': GPTQ %d-bit is not supported (2, 3, 4, 8)", m->name,
+                            s->bits);
+            s->fmt = HC_FMT_PLAIN;
+        }
+    }
+}
+
+/* ---------------- AWQ, gpt-oss, fp8 ---------------- */
+
+static void resolve_awq(hc_model *md, const cJSON *qc, const char *cfgname) {
+    hc_findings *f = &md->config_findings;
+    const char *ver = hc_json_str(qc, "version");
+    const cJSON *v;
+    int bits = (v = cJSON_GetObjectItemCaseSensitive(qc, "bits")) ? v->valueint
+               : (v = cJSON_GetObjectItemCaseSensitive(qc, "w_bit")) ? v->valueint : 4;
+    int64_t gs = (v = cJSON_GetObjectItemCaseSensitive(qc, "group_size")) ? (int64_t)v->valuedouble
+                 : (v = cJSON_GetObjectItemCaseSensitive(qc, "q_group_size")) ? (int64_t)v->valuedouble
+                                                                              : 128;
+    if (ver && strcasecmp(ver, "gemm")) {
+        hc_findings_add(f, HC_SEV_ERROR, cfgname, "version", 0, NULL, 0,
+                        "%s: AWQ version '%s' is not supported (only gemm; the gemv layouts "
+                        "differ)", cfgname, ver);
+        return;
+    }
+    if (bits != 4) {
+        hc_findings_add(f, HC_SEV_ERROR, cfgname, "bits", 0, NULL, 0,
+                        "%s: AWQ %d-bit is not supported (only 4)", cfgname, bits);
+        return;
+    }
+    v = cJSON_GetObjectItemCaseSensitive(qc, "zero_point");
+    for (size_t i = 0; i < md->n; i++) {
+        hc_module *m = &md->m[i];
+        if (!m->t[HC_ROLE_WEIGHT] || !strstr(m->t[HC_ROLE_WEIGHT]->name, "qweight")) continue;
+        m->scheme.fmt = HC_FMT_AWQ;
+        m->scheme.bits = 4;
+        m->scheme.group_size = gs;
+        m->scheme.symmetric = v && !cJSON_IsTrue(v);
+        m->scheme.strategy = HC_STRAT_GROUP;
+    }
+}
+
+static void resolve_simple(hc_model *md, hc_fmt fmt, const cJSON *qc) {
+    uint64_t block[2] = {128, 128};
+    const cJSON *b = qc ? cJSON_GetObjectItemCaseSensitive(qc, "weight_block_size") : NULL;
+    if (cJSON_IsArray(b) && cJSON_GetArraySize(b) == 2) {
+        block[0] = (uint64_t)cJSON_GetArrayItem(b, 0)->valuedouble;
+        block[1] = (uint64_t)cJSON_GetArrayItem(b, 1)->valuedouble;
+    }
+    for (size_t i = 0; i < md->n; i++) {
+        hc_module *m = &md->m[i];
+        if (fmt == HC_FMT_GPTOSS_MXFP4 && m->fused && m->t[HC_ROLE_SCALE]) {
+            m->scheme.fmt = fmt;
+            m->scheme.bits = 4;
+            m->scheme.is_float = true;
+            m->scheme.group_size = 32;
+        } else if (fmt == HC_FMT_FP8_BLOCK && m->t[HC_ROLE_SCALE] &&
+                   strstr(m->t[HC_ROLE_SCALE]->name, "weight_scale_inv")) {
+            m->scheme.fmt = fmt;
+            m->scheme.bits = 8;
+            m->scheme.is_float = true;
+            m->scheme.strategy = HC_STRAT_BLOCK;
+            m->scheme.block[0] = block[0];
+            m->scheme.block[1] = block[1];
+        }
+    }
+}
+
+/* Finds the quantization config: config.json's quantization_config, else the legacy files. */
+static const cJSON *quant_config(const hc_ckpt *ck, char method[32], const char **cfgname) {
+    const cJSON *qc = ck->config ? cJSON_GetObjectItemCaseSensitive(ck->config,
+                                                                     "quantization_config")
+                                 : NULL;
+    *cfgname = "config.json quantization_config";
+    if (!cJSON_IsObject(qc) && ck->quant_config) {
+        qc = ck->quant_config;
+        *cfgname = ck->quant_config_name;
+    }
+    method[0] = 0;
+    if (!cJSON_IsObject(qc)) return NULL;
+    const char *qm = hc_json_str(qc, "quant_method");
+    if (qm) snprintf(method, 32, "%s", qm);
+    else if (cJSON_GetObjectItemCaseSensitive(qc, "w_bit")) snprintf(method, 32, "awq");
+    else if (cJSON_GetObjectItemCaseSensitive(qc, "bits")) snprintf(method, 32, "gptq");
+    return qc;
+}
+
+hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
+    *out = NULL;
+    hc_model *md = calloc(1, sizeof *md);
+    if (!md) return hc_fail(err, HC_NOMEM, "out of memory");
+    md->ck = ck;
+    const char *cfgname;
+    const cJSON *qc = quant_config(ck, md->quant_method, &cfgname);
+    bool gptoss = !strcmp(md->quant_method, "mxfp4");
+    md->m = calloc(ck->nentries ? ck->nentries : 1, sizeof *md->m);
+    if (!md->m) {
+        hc_model_free(md);
+        return hc_fail(err, HC_NOMEM, "out of memory");
+    }
+    /* entries are sorted by tensor name, which is not module order ("a.b.x" sorts after
+     * "a.b_c.x"), so collect (module, role) pairs, sort them by module, then merge */
+    pair_t *pv = calloc(ck->nentries ? ck->nentries : 1, sizeof *pv);
+    if (!pv) {
+        hc_model_free(md);
+        return hc_fail(err, HC_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < ck->nentries; i++) {
+        pv[i].e = &ck->entries[i];
+        split_name(ck->entries[i].name, gptoss, &pv[i].mod, &pv[i].role, &pv[i].fused);
+        if (!pv[i].mod) {
+            for (size_t j = 0; j < i; j++) free(pv[j].mod);
+            free(pv);
+            hc_model_free(md);
+            return hc_fail(err, HC_NOMEM, "out of memory");
+        }
+    }
+    qsort(pv, ck->nentries, sizeof *pv, cmp_pair);
+    for (size_t i = 0; i < ck->nentries; i++) {
+        if (md->n == 0 || strcmp(md->m[md->n - 1].name, pv[i].mod) != 0) {
+            md->m[md->n].name = pv[i].mod;
+            md->n++;
+        } else {
+            free(pv[i].mod);
+        }
+        pv[i].mod = NULL;
+        hc_module *m = &md->m[md->n - 1];
+        m->fused |= pv[i].fused;
+        if (m->t[pv[i].role] && pv[i].role != HC_ROLE_OTHER) {
+            hc_findings_add(&md->config_findings, HC_SEV_ERROR, m->name, "two tensors", 0, NULL,
+                            0, "module '%s' has two %s tensors: '%s' and '%s'", m->name,
+                            role_names[pv[i].role], m->t[pv[i].role]->name, pv[i].e->name);
+            continue;
+        }
+        m->t[pv[i].role] = pv[i].e;
+    }
+    free(pv);
+    qsort(md->m, md->n, sizeof *md->m, cmp_module);
+    for (size_t i = 0; i < md->n; i++) moe_membership(&md->m[i]);
+    const char *qm = md->quant_method;
+    if (!qc) {
+        for (size_t i = 0; i < md->n; i++)
+            if (carries_quant(&md->m[i])) {
+                hc_findings_add(&md->config_findings, HC_SEV_ERROR, md->m[i].name,
+                                "no quantization_config", 0, NULL, 0,
+                                "module '%s' carries quantized tensors but config.json has no "
+                                "quantization_config", md->m[i].name);
+                break;
+            }
+    } else if (!strcmp(qm, "compressed-tensors")) {
+        resolve_ct(md, qc);
+    } else if (!strcmp(qm, "gptq")) {
+        resolve_gptq(md, qc, cfgname);
+    } else if (!strcmp(qm, "awq")) {
+        resolve_awq(md, qc, cfgname);
+    } else if (!strcmp(qm, "mxfp4")) {
+        resolve_simple(md, HC_FMT_GPTOSS_MXFP4, qc);
+    } else if (!strcmp(qm, "fp8")) {
+        resolve_simple(md, HC_FMT_FP8_BLOCK, qc);
+    } else {
+        hc_findings_add(&md->config_findings, HC_SEV_ERROR, cfgname, "quant_method", 0, NULL, 0,
+                        "%s: quant_method '%s' is not supported (compressed-tensors, gptq, awq, "
+                        "mxfp4, fp8 are)", cfgname, qm[0] ? qm : "(none)");
+    }
+    *out = md;
+    return HC_OK;
+}
+
+void hc_model_free(hc_model *md) {
+    if (!md) return;
+    for (size_t i = 0; i < md->n; i++) {
+        free(md->m[i].name);
+        free(md->m[i].moe_key);
+    }
+    free(md->m);
+    hc_findings_free(&md->config_findings);
+    free(md);
+}

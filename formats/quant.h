@@ -1,0 +1,171 @@
+/* quant.h: the canonical quantized tensor every format decoder produces, and the schemes
+ * (from config.json) that say how each module is stored. Repackers consume only this. */
+#ifndef HC_QUANT_H
+#define HC_QUANT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "checkpoint.h"
+
+/* What the elements are. */
+typedef enum {
+    HC_Q_PLAIN = 0, /* unquantized float or integer tensor, values as stored */
+    HC_Q_INT,       /* unsigned b-bit codes u with a zero point: w = (u - z) * s */
+    HC_Q_FP4,       /* E2M1 codes: w = fp4(u) * s (NVFP4: * (s / global)) */
+    HC_Q_FP8_E4M3,  /* w = e4m3(u) * s */
+    HC_Q_FP8_E5M2,
+} hc_qkind;
+
+/* How a module is stored on disk. */
+#define HC_FMT_MAP(X)                                                                   \
+    X(PLAIN, "unquantized")                                                             \
+    X(CT_PACK, "compressed-tensors pack-quantized")                                     \
+    X(CT_INT, "compressed-tensors int-quantized")                                       \
+    X(CT_FLOAT, "compressed-tensors float-quantized")                                   \
+    X(CT_NVFP4, "compressed-tensors nvfp4-pack-quantized")                              \
+    X(CT_MXFP4, "compressed-tensors mxfp4-pack-quantized")                              \
+    X(CT_MXFP8, "compressed-tensors mxfp8-quantized")                                   \
+    X(GPTQ, "gptq")                                                                     \
+    X(AWQ, "awq gemm")                                                                  \
+    X(GPTOSS_MXFP4, "gpt-oss mxfp4")                                                    \
+    X(FP8_BLOCK, "fp8 block (weight_scale_inv)")
+
+typedef enum {
+#define HC_FMT_ENUM(n, s) HC_FMT_##n,
+    HC_FMT_MAP(HC_FMT_ENUM)
+#undef HC_FMT_ENUM
+} hc_fmt;
+const char *hc_fmt_name(hc_fmt f);
+
+typedef enum {
+    HC_STRAT_TENSOR,
+    HC_STRAT_CHANNEL,
+    HC_STRAT_GROUP,
+    HC_STRAT_BLOCK,
+    HC_STRAT_TENSOR_GROUP,
+} hc_strategy;
+
+/* A module's quantization scheme, resolved from the configs (and, where the configs are
+ * silent or wrong, from the data). */
+typedef struct {
+    hc_fmt fmt;
+    int bits;             /* code width */
+    bool is_float;        /* float codes (fp4/fp8) */
+    bool symmetric;
+    hc_strategy strategy;
+    int64_t group_size;   /* along K; -1 = whole row */
+    uint64_t block[2];    /* block strategy: rows, cols */
+    bool actorder;        /* g_idx expected */
+    int ct_version[3];    /* compressed-tensors library version, {0,0,0} when absent */
+    bool gptq_v2;         /* GPTQ zero points stored as z (not z-1) */
+    char group[64];       /* config group that matched (for messages) */
+} hc_scheme;
+
+/* Roles of the tensors that make up a module. */
+typedef enum {
+    HC_ROLE_WEIGHT, /* weight, weight_packed, qweight, *_blocks */
+    HC_ROLE_SCALE,  /* weight_scale, scales, weight_scale_inv, *_scales */
+    HC_ROLE_ZERO,   /* weight_zero_point, qzeros */
+    HC_ROLE_GIDX,   /* weight_g_idx, g_idx */
+    HC_ROLE_SHAPE,  /* weight_shape */
+    HC_ROLE_GSCALE, /* weight_global_scale */
+    HC_ROLE_BIAS,
+    HC_ROLE_OTHER, /* activation scales and the like: carried, not decoded */
+    HC_ROLE_COUNT
+} hc_role;
+
+typedef struct {
+    char *name;                        /* module name (NAME on the command line) */
+    const hc_ck_entry *t[HC_ROLE_COUNT]; /* by role; NULL when absent */
+    bool fused;                        /* gpt-oss style [E, ...] tensors */
+    hc_scheme scheme;
+    /* MoE membership: layer key and expert id, or expert = -1 */
+    int expert;
+    char *moe_key; /* "<prefix>.experts.*.<rest>" */
+} hc_module;
+
+/* The canonical quantized tensor. Codes are one byte per element, [E][N][K]. */
+typedef struct {
+    uint64_t E, N, K;
+    int ndim;                /* 2, or 3 for fused experts; plain tensors keep their own rank */
+    uint64_t plain_shape[HC_MAX_DIMS];
+    hc_qkind kind;
+    int bits;
+    uint8_t *codes;          /* INT: unsigned field; FP4: 4-bit code; FP8: the byte */
+    double *plain;           /* PLAIN: values as float64 */
+    /* scales: [E][sn][sk]; group shape gn along N, gk along K */
+    double *scales;
+    uint64_t sn, sk, gn, gk;
+    hc_dtype scale_dtype;
+    /* zero points in the code domain, same shape as scales; NULL: zero_const everywhere */
+    int32_t *zeros;
+    int32_t zero_const;
+    double global_div;       /* NVFP4: scale is divided by this; 0 when unused */
+    int32_t *g_idx;          /* [E][K] group of column k, or NULL for k / gk */
+    hc_fmt fmt;
+    char quirks[128];        /* version quirks applied, for provenance */
+} hc_qtensor;
+
+void hc_qtensor_free(hc_qtensor *q);
+
+/* One problem found while decoding or validating. */
+typedef enum { HC_SEV_WARNING = 0, HC_SEV_ERROR = 1 } hc_severity;
+typedef struct {
+    hc_severity severity;
+    char *tensor;
+    char *rule;
+    uint64_t count;
+    int *experts;
+    size_t nexperts;
+    char *message;
+} hc_finding;
+
+typedef struct {
+    hc_finding *v;
+    size_t n;
+} hc_findings;
+
+void hc_findings_add(hc_findings *f, hc_severity sev, const char *tensor, const char *rule,
+                     uint64_t count, const int *experts, size_t nexperts, const char *fmt, ...)
+    __attribute__((format(printf, 8, 9)));
+void hc_findings_append(hc_findings *dst, hc_findings *src); /* moves src's entries */
+void hc_findings_free(hc_findings *f);
+size_t hc_findings_errors(const hc_findings *f);
+
+/* The set of modules of a checkpoint with their schemes. */
+typedef struct {
+    hc_ckpt *ck;
+    hc_module *m;
+    size_t n;
+    char quant_method[32];   /* "" for unquantized checkpoints */
+    hc_findings config_findings; /* scheme problems: unsupported configs, unmatched modules */
+} hc_model;
+
+/* Groups the checkpoint's tensors into modules and resolves every module's scheme. Refusals
+ * (unsupported configs) are findings, not failures; only I/O and memory fail. */
+hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err);
+void hc_model_free(hc_model *m);
+const hc_module *hc_model_find(const hc_model *m, const char *name);
+
+/* Decodes one module into the canonical tensor. Shape and packing problems are findings
+ * (and make the call return HC_INVALID); ck must be mapped. */
+hc_status hc_module_decode(const hc_model *md, const hc_module *m, hc_qtensor *q,
+                           hc_findings *f, hc_err *err);
+
+/* Float value of element (e, n, k), computed in float64 in the order FORMATS.md's readers
+ * use: (u - z) * s; fp4 * (s / global); fp8 * s. */
+double hc_qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k);
+/* Writes every element as float32 into out ([E][N][K] or the plain shape). */
+void hc_qtensor_dequant(const hc_qtensor *q, float *out);
+uint64_t hc_qtensor_numel(const hc_qtensor *q);
+
+/* Element decoders shared with the repackers and tests. */
+double hc_fp4_e2m1(unsigned code);
+double hc_fp8_e4m3(unsigned byte); /* NaN for S.1111.111 */
+double hc_fp8_e5m2(unsigned byte);
+double hc_e8m0(unsigned byte);     /* NaN for 0xFF */
+/* Reads element i of a tensor of dtype dt as float64 (plain floats, ints, fp8). */
+bool hc_read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out);
+
+#endif

@@ -1,0 +1,123 @@
+/* families.c: the kernel family table and tensor-parallel shard planning. Padding rules:
+ * rows to the MMA tile of the weight operand (64), columns to one K step of the tile (64
+ * elements), never to 256; tensor-parallel cuts that split a scale group are regrouped
+ * losslessly to the largest group size dividing both. */
+#include "families.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const hc_family fam_int4 = {"int4", "bf16", 64, 64};
+static const hc_family fam_int8 = {"int8", "bf16", 64, 64};
+static const hc_family fam_mxfp4 = {"mxfp4", "bf16", 64, 64};
+static const hc_family fam_mxfp4_a8 = {"mxfp4", "fp8", 64, 128};
+static const hc_family fam_nvfp4 = {"nvfp4", "bf16", 64, 64};
+static const hc_family fam_nvfp4_a8 = {"nvfp4", "fp8", 64, 128};
+static const hc_family fam_fp8 = {"fp8", "bf16", 64, 64};
+static const hc_family fam_fp8_a8 = {"fp8", "fp8", 64, 128};
+static const hc_family fam_cpu = {"cpu", "f32", 1, 1};
+
+static bool pow2_scales(const hc_qtensor *q) { return q->scale_dtype == HC_DT_F8_E8M0; }
+
+size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family **out, size_t cap,
+                       char *why, size_t why_len) {
+    size_t n = 0;
+#define ADD(f) \
+    if (n < cap) out[n++] = &(f)
+    why[0] = 0;
+    (void)m;
+    switch (q->kind) {
+    case HC_Q_INT:
+        if (q->bits == 4) { ADD(fam_int4); }
+        else if (q->bits == 8) { ADD(fam_int8); }
+        else snprintf(why, why_len, "no GPU kernel for %d-bit integers", q->bits);
+        if (q->gn != 1 && n) {
+            n = 0;
+            snprintf(why, why_len, "integer scales grouped along N (%llu rows) have no kernel",
+                     (unsigned long long)q->gn);
+        }
+        break;
+    case HC_Q_FP4:
+        if (q->gk == 32 && pow2_scales(q)) {
+            ADD(fam_mxfp4);
+            ADD(fam_mxfp4_a8);
+        } else if (q->gk == 16 && q->global_div != 0) {
+            ADD(fam_nvfp4);
+            ADD(fam_nvfp4_a8);
+        } else {
+            snprintf(why, why_len, "fp4 with group %llu has no kernel", (unsigned long long)q->gk);
+        }
+        break;
+    case HC_Q_FP8_E4M3:
+        ADD(fam_fp8);
+        ADD(fam_fp8_a8);
+        break;
+    case HC_Q_FP8_E5M2: snprintf(why, why_len, "no kernel for e5m2 weights"); break;
+    case HC_Q_PLAIN: break;
+    }
+    if (q->kind != HC_Q_PLAIN) ADD(fam_cpu);
+    return n;
+#undef ADD
+}
+
+static bool name_ends(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0 && (a == b || s[a - b - 1] == '.');
+}
+
+char hc_tp_role(const char *module) {
+    static const char *const row[] = {"o_proj", "down_proj", "w2", "out_proj", "dense_4h_to_h",
+                                      "c_proj", "wo", "dense"};
+    static const char *const col[] = {"q_proj", "k_proj", "v_proj", "qkv_proj", "gate_proj",
+                                      "up_proj", "gate_up_proj", "w1", "w3", "query_key_value",
+                                      "dense_h_to_4h", "c_attn", "c_fc", "wq", "wk", "wv",
+                                      "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"};
+    for (size_t i = 0; i < sizeof row / sizeof row[0]; i++)
+        if (name_ends(module, row[i])) return 'r';
+    for (size_t i = 0; i < sizeof col / sizeof col[0]; i++)
+        if (name_ends(module, col[i])) return 'c';
+    return 0;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t m) { return m ? (v + m - 1) / m * m : v; }
+
+void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *fam,
+                 hc_tp_plan *p) {
+    memset(p, 0, sizeof *p);
+    p->role = role;
+    p->shard_n = q->N;
+    p->shard_k = q->K;
+    p->splits = true;
+    p->group_aligned = true;
+    if (role == 'c') {
+        p->splits = q->N % tp == 0;
+        p->shard_n = (q->N + tp - 1) / tp;
+    } else if (role == 'r') {
+        p->splits = q->K % tp == 0;
+        p->shard_k = (q->K + tp - 1) / tp;
+        if (q->kind != HC_Q_PLAIN && q->gk < q->K && p->shard_k % q->gk) {
+            p->group_aligned = false;
+            p->regroup = gcd64(p->shard_k, q->gk); /* each new group keeps its parent's scale */
+        }
+    }
+    p->pad_n = round_up(p->shard_n, fam ? fam->n_multiple : 1);
+    p->pad_k = round_up(p->shard_k, fam ? fam->k_multiple : 1);
+}
+
+uint64_t hc_module_bytes(const hc_qtensor *q) {
+    if (q->kind == HC_Q_PLAIN) return hc_qtensor_numel(q) * 2;
+    uint64_t codes = (q->E * q->N * q->K * (uint64_t)q->bits + 7) / 8;
+    uint64_t groups = q->E * q->sn * q->sk;
+    uint64_t sbytes = groups * (hc_dtype_bits(q->scale_dtype) ? hc_dtype_bits(q->scale_dtype) / 8 : 4);
+    return codes + sbytes + (q->zeros ? (groups * (uint64_t)q->bits + 7) / 8 : 0) +
+           (q->g_idx ? q->E * q->K * 4 : 0);
+}

@@ -1,0 +1,1 @@
+$HC validate $FIX/quant/gptoss_mxfp4 --json

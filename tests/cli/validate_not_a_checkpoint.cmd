@@ -1,0 +1,1 @@
+$HC validate $FIX/no/such

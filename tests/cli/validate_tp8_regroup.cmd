@@ -1,0 +1,1 @@
+$HC validate $FIX/quant/ct_moe_qwen3 --tp 8

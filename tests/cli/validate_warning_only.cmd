@@ -1,0 +1,1 @@
+$HC validate $FIX/quant/bad_gptq_v1_says_v2_data

@@ -1,0 +1,252 @@
+/* t_quant.c: every decoder against float64-derived values written by the Python generator
+ * (tests/fixtures/gen_quant.py, an independent implementation of FORMATS.md), bit for bit;
+ * and validate's findings against each problem fixture's expectations. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "checkpoint.h"
+#include "quant.h"
+#include "test.h"
+#include "validate.h"
+
+static cJSON *load_json(const char *path) {
+    char *t = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    if (hc_read_file(path, 1 << 24, &t, &n, &err)) return NULL;
+    cJSON *j = cJSON_ParseWithLength(t, n);
+    free(t);
+    return j;
+}
+
+/* Minimal .npy reader for the fixtures: little-endian float32, C order. */
+static float *load_npy(const char *path, uint64_t *shape, int *ndim) {
+    char *t = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    if (hc_read_file(path, 1 << 28, &t, &n, &err) || n < 10 || memcmp(t, "\x93NUMPY", 6)) {
+        free(t);
+        return NULL;
+    }
+    size_t hl = (unsigned char)t[8] | (size_t)(unsigned char)t[9] << 8;
+    if (10 + hl > n || !strstr(t + 10, "'<f4'")) {
+        free(t);
+        return NULL;
+    }
+    char *sp = strstr(t + 10, "'shape': (");
+    *ndim = 0;
+    for (char *p = sp ? sp + 10 : NULL; p && *p != ')' && *ndim < HC_MAX_DIMS;) {
+        shape[(*ndim)++] = strtoull(p, &p, 10);
+        while (*p == ',' || *p == ' ') p++;
+    }
+    uint64_t numel = 1;
+    for (int d = 0; d < *ndim; d++) numel *= shape[d];
+    if (10 + hl + numel * 4 != n) {
+        free(t);
+        return NULL;
+    }
+    float *v = malloc(numel * 4 + 1);
+    const float *src = (const float *)(t + 10 + hl);
+    if (strstr(t + 10, "'fortran_order': True")) {
+        /* column-major: the first index varies fastest */
+        for (uint64_t i = 0; i < numel; i++) {
+            uint64_t rem = i, fi = 0, stride = 1;
+            uint64_t digits[HC_MAX_DIMS];
+            for (int d = *ndim - 1; d >= 0; d--) digits[d] = rem % shape[d], rem /= shape[d];
+            for (int d = 0; d < *ndim; d++) fi += digits[d] * stride, stride *= shape[d];
+            memcpy(&v[i], &src[fi], 4);
+        }
+    } else {
+        memcpy(v, src, numel * 4);
+    }
+    free(t);
+    return v;
+}
+
+static int cases_done, modules_done, findings_checked;
+
+static void check_module(const char *cas, const hc_model *md, const char *name, const cJSON *m) {
+    char path[1024];
+    const hc_module *mod = hc_model_find(md, name);
+    if (!mod) {
+        CHECK_FAIL_("%s: module '%s' not found", cas, name);
+        return;
+    }
+    hc_qtensor q;
+    hc_findings f = {0};
+    hc_err err = {0};
+    if (hc_module_decode(md, mod, &q, &f, &err)) {
+        CHECK_FAIL_("%s: decode '%s': %s", cas, name, f.n ? f.v[0].message : err.msg);
+        hc_findings_free(&f);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/%s", fixture("quant"), cas);
+    char npy[1200];
+    snprintf(npy, sizeof npy, "%s/%s", path, cJSON_GetObjectItem(m, "npy")->valuestring);
+    uint64_t shape[HC_MAX_DIMS];
+    int nd = 0;
+    float *want = load_npy(npy, shape, &nd);
+    CHECK(want != NULL);
+    uint64_t numel = hc_qtensor_numel(&q), wn = 1;
+    for (int d = 0; d < nd; d++) wn *= shape[d];
+    const cJSON *es = cJSON_GetObjectItem(m, "shape");
+    CHECK_EQ_INT(nd, cJSON_GetArraySize(es));
+    if (want && numel == wn) {
+        float *got = malloc(numel * 4 + 1);
+        hc_qtensor_dequant(&q, got);
+        uint64_t diff = 0, first = 0;
+        for (uint64_t i = 0; i < numel; i++) {
+            uint32_t a, b;
+            memcpy(&a, &got[i], 4);
+            memcpy(&b, &want[i], 4);
+            if (a != b && !(isnan(got[i]) && isnan(want[i])) && !diff++) first = i;
+        }
+        if (diff)
+            CHECK_FAIL_("%s: '%s': %llu of %llu values differ (first at %llu: %g vs %g)", cas, name,
+                        (unsigned long long)diff, (unsigned long long)numel,
+                        (unsigned long long)first, got[first], want[first]);
+        free(got);
+        modules_done++;
+    } else {
+        CHECK_FAIL_("%s: '%s': %llu elements, expected %llu", cas, name, (unsigned long long)numel,
+                    (unsigned long long)wn);
+    }
+    free(want);
+    hc_qtensor_free(&q);
+    hc_findings_free(&f);
+}
+
+static bool finding_matches(const cJSON *got, const cJSON *want) {
+    const char *sev = cJSON_GetObjectItem(want, "severity")->valuestring;
+    const char *tensor = cJSON_GetStringValue(cJSON_GetObjectItem(want, "tensor"));
+    const char *rule = cJSON_GetStringValue(cJSON_GetObjectItem(want, "rule"));
+    if (!tensor) tensor = ""; /* null: the problem is checkpoint-wide */
+    if (!rule) rule = "";
+    const char *msg = cJSON_GetObjectItem(got, "message")->valuestring;
+    if (strcmp(cJSON_GetObjectItem(got, "severity")->valuestring, sev)) return false;
+    if (!strstr(msg, tensor) && !strstr(cJSON_GetObjectItem(got, "tensor")->valuestring, tensor))
+        return false;
+    if (!strstr(msg, rule) && !strstr(cJSON_GetObjectItem(got, "rule")->valuestring, rule))
+        return false;
+    const cJSON *wc = cJSON_GetObjectItem(want, "count");
+    if (cJSON_IsNumber(wc) && cJSON_GetObjectItem(got, "count")->valuedouble != wc->valuedouble)
+        return false;
+    const cJSON *we = cJSON_GetObjectItem(want, "experts"), *ge = cJSON_GetObjectItem(got, "experts");
+    if (cJSON_IsArray(we)) {
+        if (!cJSON_IsArray(ge) || cJSON_GetArraySize(ge) != cJSON_GetArraySize(we)) return false;
+        for (int i = 0; i < cJSON_GetArraySize(we); i++)
+            if (cJSON_GetArrayItem(we, i)->valueint != cJSON_GetArrayItem(ge, i)->valueint)
+                return false;
+    }
+    return true;
+}
+
+static void check_validate(const char *cas, const cJSON *v) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", fixture("quant"), cas);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    hc_validate_opts o = {.json = true, .threads = 2};
+    size_t errors = 0;
+    hc_err err = {0};
+    hc_status st = hc_validate(path, &o, mem, &errors, &err);
+    fclose(mem);
+    CHECK_EQ_INT(st, HC_OK);
+    cJSON *r = cJSON_Parse(buf);
+    CHECK(r != NULL);
+    int want_exit = cJSON_GetObjectItem(v, "exit")->valueint;
+    if ((errors ? 1 : 0) != want_exit)
+        CHECK_FAIL_("%s: validate found %zu errors, expected exit %d:\n%s", cas, errors, want_exit,
+                    buf ? buf : "");
+    const cJSON *got = r ? cJSON_GetObjectItem(r, "findings") : NULL;
+    const cJSON *w;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItem(v, "findings")) {
+        bool found = false;
+        const cJSON *g;
+        cJSON_ArrayForEach(g, got) found |= finding_matches(g, w);
+        findings_checked++;
+        if (!found) {
+            char *ws = cJSON_PrintUnformatted(w), *gs = cJSON_PrintUnformatted(got);
+            CHECK_FAIL_("%s: expected finding %s not among %s", cas, ws, gs);
+            free(ws);
+            free(gs);
+        }
+    }
+    if (want_exit == 0 && cJSON_GetArraySize(cJSON_GetObjectItem(v, "findings")) == 0) {
+        const cJSON *g;
+        cJSON_ArrayForEach(g, got) if (!strcmp(cJSON_GetObjectItem(g, "severity")->valuestring, "error"))
+            CHECK_FAIL_("%s: unexpected error %s", cas, cJSON_GetObjectItem(g, "message")->valuestring);
+    }
+    cJSON_Delete(r);
+    free(buf);
+}
+
+static void test_every_format_fixture(void) {
+    char *list = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    char lp[1024];
+    snprintf(lp, sizeof lp, "%s/cases.txt", fixture("quant"));
+    CHECK_EQ_INT(hc_read_file(lp, 1 << 20, &list, &n, &err), HC_OK);
+    for (char *save = NULL, *cas = list ? strtok_r(list, "\n", &save) : NULL; cas;
+         cas = strtok_r(NULL, "\n", &save)) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s/expected.json", fixture("quant"), cas);
+        cJSON *e = load_json(path);
+        if (!e) {
+            CHECK_FAIL_("%s: cannot read expected.json", cas);
+            continue;
+        }
+        cases_done++;
+        check_validate(cas, cJSON_GetObjectItem(e, "validate"));
+        const cJSON *mods = cJSON_GetObjectItem(e, "modules");
+        if (cJSON_GetArraySize(mods)) {
+            snprintf(path, sizeof path, "%s/%s", fixture("quant"), cas);
+            hc_ckpt *ck = NULL;
+            hc_model *md = NULL;
+            hc_err e2 = {0};
+            if (hc_ckpt_open(path, &ck, &e2) || hc_ckpt_map(ck, &e2) || hc_model_open(ck, &md, &e2)) {
+                CHECK_FAIL_("%s: %s", cas, e2.msg);
+            } else {
+                const cJSON *m;
+                cJSON_ArrayForEach(m, mods) check_module(cas, md, m->string, m);
+            }
+            hc_model_free(md);
+            hc_ckpt_close(ck);
+        }
+        cJSON_Delete(e);
+    }
+    free(list);
+    printf("     (%d cases, %d modules bit-exact, %d findings checked)\n", cases_done, modules_done,
+           findings_checked);
+    CHECK(cases_done >= 40);
+    CHECK(modules_done >= 60);
+}
+
+static void test_element_decoders(void) {
+    /* E2M1: sign bit 3, magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6 */
+    CHECK(hc_fp4_e2m1(0x7) == 6.0 && hc_fp4_e2m1(0xF) == -6.0 && hc_fp4_e2m1(0x1) == 0.5);
+    /* E4M3: max 448 (0x7E), NaN 0x7F/0xFF, min subnormal 2^-9 */
+    CHECK(hc_fp8_e4m3(0x7E) == 448.0);
+    CHECK(isnan(hc_fp8_e4m3(0x7F)) && isnan(hc_fp8_e4m3(0xFF)));
+    CHECK(hc_fp8_e4m3(0x01) == ldexp(1, -9));
+    CHECK(hc_fp8_e4m3(0x38) == 1.0);
+    /* E5M2: inf 0x7C, NaN 0x7D */
+    CHECK(isinf(hc_fp8_e5m2(0x7C)) && isnan(hc_fp8_e5m2(0x7D)) && hc_fp8_e5m2(0x3C) == 1.0);
+    /* E8M0: 127 = 1, 0 = 2^-127, 0xFF = NaN */
+    CHECK(hc_e8m0(127) == 1.0 && hc_e8m0(0) == ldexp(1, -127) && isnan(hc_e8m0(0xFF)));
+    uint16_t h[3] = {0x3C00, 0xC000, 0x0001}; /* f16: 1, -2, 2^-24 */
+    double v;
+    CHECK(hc_read_scalar(h, HC_DT_F16, 0, &v) && v == 1.0);
+    CHECK(hc_read_scalar(h, HC_DT_F16, 1, &v) && v == -2.0);
+    CHECK(hc_read_scalar(h, HC_DT_F16, 2, &v) && v == ldexp(1, -24));
+    uint16_t bf = 0x3FC0; /* bf16 1.5 */
+    CHECK(hc_read_scalar(&bf, HC_DT_BF16, 0, &v) && v == 1.5);
+}
+
+void suite_quant(void) {
+    RUN(test_element_decoders);
+    RUN(test_every_format_fixture);
+}
