@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "benchutil.h"
 #include "container_write.h"
 #include "hcrt.h"
 
@@ -21,17 +22,6 @@
 static int g_runs = 3; /* HC_BENCH_RUNS overrides, up to MAX_RUNS */
 static char *g_dir, *g_plain, *g_ct;
 static int g_made_dir;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double median(const double *v, int n) {
     double s[MAX_RUNS];
@@ -46,7 +36,7 @@ static void cleanup(void) {
     if (g_made_dir && g_dir) rmdir(g_dir);
 }
 
-static void die(const char *what, const char *msg) {
+static void bench_die(const char *what, const char *msg) {
     fprintf(stderr, "container_bench: %s: %s\n", what, msg);
     cleanup();
     exit(1);
@@ -54,7 +44,7 @@ static void die(const char *what, const char *msg) {
 
 static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
-    if (!p) die("malloc", "out of memory");
+    if (!p) bench_die("malloc", "out of memory");
     return p;
 }
 
@@ -80,7 +70,7 @@ static void settle(void) {
     unlink(g_plain);
     unlink(g_ct);
     int fd = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || syncfs(fd) != 0) die(g_dir, "syncfs failed");
+    if (fd < 0 || syncfs(fd) != 0) bench_die(g_dir, "syncfs failed");
     close(fd);
 }
 
@@ -88,29 +78,29 @@ static void settle(void) {
  * still open so the caller can fsync outside its timing. */
 static int plain_write(const unsigned char *src, size_t n, int sync) {
     int fd = open(g_plain, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) die(g_plain, strerror(errno));
+    if (fd < 0) bench_die(g_plain, strerror(errno));
     size_t off = 0;
     while (off < n) {
         ssize_t r = write(fd, src + off, n - off);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) die(g_plain, strerror(errno));
+        if (r <= 0) bench_die(g_plain, strerror(errno));
         off += (size_t)r;
     }
     if (!sync) return fd;
-    if (fsync(fd) != 0) die(g_plain, strerror(errno));
+    if (fsync(fd) != 0) bench_die(g_plain, strerror(errno));
     close(fd);
     return -1;
 }
 
 static uint64_t plain_read_sum(const char *path, unsigned char *buf, size_t cap, int sum) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) die(path, strerror(errno));
+    if (fd < 0) bench_die(path, strerror(errno));
     size_t off = 0;
     for (;;) {
-        if (off == cap) die(path, "file larger than the read buffer");
+        if (off == cap) bench_die(path, "file larger than the read buffer");
         ssize_t r = read(fd, buf + off, cap - off);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) die(path, strerror(errno));
+        if (r < 0) bench_die(path, strerror(errno));
         if (r == 0) break;
         off += (size_t)r;
     }
@@ -122,20 +112,20 @@ static void write_container(const hc_cw_tensor *t, size_t n, int threads) {
     hc_cw_options o = {.source_format = "safetensors", .target = "passthrough", .tp_size = 1,
                        .threads = threads};
     hc_err err = {0};
-    if (hc_container_write(g_ct, t, n, &o, &err) != HC_OK) die("hc_container_write", err.msg);
+    if (hc_container_write(g_ct, t, n, &o, &err) != HC_OK) bench_die("hc_container_write", err.msg);
 }
 
 static hc_container *open_container(int verify) {
     hc_container *c = NULL;
     char msg[HC_ERRMSG_MAX];
     if (hc_container_open(g_ct, verify, &c, msg, sizeof msg) != HC_OK)
-        die("hc_container_open", msg);
+        bench_die("hc_container_open", msg);
     return c;
 }
 
 static void read_preamble(unsigned char pre[64]) {
     int fd = open(g_ct, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || pread(fd, pre, 64, 0) != 64) die(g_ct, "cannot read the preamble");
+    if (fd < 0 || pread(fd, pre, 64, 0) != 64) bench_die(g_ct, "cannot read the preamble");
     close(fd);
 }
 
@@ -154,10 +144,10 @@ int main(int argc, char **argv) {
     }
     g_dir = argc > 2 ? argv[2] : "/tmp/hconvert-bench";
     if (mkdir(g_dir, 0755) == 0) g_made_dir = 1;
-    else if (errno != EEXIST) die(g_dir, strerror(errno));
+    else if (errno != EEXIST) bench_die(g_dir, strerror(errno));
     g_plain = hc_asprintf("%s/plain.bin", g_dir);
     g_ct = hc_asprintf("%s/bench.hconvert", g_dir);
-    if (!g_plain || !g_ct) die("malloc", "out of memory");
+    if (!g_plain || !g_ct) bench_die("malloc", "out of memory");
 
     /* tensors: big ones of 32 MB, one remainder tensor, small norms */
     size_t nbig = (size_t)(mb / BIG_MB), rem_mb = (size_t)(mb % BIG_MB);
@@ -173,7 +163,7 @@ int main(int argc, char **argv) {
     total += small_bytes;
     hc_cw_tensor *t = calloc(n, sizeof *t);
     char (*names)[64] = calloc(n, sizeof *names);
-    if (!t || !names) die("malloc", "out of memory");
+    if (!t || !names) bench_die("malloc", "out of memory");
     size_t off = 0;
     for (size_t i = 0; i < n; i++) {
         hc_cw_tensor *e = &t[i];
@@ -199,7 +189,7 @@ int main(int argc, char **argv) {
         e->data = src + off;
         off += e->size;
     }
-    if (off != total) die("setup", "tensor sizes do not add up");
+    if (off != total) bench_die("setup", "tensor sizes do not add up");
     uint64_t src_sum = sum_words(src, total);
     double gb = (double)total / 1e9;
 
@@ -234,13 +224,13 @@ int main(int argc, char **argv) {
             else if (which == 1) tc1[r] = dt, read_preamble(pre1);
             else tc2[r] = dt, read_preamble(pre2);
         }
-        if (memcmp(pre1, pre2, 64) != 0) die("check", "1-thread and 2-thread containers differ");
+        if (memcmp(pre1, pre2, 64) != 0) bench_die("check", "1-thread and 2-thread containers differ");
 
         settle();
         t0 = now();
         int fd = plain_write(src, total, 0); /* the page-cache copy alone */
         twn[r] = now() - t0;
-        if (fsync(fd) != 0) die(g_plain, strerror(errno));
+        if (fsync(fd) != 0) bench_die(g_plain, strerror(errno));
         close(fd);
     }
     settle();
@@ -249,7 +239,7 @@ int main(int argc, char **argv) {
     /* read: open (mapping) + sum every tensor byte, page-cached since the write, beside
      * read() of the whole file with and without the same sum */
     struct stat sb;
-    if (stat(g_ct, &sb) != 0) die(g_ct, strerror(errno));
+    if (stat(g_ct, &sb) != 0) bench_die(g_ct, strerror(errno));
     for (int r = 0; r < g_runs; r++) {
         double t0 = now();
         hc_container *c = open_container(0);
@@ -260,13 +250,13 @@ int main(int argc, char **argv) {
             const void *data;
             void *owned;
             if (hc_container_tensor_data(c, ti, &data, &owned) != HC_OK)
-                die("hc_container_tensor_data", hc_container_errmsg(c));
+                bench_die("hc_container_tensor_data", hc_container_errmsg(c));
             ct_sum += sum_words(data, (size_t)ti->raw_length);
             free(owned);
         }
         hc_container_free(c);
         tr[r] = now() - t0;
-        if (nt != n || ct_sum != src_sum) die("check", "container bytes differ from the source");
+        if (nt != n || ct_sum != src_sum) bench_die("check", "container bytes differ from the source");
 
         t0 = now();
         plain_read_sum(g_ct, dst, dst_cap, 1);
@@ -284,7 +274,7 @@ int main(int argc, char **argv) {
         hc_container *c = open_container(0);
         uint64_t nbad = 0;
         if (hc_container_verify(c, &nbad) != HC_OK)
-            die("hc_container_verify", hc_container_errmsg(c));
+            bench_die("hc_container_verify", hc_container_errmsg(c));
         hc_container_free(c);
         tv[r] = now() - t0;
 

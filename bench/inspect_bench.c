@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
 #include "checkpoint.h"
 #include "inspect.h"
 
@@ -22,17 +23,6 @@
 static const char *g_dir;
 static int g_nshards;
 static int g_index_entries;
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static void shard_name(char *out, size_t cap, int s) {
     snprintf(out, cap, "model-%05d-of-%05d.safetensors", s + 1, g_nshards);
@@ -53,7 +43,7 @@ static void cleanup(void) {
     rmdir(g_dir);
 }
 
-static void die(const char *what, const char *msg) {
+static void bench_die(const char *what, const char *msg) {
     fprintf(stderr, "inspect_bench: %s: %s\n", what, msg);
     cleanup();
     exit(1);
@@ -63,67 +53,23 @@ static void die(const char *what, const char *msg) {
 static uint64_t proc_io(const char *key) {
     char buf[1024];
     int fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) die("/proc/self/io", strerror(errno));
+    if (fd < 0) bench_die("/proc/self/io", strerror(errno));
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0) die("/proc/self/io", "cannot read");
+    if (n <= 0) bench_die("/proc/self/io", "cannot read");
     buf[n] = 0;
     size_t kl = strlen(key);
     for (char *p = buf; p; p = strchr(p, '\n')) {
         if (*p == '\n') p++;
         if (strncmp(p, key, kl) == 0 && p[kl] == ':') return strtoull(p + kl + 1, NULL, 10);
     }
-    die("/proc/self/io", key);
+    bench_die("/proc/self/io", key);
     return 0;
-}
-
-static void write_all(int fd, const void *buf, size_t n, const char *path) {
-    const char *p = buf;
-    while (n) {
-        ssize_t r = write(fd, p, n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) die(path, strerror(errno));
-        p += r;
-        n -= (size_t)r;
-    }
-}
-
-static void write_file(const char *path, const char *text) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) die(path, strerror(errno));
-    write_all(fd, text, strlen(text), path);
-    close(fd);
 }
 
 static const char *const kinds[TENSORS_PER_SHARD] = {
     "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
     "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj",    "mlp.extra_proj"};
-
-/* Appends to a growing string. */
-typedef struct {
-    char *s;
-    size_t len, cap;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_add(sbuf *b, const char *fmt, ...) {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) die("format", "vsnprintf failed");
-        if (b->s && b->len + (size_t)n < b->cap) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap + (size_t)n + 1) * 2;
-        char *s = realloc(b->s, cap);
-        if (!s) die("malloc", "out of memory");
-        b->s = s;
-        b->cap = cap;
-    }
-}
 
 /* Writes shard s: u64 LE header length, JSON header padded with spaces to a multiple of 8,
  * then the tensor bytes. Returns 8 + header length. */
@@ -147,14 +93,14 @@ static uint64_t write_shard(int s, uint64_t tensor_bytes, unsigned char *data, s
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) die(path, strerror(errno));
+    if (fd < 0) bench_die(path, strerror(errno));
     write_all(fd, len8, 8, path);
     write_all(fd, h.s, h.len, path);
     for (int i = 0; i < TENSORS_PER_SHARD; i++) {
         data[0] = (unsigned char)s, data[1] = (unsigned char)i; /* tensors differ a little */
         write_all(fd, data, (size_t)tensor_bytes, path);
     }
-    if (fsync(fd) != 0) die(path, strerror(errno));
+    if (fsync(fd) != 0) bench_die(path, strerror(errno));
     close(fd);
     uint64_t hb = 8 + h.len;
     free(h.s);
@@ -168,7 +114,7 @@ static void evict(void) {
         shard_name(f, sizeof f, s);
         snprintf(p, sizeof p, "%s/%s", g_dir, f);
         int fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) die(p, strerror(errno));
+        if (fd < 0) bench_die(p, strerror(errno));
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
         close(fd);
     }
@@ -184,11 +130,11 @@ static uint64_t resident(void) {
         snprintf(p, sizeof p, "%s/%s", g_dir, f);
         int fd = open(p, O_RDONLY | O_CLOEXEC);
         struct stat sb;
-        if (fd < 0 || fstat(fd, &sb) != 0) die(p, strerror(errno));
+        if (fd < 0 || fstat(fd, &sb) != 0) bench_die(p, strerror(errno));
         size_t len = (size_t)sb.st_size, npg = (len + (size_t)pg - 1) / (size_t)pg;
         void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
         unsigned char *vec = malloc(npg ? npg : 1);
-        if (m == MAP_FAILED || !vec || mincore(m, len, vec) != 0) die(p, "mincore failed");
+        if (m == MAP_FAILED || !vec || mincore(m, len, vec) != 0) bench_die(p, "mincore failed");
         for (size_t i = 0; i < npg; i++) total += (vec[i] & 1) ? (uint64_t)pg : 0;
         free(vec);
         munmap(m, len);
@@ -211,13 +157,13 @@ static sample run_once(int mode, FILE *devnull) {
     double t0 = now();
     if (mode == 0) {
         hc_ckpt *c = NULL;
-        if (hc_ckpt_open(g_dir, &c, &err) != HC_OK) die("hc_ckpt_open", err.msg);
+        if (hc_ckpt_open(g_dir, &c, &err) != HC_OK) bench_die("hc_ckpt_open", err.msg);
         if ((int)c->nshards != g_nshards ||
             c->nentries != (size_t)g_nshards * TENSORS_PER_SHARD || c->nwarnings)
-            die("hc_ckpt_open", "unexpected shard/tensor count or warnings");
+            bench_die("hc_ckpt_open", "unexpected shard/tensor count or warnings");
         hc_ckpt_close(c);
     } else {
-        if (hc_inspect(g_dir, false, false, devnull, &err) != HC_OK) die("hc_inspect", err.msg);
+        if (hc_inspect(g_dir, false, false, devnull, &err) != HC_OK) bench_die("hc_inspect", err.msg);
         fflush(devnull);
     }
     double t1 = now();
@@ -258,7 +204,7 @@ int main(int argc, char **argv) {
     /* build the checkpoint */
     uint64_t tensor_bytes = (uint64_t)shard_mb * (1u << 20) / TENSORS_PER_SHARD;
     unsigned char *data = malloc((size_t)tensor_bytes);
-    if (!data) die("malloc", "out of memory");
+    if (!data) bench_die("malloc", "out of memory");
     for (uint64_t i = 0; i < tensor_bytes; i++) data[i] = (unsigned char)(i * 131u + 7u);
     sbuf index = {0};
     sb_add(&index, "{\"metadata\":{\"total_size\":%llu},\"weight_map\":{",
@@ -287,7 +233,7 @@ int main(int argc, char **argv) {
     g_probe_cost = b - a;
 
     FILE *devnull = fopen("/dev/null", "w");
-    if (!devnull) die("/dev/null", strerror(errno));
+    if (!devnull) bench_die("/dev/null", strerror(errno));
     sample warm[RUNS], insp[RUNS];
     run_once(0, devnull); /* first touch of the metadata */
     for (int r = 0; r < RUNS; r++) warm[r] = run_once(0, devnull);

@@ -215,7 +215,7 @@ static int cmd_dequant(int argc, char **argv) {
             st = hc_fail(&err, HC_UNSUPPORTED, "%s", md->config_findings.v[i].message);
             goto done;
         }
-    st = hc_module_decode(md, m, &q, &f, &err);
+    st = hc_module_decode(md, m, 0, &q, &f, &err);
     if (st) {
         hc_err_clear(&err);
         st = hc_fail(&err, HC_INVALID, "%s", f.n ? f.v[0].message : "cannot decode");

@@ -34,9 +34,29 @@ typedef struct {
     hc_tp_plan plan[MAX_TP];
 } mod_result;
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+/* The k-th smallest of v (reordered in place), by quickselect: linear time on average, where
+ * a sort of every scale of a big model would dominate validate. */
+static double select_kth(double *v, uint64_t n, uint64_t k) {
+    uint64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        uint64_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i] = v[j], v[j] = t;
+                i++;
+                if (j == 0) break;
+                j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else break;
+    }
+    return v[k];
 }
 
 /* NaN / inf / zero / negative / outlier scales; fused experts name the experts hit. */
@@ -80,16 +100,18 @@ static void check_scales(const hc_module *m, const hc_qtensor *q, hc_findings *f
                         r == 0 ? code : "", exs);
     }
     if (pos && npos > 2) {
-        qsort(pos, npos, sizeof *pos, cmp_double);
-        double med = pos[npos / 2];
+        double med = select_kth(pos, npos, npos / 2), lo = pos[0], hi = pos[0];
         uint64_t out = 0;
-        for (uint64_t i = 0; i < npos; i++)
+        for (uint64_t i = 0; i < npos; i++) {
             out += pos[i] > med * OUTLIER_RATIO || pos[i] < med / OUTLIER_RATIO;
+            lo = pos[i] < lo ? pos[i] : lo;
+            hi = pos[i] > hi ? pos[i] : hi;
+        }
         if (out)
             hc_findings_add(f, HC_SEV_WARNING, se->name, "outlier", out, NULL, 0,
                             "tensor '%s': %llu scales are outliers, more than %g times from the "
                             "median %g (largest %g, smallest %g)", se->name,
-                            (unsigned long long)out, OUTLIER_RATIO, med, pos[npos - 1], pos[0]);
+                            (unsigned long long)out, OUTLIER_RATIO, med, hi, lo);
     }
     free(pos);
     for (int r = 0; r < 4; r++) free(ex[r]);
@@ -111,7 +133,9 @@ static void analyse(const hc_model *md, size_t i, const unsigned *tps, int ntp, 
     const hc_module *m = &md->m[i];
     hc_qtensor q;
     hc_err err = {0};
-    if (hc_module_decode(md, m, &q, &r->f, &err) != HC_OK) return;
+    hc_status st = hc_module_decode(md, m, HC_DECODE_NO_CODES, &q, &r->f, &err);
+    hc_module_release(md, m);
+    if (st != HC_OK) return;
     r->decoded = true;
     r->quantized = q.kind != HC_Q_PLAIN;
     r->kind = q.kind, r->bits = q.bits, r->E = q.E, r->N = q.N, r->K = q.K, r->gn = q.gn,

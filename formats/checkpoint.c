@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -487,6 +488,17 @@ hc_status hc_ckpt_map(hc_ckpt *c, hc_err *err) {
 
 const void *hc_ckpt_data(const hc_ckpt *c, const hc_ck_entry *e) {
     return hc_st_data(c->shards[e->shard], e->t);
+}
+
+void hc_ckpt_release(const hc_ckpt *c, const hc_ck_entry *e) {
+    const hc_st_file *f = c->shards[e->shard];
+    if (!f->map) return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)(f->map + f->data_start + e->t->begin);
+    uintptr_t b = (uintptr_t)(f->map + f->data_start + e->t->end);
+    a = (a + page - 1) & ~(page - 1);
+    b &= ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 void hc_ckpt_close(hc_ckpt *c) {

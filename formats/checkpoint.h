@@ -41,6 +41,8 @@ const hc_ck_entry *hc_ckpt_find(const hc_ckpt *c, const char *name);
 /* Maps every shard's data (needed before reading tensor bytes). */
 hc_status hc_ckpt_map(hc_ckpt *c, hc_err *err);
 const void *hc_ckpt_data(const hc_ckpt *c, const hc_ck_entry *e);
+/* Drops a tensor's pages from this process (MADV_DONTNEED on the pages wholly inside it). */
+void hc_ckpt_release(const hc_ckpt *c, const hc_ck_entry *e);
 
 /* Reads a JSON file (bounded size, valid UTF-8, an object, no duplicate keys at any level). */
 hc_status hc_json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err);

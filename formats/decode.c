@@ -14,6 +14,7 @@ typedef struct {
     hc_findings *f;
     hc_qtensor *q;
     bool bad;
+    bool codes; /* unpack the codes (not needed to validate) */
 } dctx;
 
 #define PROBLEM(c, tensor, rule, ...)                                                \
@@ -70,9 +71,9 @@ static bool alloc_q(dctx *c, uint64_t E, uint64_t N, uint64_t K, uint64_t sn, ui
         return false;
     }
     q->E = E, q->N = N, q->K = K, q->sn = sn, q->sk = sk;
-    q->codes = malloc(n ? n : 1);
+    q->codes = c->codes ? malloc(n ? n : 1) : NULL;
     q->scales = malloc((ns ? ns : 1) * sizeof(double));
-    if (!q->codes || !q->scales) {
+    if ((c->codes && !q->codes) || !q->scales) {
         PROBLEM(c, c->m->name, "memory", "module '%s': out of memory", c->m->name);
         return false;
     }
@@ -112,6 +113,27 @@ static unsigned field_stream(const void *d, uint64_t base, uint64_t stride, uint
 }
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+/* Unpacks N rows of W words each into K codes per row. Widths that divide 32 take a word at
+ * a time (both layouts agree there); others walk the chosen layout field by field. */
+static void unpack_rows(const void *d, uint64_t N, uint64_t W, uint64_t K, int b, bool stream,
+                        uint8_t *out) {
+    unsigned per = 32u / (unsigned)b, mask = (1u << b) - 1;
+    for (uint64_t n = 0; n < N; n++) {
+        uint8_t *o = out + n * K;
+        if (32 % b == 0) {
+            for (uint64_t w = 0; w < W; w++) {
+                uint32_t v = word32(d, n * W + w);
+                uint64_t k0 = w * per, kn = k0 + per < K ? per : K - k0;
+                for (unsigned i = 0; i < kn; i++, v >>= b) o[k0 + i] = (uint8_t)(v & mask);
+            }
+        } else {
+            for (uint64_t k = 0; k < K; k++)
+                o[k] = (uint8_t)(stream ? field_stream(d, n * W, 1, k, b)
+                                        : field_words(d, n * W, 1, k, b));
+        }
+    }
+}
 
 /* Scale grid of a compressed-tensors strategy for an [N, K] weight. */
 static bool ct_grid(dctx *c, uint64_t N, uint64_t K, uint64_t *sn, uint64_t *sk, uint64_t *gn,
@@ -186,6 +208,14 @@ static bool read_gidx(dctx *c, uint64_t K, uint64_t G) {
     return true;
 }
 
+/* Two FP4 codes per byte, element 2j in the low nibble. */
+static void unpack_nibbles(const uint8_t *d, uint64_t nbytes, uint8_t *out) {
+    for (uint64_t i = 0; i < nbytes; i++) {
+        out[2 * i] = d[i] & 15;
+        out[2 * i + 1] = d[i] >> 4;
+    }
+}
+
 /* ---------------- compressed-tensors ---------------- */
 
 static void ct_layout(const dctx *c, uint64_t width, uint64_t count, int b, bool *stream) {
@@ -234,11 +264,7 @@ static void decode_ct_pack(dctx *c) {
     if (!ct_grid(c, N, K, &sn, &sk, &gn, &gk) || !alloc_q(c, 1, N, K, sn, sk)) return;
     q->gn = gn, q->gk = gk, q->kind = HC_Q_INT, q->bits = b;
     if (stream && b % 2) snprintf(q->quirks, sizeof q->quirks, "bitstream layout (>= 0.18.0)");
-    const void *d = tdata(c, we);
-    for (uint64_t n = 0; n < N; n++)
-        for (uint64_t k = 0; k < K; k++)
-            q->codes[n * K + k] = (uint8_t)(stream ? field_stream(d, n * W, 1, k, b)
-                                                   : field_words(d, n * W, 1, k, b));
+    if (q->codes) unpack_rows(tdata(c, we), N, W, K, b, stream, q->codes);
     if (!ct_scales(c, se, false)) return;
     q->zero_const = 1 << (b - 1);
     if (!m->scheme.symmetric) {
@@ -305,7 +331,7 @@ static void decode_ct_unpacked(dctx *c) {
         for (uint64_t i = 0; i < N * K; i++) {
             int v = (int8_t)d[i];
             if (v < lo || v > hi) out++;
-            q->codes[i] = (uint8_t)(v + q->zero_const);
+            if (q->codes) q->codes[i] = (uint8_t)(v + q->zero_const);
         }
         if (out) {
             hc_findings_add(c->f, HC_SEV_ERROR, we->name, "code range", out, NULL, 0,
@@ -316,7 +342,18 @@ static void decode_ct_unpacked(dctx *c) {
         }
     } else {
         q->kind = we->t->dtype == HC_DT_F8_E5M2 ? HC_Q_FP8_E5M2 : HC_Q_FP8_E4M3;
-        memcpy(q->codes, d, N * K);
+        uint64_t nan = 0;
+        for (uint64_t i = 0; i < N * K; i++)
+            nan += q->kind == HC_Q_FP8_E4M3 ? (d[i] & 0x7F) == 0x7F : (d[i] & 0x7C) == 0x7C;
+        if (nan) {
+            hc_findings_add(c->f, HC_SEV_ERROR, we->name, "weight NaN", nan, NULL, 0,
+                            "tensor '%s': %llu weights are %s NaN/inf codes", we->name,
+                            (unsigned long long)nan,
+                            q->kind == HC_Q_FP8_E4M3 ? "E4M3" : "E5M2");
+            c->bad = true;
+            return;
+        }
+        if (q->codes) memcpy(q->codes, d, N * K);
     }
     if (m->scheme.fmt == HC_FMT_FP8_BLOCK || mx) {
         if (!check_shape(c, se, 2, (uint64_t[]){sn, sk}, "scale shape")) return;
@@ -373,11 +410,7 @@ static void decode_ct_fp4(dctx *c) {
     }
     if (!alloc_q(c, 1, N, K, N, K / gs)) return;
     q->gn = 1, q->gk = gs, q->kind = HC_Q_FP4, q->bits = 4;
-    const uint8_t *d = tdata(c, we);
-    for (uint64_t i = 0; i < N * K / 2; i++) {
-        q->codes[2 * i] = d[i] & 15;
-        q->codes[2 * i + 1] = d[i] >> 4;
-    }
+    if (q->codes) unpack_nibbles(tdata(c, we), N * K / 2, q->codes);
     if (nv ? !CHECK_DT(c, se, HC_DT_F8_E4M3) : !CHECK_DT(c, se, HC_DT_U8, HC_DT_F8_E8M0)) return;
     if (!check_shape(c, se, 2, (uint64_t[]){N, K / gs}, "scale shape")) return;
     read_scales(c, se, !nv, N * K / gs, q->scales);
@@ -435,7 +468,7 @@ static void decode_gptq(dctx *c) {
     if (!alloc_q(c, 1, N, K, N, G)) return;
     q->gn = 1, q->gk = gs, q->kind = HC_Q_INT, q->bits = b;
     const void *d = tdata(c, we);
-    for (uint64_t n = 0; n < N; n++)
+    for (uint64_t n = 0; q->codes && n < N; n++)
         for (uint64_t k = 0; k < K; k++) q->codes[n * K + k] = (uint8_t)gptq_field(d, n, N, k, b);
     double *tmp = malloc(G * N * sizeof *tmp);
     q->zeros = malloc(G * N * sizeof *q->zeros);
@@ -504,7 +537,7 @@ static void decode_awq(dctx *c) {
     q->gn = 1, q->gk = gs, q->kind = HC_Q_INT, q->bits = 4;
     static const unsigned nib[8] = {0, 4, 1, 5, 2, 6, 3, 7}; /* column j%8 -> nibble */
     const void *d = tdata(c, we), *zd = tdata(c, ze);
-    for (uint64_t k = 0; k < K; k++)
+    for (uint64_t k = 0; q->codes && k < K; k++)
         for (uint64_t n = 0; n < N; n++)
             q->codes[n * K + k] = (uint8_t)((word32(d, k * (N / 8) + n / 8) >> (4 * nib[n % 8])) & 15);
     double *tmp = malloc(G * N * sizeof *tmp);
@@ -537,11 +570,7 @@ static void decode_gptoss(dctx *c) {
     if (!check_shape(c, se, 3, (uint64_t[]){E, R, C}, "scales shape")) return;
     if (!alloc_q(c, E, R, C * 32, R, C)) return;
     q->gn = 1, q->gk = 32, q->kind = HC_Q_FP4, q->bits = 4, q->ndim = 3;
-    const uint8_t *d = tdata(c, we);
-    for (uint64_t i = 0; i < E * R * C * 16; i++) {
-        q->codes[2 * i] = d[i] & 15;
-        q->codes[2 * i + 1] = d[i] >> 4;
-    }
+    if (q->codes) unpack_nibbles(tdata(c, we), E * R * C * 16, q->codes);
     read_scales(c, se, true, E * R * C, q->scales);
 }
 
@@ -570,12 +599,17 @@ static void decode_plain(dctx *c) {
         hc_read_scalar(tdata(c, we), we->t->dtype, i, &q->plain[i]);
 }
 
-hc_status hc_module_decode(const hc_model *md, const hc_module *m, hc_qtensor *q,
+void hc_module_release(const hc_model *md, const hc_module *m) {
+    for (int r = 0; r < HC_ROLE_COUNT; r++)
+        if (m->t[r]) hc_ckpt_release(md->ck, m->t[r]);
+}
+
+hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flags, hc_qtensor *q,
                            hc_findings *f, hc_err *err) {
     memset(q, 0, sizeof *q);
     q->ndim = 2;
     q->fmt = m->scheme.fmt;
-    dctx c = {.md = md, .m = m, .f = f, .q = q};
+    dctx c = {.md = md, .m = m, .f = f, .q = q, .codes = !(flags & HC_DECODE_NO_CODES)};
     switch (m->scheme.fmt) {
     case HC_FMT_PLAIN: decode_plain(&c); break;
     case HC_FMT_CT_PACK: decode_ct_pack(&c); break;

@@ -148,10 +148,16 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err);
 void hc_model_free(hc_model *m);
 const hc_module *hc_model_find(const hc_model *m, const char *name);
 
+/* Decode flags. */
+#define HC_DECODE_NO_CODES 1u /* check everything, decode scales, leave q->codes NULL */
+
 /* Decodes one module into the canonical tensor. Shape and packing problems are findings
  * (and make the call return HC_INVALID); ck must be mapped. */
-hc_status hc_module_decode(const hc_model *md, const hc_module *m, hc_qtensor *q,
+hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flags, hc_qtensor *q,
                            hc_findings *f, hc_err *err);
+/* Drops the module's tensor pages from this process's memory (the page cache keeps them):
+ * streaming passes call it after each module so resident memory stays bounded. */
+void hc_module_release(const hc_model *md, const hc_module *m);
 
 /* Float value of element (e, n, k), computed in float64 in the order FORMATS.md's readers
  * use: (u - z) * s; fp4 * (s / global); fp8 * s. */

@@ -76,7 +76,7 @@ static void check_module(const char *cas, const hc_model *md, const char *name, 
     hc_qtensor q;
     hc_findings f = {0};
     hc_err err = {0};
-    if (hc_module_decode(md, mod, &q, &f, &err)) {
+    if (hc_module_decode(md, mod, 0, &q, &f, &err)) {
         CHECK_FAIL_("%s: decode '%s': %s", cas, name, f.n ? f.v[0].message : err.msg);
         hc_findings_free(&f);
         return;
