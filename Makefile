@@ -91,6 +91,7 @@ fuzz: $(BUILD)/hconvert
 
 fixtures:
 	python3 tests/fixtures/gen_fixtures.py
+	python3 tests/fixtures/gen_quant.py
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -10,29 +10,8 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
-#include "container_fmt.h"
 #include "hconvert.h"
 #include "jsonutil.h"
-
-static bool has_magic(const char *path) {
-    unsigned char m[8];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    bool ok = read(fd, m, 8) == 8 && memcmp(m, HC_CT_MAGIC, 8) == 0;
-    close(fd);
-    return ok;
-}
-
-char *hc_find_container(const char *path) {
-    struct stat sb;
-    if (stat(path, &sb) != 0) return NULL;
-    if (S_ISREG(sb.st_mode)) return has_magic(path) ? hc_strdup(path) : NULL;
-    if (!S_ISDIR(sb.st_mode)) return NULL;
-    char *p = hc_asprintf("%s/%s", path, HC_CONTAINER_FILE);
-    if (p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) return p;
-    free(p);
-    return NULL;
-}
 
 static cJSON *shape_json(const uint64_t *s, int n) {
     cJSON *a = cJSON_CreateArray();
@@ -265,7 +244,7 @@ static hc_status inspect_container(const char *file, bool json, bool tensors, FI
 }
 
 hc_status hc_inspect(const char *path, bool json, bool tensors, FILE *out, hc_err *err) {
-    char *ct = hc_find_container(path);
+    char *ct = hc_container_locate(path);
     hc_status st = ct ? inspect_container(ct, json, tensors, out, err)
                       : inspect_checkpoint(path, json, tensors, out, err);
     free(ct);

@@ -8,9 +8,6 @@
 
 #include "base.h"
 
-/* Resolves PATH to a container file when it is one or a folder holding model.hconvert;
- * returns a new string or NULL. */
-char *hc_find_container(const char *path);
 hc_status hc_inspect(const char *path, bool json, bool tensors, FILE *out, hc_err *err);
 
 #endif

@@ -254,7 +254,7 @@ static int cmd_verify(int argc, char **argv) {
     int r = parse_args(argc, argv, "", 1, &a);
     if (r) return r;
     if (a.npos != 1) return usage_error("%s", "verify needs OUT");
-    char *file = hc_find_container(a.pos[0]);
+    char *file = hc_container_locate(a.pos[0]);
     if (!file) {
         if (access(a.pos[0], F_OK) != 0) {
             char msg[HC_ERRMSG_MAX];

@@ -316,7 +316,7 @@ static void merge_expert_findings(const hc_model *md, mod_result *res, hc_findin
         for (size_t k = 0; k < res[i].f.n; k++) {
             hc_finding *x = &res[i].f.v[k];
             if (!x->rule[0] && m->expert >= 0) {
-                free(x->tensor), free(x->rule), free(x->experts), free(x->message);
+                hc_finding_clear(x);
                 continue;
             }
             hc_findings one = {.v = malloc(sizeof *x), .n = 1};

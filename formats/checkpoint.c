@@ -66,43 +66,42 @@ static hc_status check_json_tree(const cJSON *v, const char *path, hc_ckpt *c, h
     return HC_OK;
 }
 
+hc_status hc_json_parse(const char *data, size_t n, const char *name, cJSON **out, hc_err *err) {
+    *out = NULL;
+    if (!hc_utf8_valid(data, n)) return hc_fail(err, HC_INVALID, "'%s' is not valid UTF-8", name);
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(data, n, &end, 0);
+    if (!j) {
+        unsigned long long pos = end && end >= data ? (unsigned long long)(end - data) : 0;
+        return hc_fail(err, HC_INVALID, "'%s' is not valid JSON (error near byte %llu)", name, pos);
+    }
+    for (const char *p = end; p < data + n; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
+            cJSON_Delete(j);
+            return hc_fail(err, HC_INVALID, "'%s' has data after the JSON value", name);
+        }
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return hc_fail(err, HC_INVALID, "'%s' is not a JSON object", name);
+    }
+    hc_status st = check_json_tree(j, name, NULL, err);
+    if (st) {
+        cJSON_Delete(j);
+        return st;
+    }
+    *out = j;
+    return HC_OK;
+}
+
 hc_status hc_json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err) {
     char *data = NULL;
     size_t n = 0;
     *out = NULL;
     HC_TRY(hc_read_file(path, MAX_JSON_FILE, &data, &n, err));
-    if (!hc_utf8_valid(data, n)) {
-        free(data);
-        return hc_fail(err, HC_INVALID, "'%s' is not valid UTF-8", path);
-    }
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(data, n, &end, 0);
-    if (!j) {
-        unsigned long long pos = end && end >= data ? (unsigned long long)(end - data) : 0;
-        free(data);
-        return hc_fail(err, HC_INVALID, "'%s' is not valid JSON (error near byte %llu)", path, pos);
-    }
-    for (const char *p = end; p < data + n; p++)
-        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
-            free(data);
-            cJSON_Delete(j);
-            return hc_fail(err, HC_INVALID, "'%s' has data after the JSON value", path);
-        }
-    if (!cJSON_IsObject(j)) {
-        free(data);
-        cJSON_Delete(j);
-        return hc_fail(err, HC_INVALID, "'%s' is not a JSON object", path);
-    }
-    hc_status st = check_json_tree(j, path, NULL, err);
-    if (st) {
-        free(data);
-        cJSON_Delete(j);
-        return st;
-    }
-    *out = j;
-    if (text) *text = data, *len = n;
+    hc_status st = hc_json_parse(data, n, path, out, err);
+    if (!st && text) *text = data, *len = n;
     else free(data);
-    return HC_OK;
+    return st;
 }
 
 hc_status hc_cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
@@ -220,15 +219,7 @@ static hc_status build_entries(hc_ckpt *c, hc_err *err) {
 }
 
 const hc_ck_entry *hc_ckpt_find(const hc_ckpt *c, const char *name) {
-    size_t lo = 0, hi = c->nentries;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int r = strcmp(c->entries[mid].name, name);
-        if (r == 0) return &c->entries[mid];
-        if (r < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return NULL;
+    return hc_find_by_name(c->entries, c->nentries, sizeof *c->entries, name);
 }
 
 /* Opens the shards an index names and checks both directions of the mapping. */
@@ -430,6 +421,67 @@ static hc_status find_archive_root(hc_ckpt *c, hc_err *err) {
     return HC_OK;
 }
 
+/* A container written by convert, read back as a checkpoint: its tensors (layout "source",
+ * the source's own encoding) become entries, its header's config.json the config. */
+static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
+    char msg[HC_ERRMSG_MAX];
+    hc_status st = hc_container_open(file, 0, &c->container, msg, sizeof msg);
+    if (st) return hc_fail(err, st, "%s", msg);
+    c->is_container = 1;
+    size_t n = hc_container_tensor_count(c->container);
+    c->ct_tensors = calloc(n ? n : 1, sizeof *c->ct_tensors);
+    c->entries = calloc(n ? n : 1, sizeof *c->entries);
+    c->owned = calloc(n ? n : 1, sizeof *c->owned);
+    if (!c->ct_tensors || !c->entries || !c->owned) return hc_fail(err, HC_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const hc_tensor_info *ti = hc_container_tensor(c->container, i);
+        if (strcmp(ti->layout, "source") != 0) {
+            char esc[512];
+            return hc_fail(err, HC_UNSUPPORTED, "container '%s': tensor '%s' has layout '%s' "
+                           "v%u; only layout 'source' reads back as a checkpoint", file,
+                           hc_escape(ti->name, esc, sizeof esc), ti->layout, ti->layout_version);
+        }
+        hc_st_tensor *t = &c->ct_tensors[i];
+        t->name = hc_strdup(ti->name);
+        if (!t->name) return hc_fail(err, HC_NOMEM, "out of memory");
+        t->dtype = ti->dtype;
+        t->ndim = ti->ndim;
+        memcpy(t->shape, ti->shape, sizeof t->shape);
+        t->numel = 1;
+        for (int d = 0; d < t->ndim; d++) t->numel *= ti->shape[d];
+        t->end = ti->raw_length;
+        const void *data = NULL;
+        HC_TRY(hc_container_tensor_data(c->container, ti, &data, &c->owned[c->nowned]));
+        if (c->owned[c->nowned]) c->nowned++;
+        c->entries[i] = (hc_ck_entry){.name = t->name, .t = t, .data = data};
+        c->nentries++;
+    }
+    qsort(c->entries, c->nentries, sizeof *c->entries, cmp_entry);
+    for (size_t i = 1; i < c->nentries; i++)
+        if (!strcmp(c->entries[i].name, c->entries[i - 1].name))
+            return hc_fail(err, HC_INVALID, "container '%s': tensor '%s' appears twice", file,
+                           c->entries[i].name);
+    /* the folder's configs (convert copies config.json and the legacy quantization configs
+     * beside the container), then the header's verbatim config.json over the folder's */
+    st = load_configs(c, err);
+    size_t hl = 0;
+    cJSON *hdr = st ? NULL : cJSON_ParseWithLength(hc_container_header_json(c->container, &hl), hl);
+    const char *cfg = hdr ? hc_json_str(cJSON_GetObjectItemCaseSensitive(hdr, "model"),
+                                        "config_json") : NULL;
+    if (cfg) {
+        cJSON_Delete(c->config);
+        free(c->config_text);
+        c->config = NULL;
+        c->config_len = strlen(cfg);
+        c->config_text = hc_strdup(cfg);
+        st = c->config_text ? hc_json_parse(cfg, c->config_len, "config.json (in the container)",
+                                            &c->config, err)
+                            : hc_fail(err, HC_NOMEM, "out of memory");
+    }
+    cJSON_Delete(hdr);
+    return st;
+}
+
 hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err) {
     *out = NULL;
     hc_ckpt *c = calloc(1, sizeof *c);
@@ -445,7 +497,13 @@ hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err) {
         st = hc_fail(err, HC_IO, "cannot open '%s': %s", src, strerror(errno));
         goto out;
     }
-    if (S_ISDIR(sb.st_mode)) {
+    char *ct = hc_container_locate(src);
+    if (ct) {
+        const char *slash = strrchr(ct, '/');
+        c->root = slash ? strndup(ct, (size_t)(slash - ct)) : hc_strdup(".");
+        st = c->root ? open_container(c, ct, err) : hc_fail(err, HC_NOMEM, "out of memory");
+        free(ct);
+    } else if (S_ISDIR(sb.st_mode)) {
         c->root = hc_strdup(src);
         st = c->root ? open_folder(c, err) : hc_fail(err, HC_NOMEM, "out of memory");
     } else if (!S_ISREG(sb.st_mode)) {
@@ -487,10 +545,11 @@ hc_status hc_ckpt_map(hc_ckpt *c, hc_err *err) {
 }
 
 const void *hc_ckpt_data(const hc_ckpt *c, const hc_ck_entry *e) {
-    return hc_st_data(c->shards[e->shard], e->t);
+    return e->data ? e->data : hc_st_data(c->shards[e->shard], e->t);
 }
 
 void hc_ckpt_release(const hc_ckpt *c, const hc_ck_entry *e) {
+    if (e->data) return;
     const hc_st_file *f = c->shards[e->shard];
     if (!f->map) return;
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -505,6 +564,12 @@ void hc_ckpt_close(hc_ckpt *c) {
     if (!c) return;
     for (size_t s = 0; s < c->nshards; s++) hc_st_close(c->shards[s]);
     free(c->shards);
+    for (size_t i = 0; c->ct_tensors && i < hc_container_tensor_count(c->container); i++)
+        free(c->ct_tensors[i].name);
+    free(c->ct_tensors);
+    for (size_t i = 0; i < c->nowned; i++) free(c->owned[i]);
+    free(c->owned);
+    hc_container_free(c->container);
     free(c->entries);
     cJSON_Delete(c->config);
     cJSON_Delete(c->quant_config);

@@ -11,13 +11,18 @@ typedef struct {
     const char *name;
     size_t shard;
     const hc_st_tensor *t;
+    const void *data; /* bytes held elsewhere (a container), or NULL: in shard `shard` */
 } hc_ck_entry;
 
 typedef struct {
     char *src;    /* as given by the user */
     char *root;   /* folder the files are read from */
     char *tmpdir; /* extraction folder removed at close, or NULL */
-    int is_archive, is_single_file;
+    int is_archive, is_single_file, is_container;
+    hc_container *container;  /* when reading a container written by convert */
+    hc_st_tensor *ct_tensors; /* its tensors, described as safetensors entries */
+    void **owned;             /* decoded zstd tensors */
+    size_t nowned;
     char *index_name; /* NULL when there is no index */
     uint64_t index_total_size; /* metadata.total_size, 0 when absent */
     hc_st_file **shards;
@@ -46,6 +51,8 @@ void hc_ckpt_release(const hc_ckpt *c, const hc_ck_entry *e);
 
 /* Reads a JSON file (bounded size, valid UTF-8, an object, no duplicate keys at any level). */
 hc_status hc_json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err);
+/* The same checks on JSON text held in memory; name is used in messages. */
+hc_status hc_json_parse(const char *data, size_t n, const char *name, cJSON **out, hc_err *err);
 /* Integer member of a config: present, an integer, within [lo, hi]. */
 hc_status hc_cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
                      int64_t *out, hc_err *err);

@@ -432,6 +432,25 @@ static void decode_ct_fp4(dctx *c) {
 
 /* ---------------- GPTQ, AWQ ---------------- */
 
+/* GPTQ and AWQ store scales [G, N]; the canonical grid is [N, G]. Also makes room for the
+ * zero points, which both formats always carry. */
+static bool scales_by_group_rows(dctx *c, const hc_ck_entry *se, uint64_t G, uint64_t N) {
+    hc_qtensor *q = c->q;
+    uint64_t cnt = G * N > 0 ? G * N : 1;
+    double *tmp = malloc(cnt * sizeof *tmp);
+    q->zeros = malloc(cnt * sizeof *q->zeros);
+    if (!tmp || !q->zeros) {
+        free(tmp);
+        PROBLEM(c, c->m->name, "memory", "module '%s': out of memory", c->m->name);
+        return false;
+    }
+    read_scales(c, se, false, G * N, tmp);
+    for (uint64_t g = 0; g < G; g++)
+        for (uint64_t n = 0; n < N; n++) q->scales[n * G + g] = tmp[g * N + n];
+    free(tmp);
+    return true;
+}
+
 /* GPTQ field i of a line of words (first word at base, next words stride apart): 32/b
  * fields per word, or for 3 bits runs of 32 fields in 3 words as a low-bit-first bitstream. */
 static unsigned gptq_field(const void *d, uint64_t base, uint64_t stride, uint64_t i, int b) {
@@ -470,16 +489,7 @@ static void decode_gptq(dctx *c) {
     const void *d = tdata(c, we);
     for (uint64_t n = 0; q->codes && n < N; n++)
         for (uint64_t k = 0; k < K; k++) q->codes[n * K + k] = (uint8_t)gptq_field(d, n, N, k, b);
-    double *tmp = malloc(G * N * sizeof *tmp);
-    q->zeros = malloc(G * N * sizeof *q->zeros);
-    if (!tmp || !q->zeros) {
-        free(tmp);
-        return;
-    }
-    read_scales(c, se, false, G * N, tmp);
-    for (uint64_t g = 0; g < G; g++)
-        for (uint64_t n = 0; n < N; n++) q->scales[n * G + g] = tmp[g * N + n];
-    free(tmp);
+    if (!scales_by_group_rows(c, se, G, N)) return;
     /* zero fields; v1 stores z - 1. A symmetric checkpoint tells the truth by its data. */
     const void *zd = tdata(c, ze);
     bool v2 = m->scheme.gptq_v2;
@@ -540,19 +550,10 @@ static void decode_awq(dctx *c) {
     for (uint64_t k = 0; q->codes && k < K; k++)
         for (uint64_t n = 0; n < N; n++)
             q->codes[n * K + k] = (uint8_t)((word32(d, k * (N / 8) + n / 8) >> (4 * nib[n % 8])) & 15);
-    double *tmp = malloc(G * N * sizeof *tmp);
-    q->zeros = malloc(G * N * sizeof *q->zeros);
-    if (!tmp || !q->zeros) {
-        free(tmp);
-        return;
-    }
-    read_scales(c, se, false, G * N, tmp);
+    if (!scales_by_group_rows(c, se, G, N)) return;
     for (uint64_t g = 0; g < G; g++)
-        for (uint64_t n = 0; n < N; n++) {
-            q->scales[n * G + g] = tmp[g * N + n];
+        for (uint64_t n = 0; n < N; n++)
             q->zeros[n * G + g] = (int32_t)((word32(zd, g * (N / 8) + n / 8) >> (4 * nib[n % 8])) & 15);
-        }
-    free(tmp);
 }
 
 /* ---------------- gpt-oss fused MXFP4 experts ---------------- */
@@ -604,13 +605,42 @@ void hc_module_release(const hc_model *md, const hc_module *m) {
         if (m->t[r]) hc_ckpt_release(md->ck, m->t[r]);
 }
 
+/* The scheme's numbers, whatever the config said: refuse what would divide by zero or shift
+ * out of range before any decoder runs. */
+static bool scheme_sane(dctx *c) {
+    const hc_scheme *s = &c->m->scheme;
+    if (s->fmt == HC_FMT_PLAIN) return true;
+    if (s->bits < 1 || s->bits > 8) {
+        PROBLEM(c, c->m->name, "scheme", "module '%s': %d-bit codes are not supported (1..8)",
+                c->m->name, s->bits);
+        return false;
+    }
+    bool grouped = s->strategy == HC_STRAT_GROUP || s->strategy == HC_STRAT_TENSOR_GROUP ||
+                   s->fmt == HC_FMT_GPTQ || s->fmt == HC_FMT_AWQ;
+    if (grouped && s->group_size <= 0 && !(s->fmt == HC_FMT_GPTQ && s->group_size == -1)) {
+        PROBLEM(c, c->m->name, "scheme", "module '%s': group_size %lld is not valid", c->m->name,
+                (long long)s->group_size);
+        return false;
+    }
+    if ((s->strategy == HC_STRAT_BLOCK || s->fmt == HC_FMT_FP8_BLOCK) &&
+        (s->block[0] == 0 || s->block[1] == 0)) {
+        PROBLEM(c, c->m->name, "scheme", "module '%s': block sizes must be positive", c->m->name);
+        return false;
+    }
+    return true;
+}
+
 hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flags, hc_qtensor *q,
                            hc_findings *f, hc_err *err) {
     memset(q, 0, sizeof *q);
     q->ndim = 2;
     q->fmt = m->scheme.fmt;
     dctx c = {.md = md, .m = m, .f = f, .q = q, .codes = !(flags & HC_DECODE_NO_CODES)};
-    switch (m->scheme.fmt) {
+    if (m->conflict) { /* already reported when the modules were formed */
+        hc_qtensor_free(q);
+        return hc_fail(err, HC_INVALID, "module '%s' has two tensors in one role", m->name);
+    }
+    switch (scheme_sane(&c) ? m->scheme.fmt : (hc_fmt)-1) {
     case HC_FMT_PLAIN: decode_plain(&c); break;
     case HC_FMT_CT_PACK: decode_ct_pack(&c); break;
     case HC_FMT_CT_INT:

@@ -1,6 +1,7 @@
 /* model.c: groups a checkpoint's tensors into modules (weight + scales + zero points + ...)
  * and resolves each module's scheme from the quantization config of its format. */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,15 +83,7 @@ static int cmp_module(const void *a, const void *b) {
 }
 
 const hc_module *hc_model_find(const hc_model *m, const char *name) {
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int r = strcmp(m->m[mid].name, name);
-        if (r == 0) return &m->m[mid];
-        if (r < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return NULL;
+    return hc_find_by_name(m->m, m->n, sizeof *m->m, name);
 }
 
 /* "<prefix>.experts.<J>.<rest>": expert J of the MoE layer "<prefix>.experts.*.<rest>". */
@@ -103,6 +96,16 @@ static void moe_membership(hc_module *m) {
     if (e == j || (*e != '.' && *e != 0) || e - j > 6) return;
     m->expert = atoi(j);
     m->moe_key = hc_asprintf("%.*s.experts.*%s", (int)(p - m->name), m->name, e);
+}
+
+/* An integer config value: dflt when absent or null, HC_BAD_NUM when not an integer in range
+ * (the decoder's scheme check then refuses the module with a finding). */
+#define HC_BAD_NUM INT64_MIN
+static int64_t cfg_num(const cJSON *v, int64_t dflt) {
+    if (!v || cJSON_IsNull(v)) return dflt;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(d >= -1e9 && d <= 1e9) || d != floor(d)) return HC_BAD_NUM;
+    return (int64_t)d;
 }
 
 static bool is_float_dtype(hc_dtype d) {
@@ -167,14 +170,13 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
     s->bits = 8;
     s->symmetric = true;
     s->group_size = 0;
-    if ((v = cJSON_GetObjectItemCaseSensitive(w, "num_bits")) && cJSON_IsNumber(v))
-        s->bits = v->valueint;
+    int64_t nb = cfg_num(cJSON_GetObjectItemCaseSensitive(w, "num_bits"), 8);
+    s->bits = nb >= 0 && nb <= 64 ? (int)nb : -1;
     if ((v = cJSON_GetObjectItemCaseSensitive(w, "type")) && cJSON_IsString(v))
         s->is_float = !strcmp(v->valuestring, "float");
     if ((v = cJSON_GetObjectItemCaseSensitive(w, "symmetric")) && cJSON_IsBool(v))
         s->symmetric = cJSON_IsTrue(v);
-    if ((v = cJSON_GetObjectItemCaseSensitive(w, "group_size")) && cJSON_IsNumber(v))
-        s->group_size = (int64_t)v->valuedouble;
+    s->group_size = cfg_num(cJSON_GetObjectItemCaseSensitive(w, "group_size"), 0);
     const char *st = hc_json_str(w, "strategy");
     if (!st) st = s->group_size > 0 ? "group" : s->group_size == -1 ? "channel" : "tensor";
     if (!strcmp(st, "tensor")) s->strategy = HC_STRAT_TENSOR;
@@ -197,8 +199,9 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(w, "block_structure"))) {
         if (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 2) {
-            s->block[0] = (uint64_t)cJSON_GetArrayItem(v, 0)->valuedouble;
-            s->block[1] = (uint64_t)cJSON_GetArrayItem(v, 1)->valuedouble;
+            int64_t r = cfg_num(cJSON_GetArrayItem(v, 0), 0), c = cfg_num(cJSON_GetArrayItem(v, 1), 0);
+            s->block[0] = r > 0 ? (uint64_t)r : 0;
+            s->block[1] = c > 0 ? (uint64_t)c : 0;
         } else if (cJSON_IsString(v)) {
             unsigned long long r = 0, c = 0;
             if (sscanf(v->valuestring, "%llux%llu", &r, &c) == 2) s->block[0] = r, s->block[1] = c;
@@ -215,6 +218,11 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
         s->actorder = !strcmp(v->valuestring, "group") || !strcmp(v->valuestring, "weight") ||
                       !strcmp(v->valuestring, "dynamic") || !strcmp(v->valuestring, "static");
     else if (cJSON_IsTrue(v)) s->actorder = true;
+    if (s->group_size == HC_BAD_NUM) {
+        hc_findings_add(f, HC_SEV_ERROR, gname, "group_size", 0, NULL, 0,
+                        "config group '%s': group_size is not an integer", gname);
+        return false;
+    }
     if (s->bits < 1 || s->bits > 8) {
         hc_findings_add(f, HC_SEV_ERROR, gname, "num_bits", 0, NULL, 0,
                         "config group '%s': num_bits %d is not in 1..8", gname, s->bits);
@@ -322,9 +330,9 @@ static void resolve_ct(hc_model *md, const cJSON *qc) {
 static void gptq_base(const cJSON *qc, hc_scheme *s) {
     const cJSON *v;
     s->fmt = HC_FMT_GPTQ;
-    s->bits = (v = cJSON_GetObjectItemCaseSensitive(qc, "bits")) && cJSON_IsNumber(v) ? v->valueint : 4;
-    s->group_size = (v = cJSON_GetObjectItemCaseSensitive(qc, "group_size")) && cJSON_IsNumber(v)
-                        ? (int64_t)v->valuedouble : 128;
+    int64_t b = cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "bits"), 4);
+    s->bits = b >= 0 && b <= 64 ? (int)b : -1;
+    s->group_size = cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "group_size"), 128);
     s->actorder = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(qc, "desc_act"));
     v = cJSON_GetObjectItemCaseSensitive(qc, "sym");
     s->symmetric = v ? cJSON_IsTrue(v) : true;
@@ -332,9 +340,11 @@ static void gptq_base(const cJSON *qc, hc_scheme *s) {
 
 static void gptq_override(const cJSON *o, hc_scheme *s) {
     const cJSON *v;
-    if ((v = cJSON_GetObjectItemCaseSensitive(o, "bits")) && cJSON_IsNumber(v)) s->bits = v->valueint;
-    if ((v = cJSON_GetObjectItemCaseSensitive(o, "group_size")) && cJSON_IsNumber(v))
-        s->group_size = (int64_t)v->valuedouble;
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "bits"))) {
+        int64_t b = cfg_num(v, 4);
+        s->bits = b >= 0 && b <= 64 ? (int)b : -1;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "group_size"))) s->group_size = cfg_num(v, 128);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "desc_act")) && cJSON_IsBool(v))
         s->actorder = cJSON_IsTrue(v);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "sym")) && cJSON_IsBool(v))
@@ -405,11 +415,10 @@ static void resolve_awq(hc_model *md, const cJSON *qc, const char *cfgname) {
     hc_findings *f = &md->config_findings;
     const char *ver = hc_json_str(qc, "version");
     const cJSON *v;
-    int bits = (v = cJSON_GetObjectItemCaseSensitive(qc, "bits")) ? v->valueint
-               : (v = cJSON_GetObjectItemCaseSensitive(qc, "w_bit")) ? v->valueint : 4;
-    int64_t gs = (v = cJSON_GetObjectItemCaseSensitive(qc, "group_size")) ? (int64_t)v->valuedouble
-                 : (v = cJSON_GetObjectItemCaseSensitive(qc, "q_group_size")) ? (int64_t)v->valuedouble
-                                                                              : 128;
+    int64_t bits = cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "bits"),
+                           cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "w_bit"), 4));
+    int64_t gs = cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "group_size"),
+                         cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "q_group_size"), 128));
     if (ver && strcasecmp(ver, "gemm")) {
         hc_findings_add(f, HC_SEV_ERROR, cfgname, "version", 0, NULL, 0,
                         "%s: AWQ version '%s' is not supported (only gemm; the gemv layouts "
@@ -418,7 +427,7 @@ static void resolve_awq(hc_model *md, const cJSON *qc, const char *cfgname) {
     }
     if (bits != 4) {
         hc_findings_add(f, HC_SEV_ERROR, cfgname, "bits", 0, NULL, 0,
-                        "%s: AWQ %d-bit is not supported (only 4)", cfgname, bits);
+                        "%s: AWQ bits %lld is not supported (only 4)", cfgname, (long long)bits);
         return;
     }
     v = cJSON_GetObjectItemCaseSensitive(qc, "zero_point");
@@ -437,8 +446,9 @@ static void resolve_simple(hc_model *md, hc_fmt fmt, const cJSON *qc) {
     uint64_t block[2] = {128, 128};
     const cJSON *b = qc ? cJSON_GetObjectItemCaseSensitive(qc, "weight_block_size") : NULL;
     if (cJSON_IsArray(b) && cJSON_GetArraySize(b) == 2) {
-        block[0] = (uint64_t)cJSON_GetArrayItem(b, 0)->valuedouble;
-        block[1] = (uint64_t)cJSON_GetArrayItem(b, 1)->valuedouble;
+        int64_t r = cfg_num(cJSON_GetArrayItem(b, 0), 0), c = cfg_num(cJSON_GetArrayItem(b, 1), 0);
+        block[0] = r > 0 ? (uint64_t)r : 0; /* 0: refused by the decoder's scheme check */
+        block[1] = c > 0 ? (uint64_t)c : 0;
     }
     for (size_t i = 0; i < md->n; i++) {
         hc_module *m = &md->m[i];
@@ -520,6 +530,7 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
         hc_module *m = &md->m[md->n - 1];
         m->fused |= pv[i].fused;
         if (m->t[pv[i].role] && pv[i].role != HC_ROLE_OTHER) {
+            m->conflict = true;
             hc_findings_add(&md->config_findings, HC_SEV_ERROR, m->name, "two tensors", 0, NULL,
                             0, "module '%s' has two %s tensors: '%s' and '%s'", m->name,
                             role_names[pv[i].role], m->t[pv[i].role]->name, pv[i].e->name);
@@ -555,6 +566,17 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
                         "%s: quant_method '%s' is not supported (compressed-tensors, gptq, awq, "
                         "mxfp4, fp8 are)", cfgname, qm[0] ? qm : "(none)");
     }
+    /* a config group's problem is found once per module that uses it: report it once */
+    hc_findings *cf = &md->config_findings;
+    size_t kept = 0;
+    for (size_t i = 0; i < cf->n; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < kept && !dup; j++)
+            dup = cf->v[j].message && cf->v[i].message && !strcmp(cf->v[j].message, cf->v[i].message);
+        if (dup) hc_finding_clear(&cf->v[i]);
+        else cf->v[kept++] = cf->v[i];
+    }
+    cf->n = kept;
     *out = md;
     return HC_OK;
 }

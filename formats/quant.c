@@ -213,13 +213,16 @@ void hc_findings_append(hc_findings *dst, hc_findings *src) {
     src->n = 0;
 }
 
+void hc_finding_clear(hc_finding *x) {
+    free(x->tensor);
+    free(x->rule);
+    free(x->experts);
+    free(x->message);
+    memset(x, 0, sizeof *x);
+}
+
 void hc_findings_free(hc_findings *f) {
-    for (size_t i = 0; i < f->n; i++) {
-        free(f->v[i].tensor);
-        free(f->v[i].rule);
-        free(f->v[i].experts);
-        free(f->v[i].message);
-    }
+    for (size_t i = 0; i < f->n; i++) hc_finding_clear(&f->v[i]);
     free(f->v);
     f->v = NULL;
     f->n = 0;

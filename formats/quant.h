@@ -79,6 +79,7 @@ typedef struct {
     char *name;                        /* module name (NAME on the command line) */
     const hc_ck_entry *t[HC_ROLE_COUNT]; /* by role; NULL when absent */
     bool fused;                        /* gpt-oss style [E, ...] tensors */
+    bool conflict;                     /* two tensors claim one role: not decoded */
     hc_scheme scheme;
     /* MoE membership: layer key and expert id, or expert = -1 */
     int expert;
@@ -131,6 +132,7 @@ void hc_findings_add(hc_findings *f, hc_severity sev, const char *tensor, const 
     __attribute__((format(printf, 8, 9)));
 void hc_findings_append(hc_findings *dst, hc_findings *src); /* moves src's entries */
 void hc_findings_free(hc_findings *f);
+void hc_finding_clear(hc_finding *x); /* frees one finding's strings */
 size_t hc_findings_errors(const hc_findings *f);
 
 /* The set of modules of a checkpoint with their schemes. */

@@ -38,8 +38,6 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
 const char *hc_converter_errmsg(const hc_converter *c);
 const hc_conv_stats *hc_converter_stats(const hc_converter *c);
 
-#define HC_CONTAINER_FILE "model.hconvert"
-
 #ifdef __cplusplus
 }
 #endif

@@ -59,6 +59,13 @@ hc_dtype hc_dtype_from_name(const char *name); /* HC_DTYPE_INVALID when unknown 
 /* ---- container ---- */
 typedef struct hc_container hc_container;
 
+/* The container file `convert` writes into its output folder. */
+#define HC_CONTAINER_FILE "model.hconvert"
+
+/* The container at path: path itself when it is a container file (checked by its magic), or
+ * path/model.hconvert when path is a folder holding one; NULL otherwise. Caller frees. */
+char *hc_container_locate(const char *path);
+
 typedef enum { HC_ENC_RAW = 0, HC_ENC_ZSTD = 1 } hc_encoding;
 
 typedef struct {

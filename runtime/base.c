@@ -159,6 +159,14 @@ char *hc_escape(const char *s, char *out, size_t cap) {
     return out;
 }
 
+static int cmp_name_key(const void *key, const void *elem) {
+    return strcmp((const char *)key, *(const char *const *)elem);
+}
+
+const void *hc_find_by_name(const void *base, size_t n, size_t size, const char *name) {
+    return n ? bsearch(name, base, n, size, cmp_name_key) : NULL;
+}
+
 char *hc_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *r = malloc(n);

@@ -327,6 +327,26 @@ out:
     return HC_OK;
 }
 
+static bool has_magic(const char *path) {
+    unsigned char m[8];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    bool ok = read(fd, m, 8) == 8 && memcmp(m, HC_CT_MAGIC, 8) == 0;
+    close(fd);
+    return ok;
+}
+
+char *hc_container_locate(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return NULL;
+    if (S_ISREG(sb.st_mode)) return has_magic(path) ? hc_strdup(path) : NULL;
+    if (!S_ISDIR(sb.st_mode)) return NULL;
+    char *p = hc_asprintf("%s/%s", path, HC_CONTAINER_FILE);
+    if (p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) return p;
+    free(p);
+    return NULL;
+}
+
 void hc_container_free(hc_container *c) {
     if (!c) return;
     if (c->map) munmap((void *)c->map, c->size);

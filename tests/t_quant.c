@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "checkpoint.h"
+#include "hconvert.h"
 #include "quant.h"
 #include "test.h"
 #include "validate.h"
@@ -246,7 +247,157 @@ static void test_element_decoders(void) {
     CHECK(hc_read_scalar(&bf, HC_DT_BF16, 0, &v) && v == 1.5);
 }
 
+
+/* ---- robustness: hostile quantization configs never crash validate or dequant ---- */
+
+static void copy_file(const char *from, const char *to) {
+    char *d = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    if (hc_read_file(from, 1 << 28, &d, &n, &err)) return;
+    FILE *f = fopen(to, "wb");
+    if (f) {
+        fwrite(d, 1, n, f);
+        fclose(f);
+    }
+    free(d);
+}
+
+/* The i-th leaf (depth-first) of a JSON tree and its parent, or NULL; *count gets the total. */
+static cJSON *nth_leaf(cJSON *v, int i, int *seen, cJSON **parent) {
+    cJSON *it;
+    cJSON_ArrayForEach(it, v) {
+        if (cJSON_IsObject(it) || cJSON_IsArray(it)) {
+            cJSON *r = nth_leaf(it, i, seen, parent);
+            if (r) return r;
+        } else if ((*seen)++ == i) {
+            *parent = v;
+            return it;
+        }
+    }
+    return NULL;
+}
+
+static int run_validate_quiet(const char *dir) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    hc_validate_opts o = {.json = true, .threads = 1};
+    size_t errors = 0;
+    hc_err err = {0};
+    hc_status st = hc_validate(dir, &o, mem, &errors, &err);
+    fclose(mem);
+    free(buf);
+    return st;
+}
+
+/* Every leaf of quantization_config replaced by hostile values: validate must answer (OK or
+ * a refusal), and every module must decode or be refused, never crash (ASan/UBSan watch). */
+static void test_hostile_configs_never_crash(void) {
+    static const char *const cases[] = {"ct_w4a16_g32_asym", "ct_w3_new", "ct_fp8_block",
+                                        "ct_nvfp4", "ct_mxfp4_v013", "ct_w8a8_int", "gptq_3bit",
+                                        "gptq_desc_act", "gptq_dynamic", "awq_gemm",
+                                        "gptoss_mxfp4", "deepseek_fp8", "ct_mixed"};
+    static const char *const values[] = {"0", "-1", "1", "3", "9", "1e300", "-2.5", "\"x\"",
+                                         "null", "[]", "{}", "true"};
+    int runs = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char src[1024], dir[1024], p[1200], q[1200];
+        snprintf(src, sizeof src, "%s/%s", fixture("quant"), cases[c]);
+        snprintf(dir, sizeof dir, "%s", test_tmpdir());
+        snprintf(p, sizeof p, "%s/model.safetensors", src);
+        snprintf(q, sizeof q, "%s/model.safetensors", dir);
+        copy_file(p, q);
+        snprintf(p, sizeof p, "%s/config.json", src);
+        cJSON *cfg = load_json(p);
+        CHECK(cfg != NULL);
+        if (!cfg) continue;
+        for (int l = 0;; l++) {
+            int seen = 0;
+            cJSON *parent = NULL;
+            if (!nth_leaf(cJSON_GetObjectItem(cfg, "quantization_config"), l, &seen, &parent))
+                break;
+            for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+                cJSON *dup = cJSON_Duplicate(cfg, 1);
+                seen = 0;
+                cJSON *leaf = nth_leaf(cJSON_GetObjectItem(dup, "quantization_config"), l, &seen,
+                                       &parent);
+                cJSON_ReplaceItemViaPointer(parent, leaf, cJSON_Parse(values[v]));
+                char *text = cJSON_PrintUnformatted(dup);
+                cJSON_Delete(dup);
+                snprintf(q, sizeof q, "%s/config.json", dir);
+                FILE *f = fopen(q, "wb");
+                if (f && text) fputs(text, f);
+                if (f) fclose(f);
+                free(text);
+                int st = run_validate_quiet(dir);
+                CHECK(st == HC_OK || st == HC_INVALID);
+                runs++;
+            }
+        }
+        cJSON_Delete(cfg);
+    }
+    CHECK(runs > 500);
+    printf("     (%d hostile configs validated)\n", runs);
+}
+
+/* Every module dequantizes to the same bits from a converted container as from its source:
+ * the container keeps each tensor and the configs (config_json, legacy quantization configs). */
+static void test_container_dequant_matches_source(void) {
+    static const char *const cases[] = {"ct_w4a16_g32_asym", "ct_w3_old", "ct_nvfp4",
+                                        "ct_mxfp4_v013", "ct_mixed", "gptq_legacy_qcfg",
+                                        "gptq_desc_act", "awq_legacy", "gptoss_mxfp4",
+                                        "deepseek_fp8", "ct_moe_qwen3"};
+    int compared = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char src[1024], out[1024];
+        snprintf(src, sizeof src, "%s/%s", fixture("quant"), cases[c]);
+        snprintf(out, sizeof out, "%s/out", test_tmpdir());
+        hc_converter *cv = hc_converter_create();
+        CHECK_EQ_INT(hc_converter_run(cv, src, out), HC_OK);
+        hc_converter_free(cv);
+        hc_ckpt *ck[2] = {NULL, NULL};
+        hc_model *md[2] = {NULL, NULL};
+        hc_err err = {0};
+        const char *paths[2] = {src, out};
+        for (int i = 0; i < 2; i++)
+            if (hc_ckpt_open(paths[i], &ck[i], &err) || hc_ckpt_map(ck[i], &err) ||
+                hc_model_open(ck[i], &md[i], &err))
+                CHECK_FAIL_("%s: %s", paths[i], err.msg);
+        if (md[0] && md[1]) {
+            CHECK(ck[1]->is_container);
+            CHECK_EQ_U64(md[0]->n, md[1]->n);
+            for (size_t i = 0; i < md[0]->n && i < md[1]->n; i++) {
+                hc_qtensor q[2];
+                hc_findings f = {0};
+                float *v[2] = {NULL, NULL};
+                bool ok = true;
+                for (int k = 0; k < 2; k++) {
+                    ok &= hc_module_decode(md[k], &md[k]->m[i], 0, &q[k], &f, &err) == HC_OK;
+                    if (!ok) break;
+                    v[k] = malloc(hc_qtensor_numel(&q[k]) * 4 + 4);
+                    hc_qtensor_dequant(&q[k], v[k]);
+                }
+                CHECK(ok);
+                if (ok) {
+                    CHECK_EQ_U64(hc_qtensor_numel(&q[0]), hc_qtensor_numel(&q[1]));
+                    CHECK(memcmp(v[0], v[1], hc_qtensor_numel(&q[0]) * 4) == 0);
+                    compared++;
+                }
+                for (int k = 0; k < 2; k++) free(v[k]);
+                if (ok) hc_qtensor_free(&q[0]), hc_qtensor_free(&q[1]);
+                hc_findings_free(&f);
+            }
+        }
+        for (int i = 0; i < 2; i++) hc_model_free(md[i]), hc_ckpt_close(ck[i]);
+    }
+    CHECK(compared >= 40);
+    printf("     (%d modules identical from container and source)\n", compared);
+}
+
 void suite_quant(void) {
     RUN(test_element_decoders);
     RUN(test_every_format_fixture);
+    RUN(test_hostile_configs_never_crash);
+    RUN(test_container_dequant_matches_source);
 }
