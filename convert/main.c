@@ -167,6 +167,19 @@ static int cmd_inspect(int argc, char **argv) {
     return st ? fail(st, err.msg) : 0;
 }
 
+/* A configuration refusal that makes the whole checkpoint unreadable, or NULL. */
+static const char *checkpoint_refusal(const hc_model *md) {
+    static const char *const rules[] = {"quant_method", "checkpoint_format", "version",
+                                        "sparsity_config", "transform_config",
+                                        "quantization_status", "pack_dtype"};
+    for (size_t i = 0; i < md->config_findings.n; i++)
+        for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++)
+            if (md->config_findings.v[i].severity == HC_SEV_ERROR &&
+                !strcmp(md->config_findings.v[i].rule, rules[r]))
+                return md->config_findings.v[i].message;
+    return NULL;
+}
+
 static int cmd_validate(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "jpT", 1, &a);
@@ -183,6 +196,83 @@ static int cmd_validate(int argc, char **argv) {
     return errors ? 1 : 0;
 }
 
+/* Decodes one module into float32 (out allocated); shape into shape/nd. */
+static hc_status dequant_module(const hc_model *md, const hc_module *m, float **out,
+                                uint64_t *shape, int *nd, hc_err *err) {
+    hc_qtensor q = {0};
+    hc_findings f = {0};
+    *out = NULL;
+    for (size_t i = 0; i < md->config_findings.n; i++) {
+        const hc_finding *x = &md->config_findings.v[i];
+        if (x->severity == HC_SEV_ERROR && !strcmp(x->tensor, m->name))
+            return hc_fail(err, HC_UNSUPPORTED, "%s", x->message);
+    }
+    hc_status st = hc_module_decode(md, m, 0, &q, &f, err);
+    if (st) {
+        hc_err_clear(err);
+        st = hc_fail(err, HC_INVALID, "%s", f.n ? f.v[0].message : "cannot decode");
+        hc_findings_free(&f);
+        return st;
+    }
+    for (size_t i = 0; i < f.n; i++) fprintf(stderr, "hconvert: warning: %s\n", f.v[i].message);
+    hc_findings_free(&f);
+    uint64_t numel = hc_qtensor_numel(&q);
+    *out = malloc((numel ? numel : 1) * sizeof **out);
+    if (!*out) {
+        hc_qtensor_free(&q);
+        return hc_fail(err, HC_NOMEM, "out of memory for %llu values", (unsigned long long)numel);
+    }
+    hc_qtensor_dequant(&q, *out);
+    if (q.kind == HC_Q_PLAIN) {
+        *nd = q.ndim;
+        memcpy(shape, q.plain_shape, sizeof q.plain_shape);
+    } else if (q.ndim == 3) {
+        *nd = 3, shape[0] = q.E, shape[1] = q.N, shape[2] = q.K;
+    } else {
+        *nd = 2, shape[0] = q.N, shape[1] = q.K;
+    }
+    hc_qtensor_free(&q);
+    return HC_OK;
+}
+
+/* A per-expert MoE layer named without its expert id, stacked into [E, N, K]. */
+static hc_status dequant_stacked(const hc_model *md, const char *name, float **out,
+                                 uint64_t *shape, int *nd, hc_err *err) {
+    const hc_module **ex = malloc((md->n ? md->n : 1) * sizeof *ex);
+    if (!ex) return hc_fail(err, HC_NOMEM, "out of memory");
+    size_t E = hc_model_experts(md, name, ex, md->n);
+    hc_status st = HC_OK;
+    *out = NULL;
+    for (size_t e = 0; e < E && !st; e++) {
+        if (ex[e]->expert != (int)e) {
+            st = hc_fail(err, HC_INVALID, "MoE layer '%s': expert %zu is missing", name, e);
+            break;
+        }
+        float *v = NULL;
+        uint64_t sh[HC_MAX_DIMS];
+        int n = 0;
+        st = dequant_module(md, ex[e], &v, sh, &n, err);
+        if (st) break;
+        if (e == 0) {
+            *nd = 3, shape[0] = E, shape[1] = sh[0], shape[2] = sh[1];
+            *out = malloc(E * sh[0] * sh[1] * sizeof **out + 1);
+            if (!*out || n != 2) st = hc_fail(err, n != 2 ? HC_INVALID : HC_NOMEM,
+                                              "MoE layer '%s': experts are not 2-D", name);
+        } else if (n != 2 || sh[0] != shape[1] || sh[1] != shape[2]) {
+            st = hc_fail(err, HC_INVALID, "MoE layer '%s': expert %zu is [%llu, %llu], expert 0 "
+                         "[%llu, %llu]", name, e, (unsigned long long)sh[0],
+                         (unsigned long long)sh[1], (unsigned long long)shape[1],
+                         (unsigned long long)shape[2]);
+        }
+        if (!st) memcpy(*out + e * shape[1] * shape[2], v, shape[1] * shape[2] * sizeof *v);
+        free(v);
+    }
+    free(ex);
+    if (!E) st = hc_fail(err, HC_NOTFOUND, "not found");
+    if (st) free(*out), *out = NULL;
+    return st;
+}
+
 static int cmd_dequant(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "o", 2, &a);
@@ -191,59 +281,35 @@ static int cmd_dequant(int argc, char **argv) {
     hc_err err = {0};
     hc_ckpt *ck = NULL;
     hc_model *md = NULL;
-    hc_qtensor q = {0};
-    hc_findings f = {0};
     float *out = NULL;
+    uint64_t shape[HC_MAX_DIMS];
+    int nd = 0;
     hc_status st = hc_ckpt_open(a.pos[0], &ck, &err);
     if (!st) st = hc_ckpt_map(ck, &err);
     if (!st) st = hc_model_open(ck, &md, &err);
     if (st) goto done;
+    const char *refusal = checkpoint_refusal(md);
+    if (refusal) {
+        st = hc_fail(&err, HC_UNSUPPORTED, "%s", refusal);
+        goto done;
+    }
     const hc_module *m = hc_model_find(md, a.pos[1]);
-    if (!m) {
-        char esc[512];
-        st = hc_fail(&err, HC_NOTFOUND, "module '%s' is not in '%s' (NAME is the module name "
-                     "before the quantization suffix; 'hconvert inspect --tensors' lists them)",
-                     hc_escape(a.pos[1], esc, sizeof esc), a.pos[0]);
-        goto done;
-    }
-    for (size_t i = 0; i < md->config_findings.n; i++)
-        if (!strcmp(md->config_findings.v[i].tensor, m->name) ||
-            !strcmp(md->config_findings.v[i].rule, "quant_method") ||
-            !strcmp(md->config_findings.v[i].rule, "checkpoint_format") ||
-            !strcmp(md->config_findings.v[i].rule, "version") ||
-            strstr(md->config_findings.v[i].rule, "_config")) {
-            st = hc_fail(&err, HC_UNSUPPORTED, "%s", md->config_findings.v[i].message);
-            goto done;
-        }
-    st = hc_module_decode(md, m, 0, &q, &f, &err);
-    if (st) {
-        hc_err_clear(&err);
-        st = hc_fail(&err, HC_INVALID, "%s", f.n ? f.v[0].message : "cannot decode");
-        goto done;
-    }
-    for (size_t i = 0; i < f.n; i++) fprintf(stderr, "hconvert: warning: %s\n", f.v[i].message);
-    uint64_t numel = hc_qtensor_numel(&q);
-    out = malloc((numel ? numel : 1) * sizeof *out);
-    if (!out) {
-        st = hc_fail(&err, HC_NOMEM, "out of memory for %llu values", (unsigned long long)numel);
-        goto done;
-    }
-    hc_qtensor_dequant(&q, out);
-    uint64_t shape[HC_MAX_DIMS];
-    int nd;
-    if (q.kind == HC_Q_PLAIN) {
-        nd = q.ndim;
-        memcpy(shape, q.plain_shape, sizeof shape);
-    } else if (q.ndim == 3) {
-        nd = 3, shape[0] = q.E, shape[1] = q.N, shape[2] = q.K;
+    if (m) {
+        st = dequant_module(md, m, &out, shape, &nd, &err);
     } else {
-        nd = 2, shape[0] = q.N, shape[1] = q.K;
+        st = dequant_stacked(md, a.pos[1], &out, shape, &nd, &err);
+        if (st == HC_NOTFOUND) {
+            char esc[512];
+            hc_err_clear(&err);
+            st = hc_fail(&err, HC_NOTFOUND, "module '%s' is not in '%s' (NAME is the module name "
+                         "before the quantization suffix, or a MoE layer's name without the "
+                         "expert id; 'hconvert inspect --tensors' lists the tensors)",
+                         hc_escape(a.pos[1], esc, sizeof esc), a.pos[0]);
+        }
     }
-    st = hc_npy_write_f32(a.output, shape, nd, out, &err);
+    if (!st) st = hc_npy_write_f32(a.output, shape, nd, out, &err);
 done:
     free(out);
-    hc_qtensor_free(&q);
-    hc_findings_free(&f);
     hc_model_free(md);
     hc_ckpt_close(ck);
     return st ? fail(st, err.msg) : 0;

@@ -347,9 +347,9 @@ static void decode_ct_unpacked(dctx *c) {
             nan += q->kind == HC_Q_FP8_E4M3 ? (d[i] & 0x7F) == 0x7F : (d[i] & 0x7C) == 0x7C;
         if (nan) {
             hc_findings_add(c->f, HC_SEV_ERROR, we->name, "weight NaN", nan, NULL, 0,
-                            "tensor '%s': %llu weights are %s NaN/inf codes", we->name,
+                            "tensor '%s': %llu weights are %s codes", we->name,
                             (unsigned long long)nan,
-                            q->kind == HC_Q_FP8_E4M3 ? "E4M3" : "E5M2");
+                            q->kind == HC_Q_FP8_E4M3 ? "E4M3 NaN" : "E5M2 NaN/inf");
             c->bad = true;
             return;
         }

@@ -86,6 +86,23 @@ const hc_module *hc_model_find(const hc_model *m, const char *name) {
     return hc_find_by_name(m->m, m->n, sizeof *m->m, name);
 }
 
+static int cmp_expert(const void *a, const void *b) {
+    return (*(const hc_module *const *)a)->expert - (*(const hc_module *const *)b)->expert;
+}
+
+size_t hc_model_experts(const hc_model *m, const char *stacked, const hc_module **out,
+                        size_t cap) {
+    const char *p = strstr(stacked, ".experts.");
+    if (!p) return 0;
+    char *key = hc_asprintf("%.*s.experts.*.%s", (int)(p - stacked), stacked, p + 9);
+    size_t n = 0;
+    for (size_t i = 0; key && i < m->n && n < cap; i++)
+        if (m->m[i].moe_key && !strcmp(m->m[i].moe_key, key)) out[n++] = &m->m[i];
+    free(key);
+    qsort(out, n, sizeof *out, cmp_expert);
+    return n;
+}
+
 /* "<prefix>.experts.<J>.<rest>": expert J of the MoE layer "<prefix>.experts.*.<rest>". */
 static void moe_membership(hc_module *m) {
     m->expert = -1;

@@ -149,6 +149,11 @@ typedef struct {
 hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err);
 void hc_model_free(hc_model *m);
 const hc_module *hc_model_find(const hc_model *m, const char *name);
+/* The experts of a per-expert MoE layer named without the expert id
+ * ("model.layers.0.mlp.experts.gate_proj" for "...experts.J.gate_proj"), by expert id.
+ * Returns how many were found (up to cap). */
+size_t hc_model_experts(const hc_model *m, const char *stacked, const hc_module **out,
+                        size_t cap);
 
 /* Decode flags. */
 #define HC_DECODE_NO_CODES 1u /* check everything, decode scales, leave q->codes NULL */
