@@ -50,6 +50,8 @@ static hc_status check_tensor(const hc_cw_tensor *t, hc_err *err) {
                        hc_dtype_name(t->dtype), (unsigned long long)bits);
     if (t->size >= (1ull << 53))
         return hc_fail(err, HC_INVALID, "tensor '%s': too large", t->name);
+    if (!t->data && !t->fill)
+        return hc_fail(err, HC_INTERNAL, "tensor '%s': neither data nor a fill function", t->name);
     return HC_OK;
 }
 
@@ -115,6 +117,8 @@ static char *build_header(const hc_cw_tensor *t, const plan_t *p, size_t n,
         cJSON_AddStringToObject(e, "encoding", p[i].zstd ? "zstd" : "raw");
         cJSON_AddNumberToObject(e, "raw_length", (double)t[i].size);
         cJSON_AddStringToObject(e, "hash", "0000000000000000");
+        if (t[i].layout_params)
+            cJSON_AddItemToObject(e, "layout_params", cJSON_Duplicate(t[i].layout_params, 1));
         cJSON_AddItemToArray(arr, e);
     }
     char *s = cJSON_PrintUnformatted(root);
@@ -142,6 +146,18 @@ static hc_status check_unique(const hc_cw_tensor *t, size_t n, hc_err *err) {
 /* Writes one tensor at its offset and records its hash. */
 static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan_t *p,
                            hc_err *err) {
+    if (!t->data) { /* produced now, written, freed: one tensor per thread in memory */
+        void *buf = malloc(t->size ? t->size : 1);
+        if (!buf) return hc_fail(err, HC_NOMEM, "out of memory for tensor '%s' (%llu bytes)",
+                                 t->name, (unsigned long long)t->size);
+        hc_status st = t->fill(t->fill_ctx, t->fill_index, buf, err);
+        if (!st) {
+            p->hash = XXH3_64bits(buf, (size_t)t->size);
+            st = hc_pwrite_full(fd, buf, (size_t)t->size, p->offset, path, err);
+        }
+        free(buf);
+        return st;
+    }
     if (!p->zstd) {
         p->hash = XXH3_64bits(t->data, (size_t)t->size);
         return hc_pwrite_full(fd, t->data, (size_t)t->size, p->offset, path, err);
@@ -180,7 +196,7 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (size_t i = 0; i < n; i++) {
         p[i].stored = t[i].size;
-        if (t[i].try_zstd && t[i].size >= 64 && t[i].size <= ZSTD_MAX_INPUT) {
+        if (t[i].data && t[i].try_zstd && t[i].size >= 64 && t[i].size <= ZSTD_MAX_INPUT) {
             uint64_t c = try_compress(t[i].data, t[i].size, &p[i].zbuf);
             if (c) p[i].zstd = true, p[i].stored = c;
         }

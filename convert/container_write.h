@@ -16,9 +16,14 @@ typedef struct {
     uint64_t padded_shape[HC_MAX_DIMS]; /* stored; equal to shape when not padded */
     const char *layout;
     uint32_t layout_version;
-    const void *data; /* the stored (decoded) bytes */
+    const void *data; /* the stored (decoded) bytes, or NULL when fill produces them */
     uint64_t size;    /* must equal numel(padded_shape) * bits / 8 */
-    bool try_zstd;    /* compress when it saves at least 1/8 */
+    bool try_zstd;    /* compress when it saves at least 1/8 (not for filled tensors) */
+    const cJSON *layout_params; /* layout parameters for the header, or NULL */
+    /* Produces the size bytes into dst when data is NULL; called once, from any thread. */
+    hc_status (*fill)(void *ctx, size_t index, void *dst, hc_err *err);
+    void *fill_ctx;
+    size_t fill_index;
 } hc_cw_tensor;
 
 typedef struct {

@@ -119,15 +119,16 @@ static int cmd_convert(int argc, char **argv) {
     int r = parse_args(argc, argv, "jdTpg", 2, &a);
     if (r) return r;
     if (a.npos != 2) return usage_error("%s", "convert needs SRC and OUT");
-    if (a.target && strcmp(a.target, "passthrough") != 0)
-        return usage_error("--target '%s': this version writes only 'passthrough' (source "
-                           "layouts kept); kernel layouts come with the repack stage", a.target);
+    if (a.target && strcmp(a.target, "sm90") && strcmp(a.target, "sm80") &&
+        strcmp(a.target, "cpu") && strcmp(a.target, "passthrough"))
+        return usage_error("--target '%s': expected sm90, sm80, cpu or passthrough", a.target);
     hc_converter *c = hc_converter_create();
     if (!c) return fail(HC_NOMEM, "out of memory");
     hc_status st = hc_converter_set(c, HC_CONV_TP_SIZE, a.tp);
     if (!st) st = hc_converter_set(c, HC_CONV_THREADS, a.threads);
     if (!st) st = hc_converter_set(c, HC_CONV_DRY_RUN, a.dry_run);
     if (!st) st = hc_converter_set(c, HC_CONV_PROGRESS, isatty(2) && !a.json);
+    if (!st) st = hc_converter_set(c, HC_CONV_REPACK, !a.target || strcmp(a.target, "passthrough"));
     if (!st) st = hc_converter_run(c, a.pos[0], a.pos[1]);
     int rc;
     if (st) {

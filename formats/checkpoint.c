@@ -421,8 +421,9 @@ static hc_status find_archive_root(hc_ckpt *c, hc_err *err) {
     return HC_OK;
 }
 
-/* A container written by convert, read back as a checkpoint: its tensors (layout "source",
- * the source's own encoding) become entries, its header's config.json the config. */
+/* A container written by convert, read back as a checkpoint: its tensors become entries
+ * (source layouts in the source's own encoding; tiled modules are decoded by the model's
+ * HC_FMT_TILES decoder), its header's config.json the config. */
 static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
     char msg[HC_ERRMSG_MAX];
     hc_status st = hc_container_open(file, 0, &c->container, msg, sizeof msg);
@@ -435,12 +436,6 @@ static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
     if (!c->ct_tensors || !c->entries || !c->owned) return hc_fail(err, HC_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const hc_tensor_info *ti = hc_container_tensor(c->container, i);
-        if (strcmp(ti->layout, "source") != 0) {
-            char esc[512];
-            return hc_fail(err, HC_UNSUPPORTED, "container '%s': tensor '%s' has layout '%s' "
-                           "v%u; only layout 'source' reads back as a checkpoint", file,
-                           hc_escape(ti->name, esc, sizeof esc), ti->layout, ti->layout_version);
-        }
         hc_st_tensor *t = &c->ct_tensors[i];
         t->name = hc_strdup(ti->name);
         if (!t->name) return hc_fail(err, HC_NOMEM, "out of memory");
@@ -453,7 +448,7 @@ static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
         const void *data = NULL;
         HC_TRY(hc_container_tensor_data(c->container, ti, &data, &c->owned[c->nowned]));
         if (c->owned[c->nowned]) c->nowned++;
-        c->entries[i] = (hc_ck_entry){.name = t->name, .t = t, .data = data};
+        c->entries[i] = (hc_ck_entry){.name = t->name, .t = t, .data = data, .info = ti};
         c->nentries++;
     }
     qsort(c->entries, c->nentries, sizeof *c->entries, cmp_entry);

@@ -12,6 +12,7 @@ typedef struct {
     size_t shard;
     const hc_st_tensor *t;
     const void *data; /* bytes held elsewhere (a container), or NULL: in shard `shard` */
+    const hc_tensor_info *info; /* the container's description, or NULL */
 } hc_ck_entry;
 
 typedef struct {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
 #include "quant.h"
 
 typedef struct {
@@ -575,6 +576,60 @@ static void decode_gptoss(dctx *c) {
     read_scales(c, se, true, E * R * C, q->scales);
 }
 
+/* A tiled module of a container: every value through the runtime's layout decoder (the path
+ * the CPU executor takes), columns put back in source order, as plain float64 values. */
+static void decode_tiles(dctx *c) {
+    hc_qtensor *q = c->q;
+    const hc_ck_entry *we = c->m->t[HC_ROLE_WEIGHT];
+    hc_tile_params p;
+    cJSON *j = cJSON_Parse(we->info->layout_params);
+    hc_err perr = {0};
+    hc_status st = hc_tile_params_parse(j, we->info->layout, &p, we->name, &perr);
+    cJSON_Delete(j);
+    if (st) {
+        PROBLEM(c, we->name, "layout", "%s", perr.msg);
+        return;
+    }
+    const int32_t *perm = NULL;
+    if (p.perm) {
+        char *pn = hc_asprintf("%s.perm", c->m->name);
+        const hc_ck_entry *pe = pn ? hc_ckpt_find(c->md->ck, pn) : NULL;
+        free(pn);
+        if (!pe || pe->t->dtype != HC_DT_I32 || pe->t->numel != p.K) {
+            PROBLEM(c, we->name, "perm", "module '%s': the act-order permutation '%s.perm' is "
+                    "missing or not I32 [%llu]", c->m->name, c->m->name, (unsigned long long)p.K);
+            return;
+        }
+        perm = hc_ckpt_data(c->md->ck, pe);
+        for (uint64_t k = 0; k < p.K; k++)
+            if (perm[k] < 0 || (uint64_t)perm[k] >= p.K) {
+                PROBLEM(c, pe->name, "perm", "tensor '%s': entry %llu is out of range", pe->name,
+                        (unsigned long long)k);
+                return;
+            }
+    }
+    q->kind = HC_Q_PLAIN;
+    q->E = p.E, q->N = p.N, q->K = p.K;
+    q->ndim = p.E > 1 ? 3 : 2;
+    uint64_t dims[3] = {p.E, p.N, p.K};
+    memcpy(q->plain_shape, p.E > 1 ? dims : dims + 1, (size_t)q->ndim * sizeof(uint64_t));
+    uint64_t numel = p.E * p.N * p.K;
+    q->plain = malloc((numel > 0 ? numel : 1) * sizeof(double));
+    if (!q->plain) {
+        PROBLEM(c, we->name, "memory", "tensor '%s': out of memory", we->name);
+        return;
+    }
+    const uint8_t *d = tdata(c, we);
+    for (uint64_t e = 0; e < p.E; e++)
+        for (uint64_t n = 0; n < p.N; n++)
+            for (uint64_t kp = 0; kp < p.K; kp++) {
+                const uint8_t *chunk = d + hc_tile_offset(&p, e, n / HC_TILE_N, kp / HC_TILE_K);
+                uint64_t k = perm ? (uint64_t)perm[kp] : kp;
+                q->plain[(e * p.N + n) * p.K + k] =
+                    hc_tile_value(&p, chunk, (unsigned)(n % HC_TILE_N), (unsigned)(kp % HC_TILE_K));
+            }
+}
+
 static void decode_plain(dctx *c) {
     hc_qtensor *q = c->q;
     const hc_ck_entry *we = need(c, HC_ROLE_WEIGHT, "weight");
@@ -609,7 +664,7 @@ void hc_module_release(const hc_model *md, const hc_module *m) {
  * out of range before any decoder runs. */
 static bool scheme_sane(dctx *c) {
     const hc_scheme *s = &c->m->scheme;
-    if (s->fmt == HC_FMT_PLAIN) return true;
+    if (s->fmt == HC_FMT_PLAIN || s->fmt == HC_FMT_TILES) return true;
     if (s->bits < 1 || s->bits > 8) {
         PROBLEM(c, c->m->name, "scheme", "module '%s': %d-bit codes are not supported (1..8)",
                 c->m->name, s->bits);
@@ -652,6 +707,7 @@ hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flag
     case HC_FMT_GPTQ: decode_gptq(&c); break;
     case HC_FMT_AWQ: decode_awq(&c); break;
     case HC_FMT_GPTOSS_MXFP4: decode_gptoss(&c); break;
+    case HC_FMT_TILES: decode_tiles(&c); break;
     }
     if (c.bad) {
         hc_qtensor_free(q);

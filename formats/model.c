@@ -583,6 +583,14 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
                         "%s: quant_method '%s' is not supported (compressed-tensors, gptq, awq, "
                         "mxfp4, fp8 are)", cfgname, qm[0] ? qm : "(none)");
     }
+    /* modules a container holds in a tile layout: read through the runtime's layout code */
+    for (size_t i = 0; i < md->n; i++) {
+        const hc_ck_entry *w = md->m[i].t[HC_ROLE_WEIGHT];
+        if (w && w->info && strcmp(w->info->layout, "source")) {
+            memset(&md->m[i].scheme, 0, sizeof md->m[i].scheme);
+            md->m[i].scheme.fmt = HC_FMT_TILES;
+        }
+    }
     /* a config group's problem is found once per module that uses it: report it once */
     hc_findings *cf = &md->config_findings;
     size_t kept = 0;

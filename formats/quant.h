@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "checkpoint.h"
+#include "elements.h"
 
 /* What the elements are. */
 typedef enum {
@@ -29,7 +30,8 @@ typedef enum {
     X(GPTQ, "gptq")                                                                     \
     X(AWQ, "awq gemm")                                                                  \
     X(GPTOSS_MXFP4, "gpt-oss mxfp4")                                                    \
-    X(FP8_BLOCK, "fp8 block (weight_scale_inv)")
+    X(FP8_BLOCK, "fp8 block (weight_scale_inv)")                                        \
+    X(TILES, "hconvert tiles")
 
 typedef enum {
 #define HC_FMT_ENUM(n, s) HC_FMT_##n,
@@ -172,13 +174,5 @@ double hc_qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k)
 /* Writes every element as float32 into out ([E][N][K] or the plain shape). */
 void hc_qtensor_dequant(const hc_qtensor *q, float *out);
 uint64_t hc_qtensor_numel(const hc_qtensor *q);
-
-/* Element decoders shared with the repackers and tests. */
-double hc_fp4_e2m1(unsigned code);
-double hc_fp8_e4m3(unsigned byte); /* NaN for S.1111.111 */
-double hc_fp8_e5m2(unsigned byte);
-double hc_e8m0(unsigned byte);     /* NaN for 0xFF */
-/* Reads element i of a tensor of dtype dt as float64 (plain floats, ints, fp8). */
-bool hc_read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out);
 
 #endif

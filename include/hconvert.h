@@ -18,6 +18,7 @@ typedef enum {
     HC_CONV_DRY_RUN = 2,  /* nonzero: plan and report, write nothing */
     HC_CONV_PROGRESS = 3, /* nonzero: progress bar on stderr */
     HC_CONV_TP_SIZE = 4,  /* tensor-parallel ranks; only 1 is supported in this version */
+    HC_CONV_REPACK = 5,   /* nonzero (default): kernel tile layouts; 0: keep source layouts */
 } hc_conv_param;
 
 /* Summary of the last run. */
@@ -26,6 +27,11 @@ typedef struct {
     uint64_t source_bytes;
     uint64_t container_bytes;
     uint64_t files_copied;
+    uint64_t modules_repacked; /* written in a tile layout */
+    uint64_t modules_kept;     /* quantized modules kept in their source layout (see reasons) */
+    uint64_t tiles;            /* 64 x 64 tiles written */
+    uint64_t mx_unfolded;      /* MXFP4 row-tiles whose exponent spread kept them unfolded */
+    uint64_t padding_bytes;    /* stored bytes spent on padding rows and columns */
     double seconds;
 } hc_conv_stats;
 

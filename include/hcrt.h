@@ -80,6 +80,7 @@ typedef struct {
     hc_encoding encoding;
     uint64_t raw_length;                /* bytes after decoding */
     uint64_t hash;                      /* XXH3-64 of the stored bytes */
+    const char *layout_params;          /* JSON object text for tiled layouts, or NULL */
 } hc_tensor_info;
 
 /* Opens and validates a container: preamble, header hash, every header field, offsets.

@@ -15,6 +15,7 @@
 #include "base.h"
 #include "container_fmt.h"
 #include "jsonutil.h"
+#include "layout.h"
 
 struct hc_container {
     char *path;
@@ -26,6 +27,7 @@ struct hc_container {
     char *header; /* NUL-terminated copy */
     cJSON *json;
     hc_tensor_info *tensors;
+    char **params_text; /* printed layout_params, per tensor (NULL when absent) */
     size_t ntensors;
     hc_err err;
 };
@@ -138,6 +140,18 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
     HC_TRY(u64_field(c, o, "layout_version", i, &lv));
     if (lv < 1 || lv > UINT32_MAX) return bad(c, "tensor '%s': layout_version out of range", nm);
     t->layout_version = (uint32_t)lv;
+    bool source = !strcmp(t->layout, "source");
+    bool tiled = !strcmp(t->layout, HC_LAYOUT_INT) || !strcmp(t->layout, HC_LAYOUT_FP4) ||
+                 !strcmp(t->layout, HC_LAYOUT_MXFOLD) || !strcmp(t->layout, HC_LAYOUT_FP8);
+    if (!source && !tiled)
+        return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': tensor '%s': layout '%s' is not "
+                       "known to this reader (hconvert %s)", c->path, nm, t->layout,
+                       HC_VERSION_STRING);
+    if (t->layout_version > (source ? 1u : HC_LAYOUT_VERSION))
+        return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': tensor '%s': layout '%s' version "
+                       "%u is newer than this reader's (%u); convert the checkpoint again",
+                       c->path, nm, t->layout, t->layout_version,
+                       source ? 1u : HC_LAYOUT_VERSION);
     HC_TRY(u64_field(c, o, "offset", i, &t->offset));
     HC_TRY(u64_field(c, o, "length", i, &t->length));
     HC_TRY(u64_field(c, o, "raw_length", i, &t->raw_length));
@@ -151,6 +165,20 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
     if (!hc_mul_u64(numel, hc_dtype_bits(t->dtype), &bits) || bits % 8 || bits / 8 != t->raw_length)
         return bad(c, "tensor '%s': raw_length %llu does not match its %s padded shape", nm,
                    (unsigned long long)t->raw_length, hc_dtype_name(t->dtype));
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(o, "layout_params");
+    if (tiled) {
+        hc_tile_params tp;
+        hc_err perr = {0};
+        if (hc_tile_params_parse(lp, t->layout, &tp, nm, &perr))
+            return bad(c, "%s", perr.msg);
+        if (hc_tile_bytes_of(&tp) != t->raw_length || t->dtype != HC_DT_U8)
+            return bad(c, "tensor '%s': %llu bytes, its tiles need %llu (dtype U8)", nm,
+                       (unsigned long long)t->raw_length, (unsigned long long)hc_tile_bytes_of(&tp));
+        c->params_text[i] = cJSON_PrintUnformatted(lp);
+        t->layout_params = c->params_text[i];
+    } else if (lp) {
+        return bad(c, "tensor '%s': layout_params given for layout 'source'", nm);
+    }
     if (t->encoding == HC_ENC_RAW && t->length != t->raw_length)
         return bad(c, "tensor '%s': raw tensor with length %llu != raw_length %llu", nm,
                    (unsigned long long)t->length, (unsigned long long)t->raw_length);
@@ -221,7 +249,8 @@ static hc_status parse_header(hc_container *c) {
     if (!cJSON_IsArray(arr)) return bad(c, "header lacks the \"tensors\" array");
     c->ntensors = (size_t)cJSON_GetArraySize(arr);
     c->tensors = calloc(c->ntensors ? c->ntensors : 1, sizeof *c->tensors);
-    if (!c->tensors) return hc_fail(&c->err, HC_NOMEM, "out of memory");
+    c->params_text = calloc(c->ntensors ? c->ntensors : 1, sizeof *c->params_text);
+    if (!c->tensors || !c->params_text) return hc_fail(&c->err, HC_NOMEM, "out of memory");
     uint64_t expect = c->data_off;
     size_t i = 0;
     const cJSON *o;
@@ -352,6 +381,8 @@ void hc_container_free(hc_container *c) {
     if (c->map) munmap((void *)c->map, c->size);
     if (c->fd >= 0) close(c->fd);
     cJSON_Delete(c->json);
+    for (size_t i = 0; c->params_text && i < c->ntensors; i++) free(c->params_text[i]);
+    free(c->params_text);
     free(c->tensors);
     free(c->header);
     free(c->path);

@@ -61,8 +61,8 @@ static void make_set(tensor_set *s) {
         for (uint64_t b = 0; b < t->size; b++)
             s->buf[i][b] = spec[i].compressible ? (unsigned char)(b % 7 == 0) : (unsigned char)rnd();
         t->data = s->buf[i];
-        t->layout = i == 6 ? "test-tiles" : "source";
-        t->layout_version = i == 6 ? 3 : 1;
+        t->layout = "source";
+        t->layout_version = 1;
         t->try_zstd = spec[i].compressible || i == 0;
     }
 }
@@ -356,6 +356,14 @@ static void test_header_rules(void) {
     h = strstr(bad, "\"hash\":\"");
     h[8] = h[8] == '0' ? '1' : '0';
     expect_built(hdr_with("", MODEL, bad), 1, HC_CHECKSUM, "'a'");
+    snprintf(bad, sizeof bad, "%s", good_tensor(t, sizeof t, "4096", "16", ""));
+    char *lay = strstr(bad, "\"layout\":\"source\"");
+    memcpy(lay, "\"layout\":\"future\"", 17);
+    expect_built(hdr_with("", MODEL, bad), 1, HC_UNSUPPORTED, "layout 'future'");
+    snprintf(bad, sizeof bad, "%s", good_tensor(t, sizeof t, "4096", "16", ""));
+    char *lv = strstr(bad, "\"layout_version\":1");
+    memcpy(lv, "\"layout_version\":7", 18);
+    expect_built(hdr_with("", MODEL, bad), 1, HC_UNSUPPORTED, "version 7");
 }
 
 static int count_entries(const char *dir) {

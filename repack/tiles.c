@@ -1,0 +1,274 @@
+/* tiles.c: the tile packer. Every scale is stored in its source type (converted only where
+ * the conversion is exact and checked), so the layouts are lossless; MXFP4 group exponents
+ * are folded into an E4M3 conversion relative to a per-row, per-tile base exponent. */
+#include "tiles.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elements.h"
+
+static uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+static uint64_t gcd64(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* E8M0 byte of a power of two, or -1. */
+static int e8m0_of(double s) {
+    int e;
+    double m = frexp(s, &e); /* s = m 2^e, m in [0.5, 1) */
+    if (!(s > 0) || m != 0.5) return -1;
+    int b = e - 1 + 127;
+    return b >= 0 && b <= 254 ? b : -1;
+}
+
+
+/* Act-order: columns sorted by group (stable), so each group is contiguous; possible when
+ * every group but the last has exactly gk members in order. */
+static bool plan_perm(const hc_qtensor *q, hc_tile_plan *pl) {
+    uint64_t K = q->K;
+    int32_t *perm = malloc(K * sizeof *perm);
+    uint64_t *count = calloc(q->sk ? q->sk : 1, sizeof *count);
+    if (!perm || !count) {
+        free(perm), free(count);
+        snprintf(pl->reason, sizeof pl->reason, "out of memory");
+        return false;
+    }
+    for (uint64_t k = 0; k < K; k++) count[q->g_idx[k]]++;
+    bool ok = true;
+    for (uint64_t g = 0; g < q->sk && ok; g++)
+        ok = count[g] == (g + 1 < q->sk ? q->gk : K - g * q->gk);
+    uint64_t *start = count; /* reuse as running write positions */
+    for (uint64_t g = 0; ok && g < q->sk; g++) start[g] = g * q->gk;
+    for (uint64_t k = 0; ok && k < K; k++) perm[start[q->g_idx[k]]++] = (int32_t)k;
+    free(count);
+    if (!ok) {
+        free(perm);
+        snprintf(pl->reason, sizeof pl->reason, "act-order groups are not all of %llu columns, "
+                 "so no column order makes them contiguous", (unsigned long long)q->gk);
+        return false;
+    }
+    pl->perm = perm;
+    return true;
+}
+
+bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
+    memset(pl, 0, sizeof *pl);
+    hc_tile_params *p = &pl->p;
+    p->E = q->E, p->N = q->N, p->K = q->K;
+    p->Np = round_up(q->N, HC_TILE_N);
+    p->Kp = round_up(q->K, HC_TILE_K);
+    p->scale_dtype = q->scale_dtype;
+    p->global_div = q->global_div;
+    switch (q->kind) {
+    case HC_Q_INT:
+        p->kind = HC_TL_INT;
+        p->src_bits = (unsigned)q->bits;
+        p->code_bits = q->bits <= 4 ? 4 : 8;
+        p->zeros = q->zeros != NULL;
+        p->zero_const = q->zero_const;
+        if (q->zeros) {
+            uint64_t n = q->E * q->sn * q->sk;
+            for (uint64_t i = 0; i < n; i++)
+                if (q->zeros[i] < 0 || q->zeros[i] > 255) {
+                    snprintf(pl->reason, sizeof pl->reason, "a zero point (%d) does not fit a "
+                             "byte", q->zeros[i]);
+                    return false;
+                }
+        }
+        break;
+    case HC_Q_FP4: {
+        p->src_bits = p->code_bits = 4;
+        bool pow2 = true;
+        for (uint64_t i = 0; i < q->E * q->sn * q->sk && pow2; i++) pow2 = e8m0_of(q->scales[i]) >= 0;
+        if (q->gk == 32 && q->global_div == 0 && pow2) {
+            p->kind = HC_TL_MXFOLD;
+            p->scale_dtype = HC_DT_U8;
+        } else {
+            p->kind = HC_TL_FP4;
+            if (q->scale_dtype != HC_DT_F8_E4M3 && !(q->scale_dtype == HC_DT_F8_E8M0 && pow2))
+                p->scale_dtype = HC_DT_F32; /* e.g. E8M0 x 4 (0.13.x): exact in float */
+        }
+        break;
+    }
+    case HC_Q_FP8_E4M3:
+        p->kind = HC_TL_FP8;
+        p->src_bits = p->code_bits = 8;
+        break;
+    default:
+        snprintf(pl->reason, sizeof pl->reason, "%s weights have no tiled layout",
+                 q->kind == HC_Q_PLAIN ? "unquantized" : "e5m2");
+        return false;
+    }
+    if (p->kind != HC_TL_MXFOLD && !(p->scale_dtype == HC_DT_F16 || p->scale_dtype == HC_DT_BF16 ||
+                                     p->scale_dtype == HC_DT_F32 || p->scale_dtype == HC_DT_F8_E4M3 ||
+                                     p->scale_dtype == HC_DT_F8_E8M0))
+        p->scale_dtype = HC_DT_F32;
+    /* the layout's group: whole tiles when the source group is a multiple of the tile width
+     * (or there is one scale per row), else the largest divisor of both (scales repeated) */
+    if (q->g_idx && q->E == 1) {
+        if (!plan_perm(q, pl)) return false;
+        p->perm = true;
+    } else if (q->g_idx) {
+        snprintf(pl->reason, sizeof pl->reason, "act-order in fused experts is not supported");
+        return false;
+    }
+    if (q->sk == 1) p->g = HC_TILE_K;
+    else if (q->gk % HC_TILE_K == 0) p->g = q->gk;
+    else p->g = gcd64(q->gk, HC_TILE_K);
+    if (p->kind == HC_TL_MXFOLD && p->g != 32) p->kind = HC_TL_FP4, p->scale_dtype = HC_DT_F8_E8M0;
+    if (!hc_tile_geometry(p)) {
+        snprintf(pl->reason, sizeof pl->reason, "tile geometry overflows");
+        return false;
+    }
+    return true;
+}
+
+void hc_tile_plan_free(hc_tile_plan *pl) {
+    free(pl->perm);
+    pl->perm = NULL;
+}
+
+/* Writes v in dtype dt at dst, exactly (checked by decoding it back). */
+static bool put_scale(double v, hc_dtype dt, uint8_t *dst) {
+    double back = NAN;
+    switch (dt) {
+    case HC_DT_F32: {
+        float f = (float)v;
+        memcpy(dst, &f, 4);
+        back = f;
+        break;
+    }
+    case HC_DT_BF16: {
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        uint16_t h = (uint16_t)(u >> 16);
+        memcpy(dst, &h, 2);
+        hc_read_scalar(dst, dt, 0, &back);
+        break;
+    }
+    case HC_DT_F16: {
+        /* the 65536 half values: find v's by construction (exact inputs only) */
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        uint32_t sign = (u >> 16) & 0x8000u;
+        int e = (int)((u >> 23) & 0xFF) - 127 + 15;
+        uint32_t m = u & 0x7FFFFF;
+        uint16_t h;
+        if (f == 0) h = (uint16_t)sign;
+        else if (e >= 1 && e <= 30) h = (uint16_t)(sign | (uint32_t)e << 10 | m >> 13);
+        else if (e < 1 && e >= -10) h = (uint16_t)(sign | ((m | 0x800000u) >> (14 - e)));
+        else h = (uint16_t)(sign | 0x7C00u); /* inf or out of range: caught below */
+        memcpy(dst, &h, 2);
+        hc_read_scalar(dst, dt, 0, &back);
+        break;
+    }
+    case HC_DT_F8_E4M3: {
+        for (unsigned b = 0; b < 256; b++)
+            if (hc_fp8_e4m3(b) == v && !(v == 0 && signbit(v) != (b >= 128))) {
+                dst[0] = (uint8_t)b;
+                return true;
+            }
+        return v != v ? (dst[0] = 0x7F, true) : false;
+    }
+    case HC_DT_F8_E8M0: {
+        int b = e8m0_of(v);
+        if (b < 0) return false;
+        dst[0] = (uint8_t)b;
+        return true;
+    }
+    default: return false;
+    }
+    return back == v || (v != v && back != back);
+}
+
+void hc_mxfold_row(const uint8_t e[2], const uint8_t codes[64], uint8_t rec[4]) {
+    /* the largest offset a group can take: 6 x 2^6 = 384 <= 448, smaller maxima allow more */
+    static const int dmax[8] = {99, 9, 8, 8, 7, 7, 6, 6}; /* by the largest |code| (index) */
+    int maxm[2] = {0, 0};
+    for (int c = 0; c < 64; c++) {
+        int m = codes[c] & 7;
+        if (m > maxm[c / 32]) maxm[c / 32] = m;
+    }
+    int base = -1000;
+    for (int g = 0; g < 2; g++)
+        if (maxm[g] && e[g] - dmax[maxm[g]] > base) base = e[g] - dmax[maxm[g]];
+    if (base == -1000) base = 127; /* all zero */
+    if (base < 0) base = 0;
+    bool ok = base <= 254;
+    for (int c = 0; ok && c < 64; c++) {
+        uint8_t b;
+        int d = maxm[c / 32] ? e[c / 32] - base : 0;
+        ok = d >= -128 && d <= 127 && hc_e4m3_of_fp4(codes[c], d, &b);
+    }
+    if (ok) {
+        rec[0] = (uint8_t)base;
+        for (int g = 0; g < 2; g++) rec[1 + g] = (uint8_t)(int8_t)(maxm[g] ? e[g] - base : 0);
+    } else {
+        rec[0] = HC_MXFOLD_UNFOLDED;
+        rec[1] = e[0], rec[2] = e[1];
+    }
+    rec[3] = 0;
+}
+
+hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out,
+                       hc_tile_stats *st, hc_err *err) {
+    const hc_tile_params *p = &pl->p;
+    if (!q->codes) return hc_fail(err, HC_INTERNAL, "tile pack needs decoded codes");
+    memset(out, 0, hc_tile_bytes(p));
+    unsigned ss = p->kind == HC_TL_MXFOLD ? 0 : hc_dtype_bits(p->scale_dtype) / 8;
+    for (uint64_t e = 0; e < p->E; e++)
+        for (uint64_t nb = 0; nb < p->tiles_n; nb++)
+            for (uint64_t kb = 0; kb < p->tiles_k; kb++) {
+                uint8_t *chunk = out + hc_tile_offset(p, e, nb, kb);
+                uint8_t *sc = chunk + p->code_bytes, *zp = sc + p->scale_bytes;
+                for (unsigned r = 0; r < HC_TILE_N; r++) {
+                    uint64_t n = nb * HC_TILE_N + r;
+                    uint8_t rowcodes[HC_TILE_K];
+                    for (unsigned c = 0; c < HC_TILE_K; c++) {
+                        uint64_t kp = kb * HC_TILE_K + c;
+                        unsigned u = 0;
+                        if (n < q->N && kp < q->K) {
+                            uint64_t k = pl->perm ? (uint64_t)pl->perm[kp] : kp;
+                            u = q->codes[(e * q->N + n) * q->K + k];
+                        }
+                        rowcodes[c] = (uint8_t)u;
+                        uint64_t b;
+                        unsigned sh;
+                        hc_tile_code_pos(p->code_bits, r, c, &b, &sh);
+                        chunk[b] |= (uint8_t)(u << sh);
+                    }
+                    for (unsigned j = 0; j < p->S; j++) {
+                        uint64_t kp = kb * HC_TILE_K + j * (p->g < HC_TILE_K ? p->g : HC_TILE_K);
+                        if (n >= q->N || kp >= q->K) continue; /* padding: scale 0, zero 0 */
+                        uint64_t grp = q->sk == 1 ? 0 : kp / q->gk; /* groups contiguous here */
+                        uint64_t si = (e * q->sn + n / q->gn) * q->sk + grp;
+                        if (p->kind == HC_TL_MXFOLD) continue;
+                        if (!put_scale(q->scales[si], p->scale_dtype, sc + ((uint64_t)r * p->S + j) * ss))
+                            return hc_fail(err, HC_INTERNAL, "scale %g is not exact as %s",
+                                           q->scales[si], hc_dtype_name(p->scale_dtype));
+                        if (p->zeros) zp[r * p->S + j] = (uint8_t)q->zeros[si];
+                    }
+                    if (p->kind == HC_TL_MXFOLD) {
+                        uint8_t ex[2] = {127, 127};
+                        for (unsigned j = 0; j < 2 && n < q->N; j++) {
+                            uint64_t kp = kb * HC_TILE_K + j * 32;
+                            if (kp < q->K)
+                                ex[j] = (uint8_t)e8m0_of(q->scales[(e * q->sn + n) * q->sk + kp / 32]);
+                        }
+                        hc_mxfold_row(ex, rowcodes, sc + (uint64_t)r * 4);
+                        if (sc[(uint64_t)r * 4] == HC_MXFOLD_UNFOLDED && st) st->mx_unfolded++;
+                    }
+                }
+                if (st) st->tiles++;
+            }
+    return HC_OK;
+}

@@ -1,0 +1,37 @@
+/* tiles.h: repacking a canonical quantized tensor into the tiled layouts of
+ * runtime/layout.h (docs/layouts.md): planning (layout, group, padding, act-order), packing,
+ * and the lossless MXFP4 group-exponent fold. */
+#ifndef HC_TILES_H
+#define HC_TILES_H
+
+#include "layout.h"
+#include "quant.h"
+
+typedef struct {
+    hc_tile_params p;
+    int32_t *perm;      /* act-order: source column of each packed column, or NULL */
+    char reason[160];   /* why the module keeps its source layout, when it does */
+} hc_tile_plan;
+
+/* Chooses the layout for a decoded module (codes may be absent). Returns false, with the
+ * reason in plan->reason, when the module stays in its source layout. */
+bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *plan);
+void hc_tile_plan_free(hc_tile_plan *plan);
+
+typedef struct {
+    uint64_t tiles;          /* row-tiles (64 rows x 64 columns of one expert) written */
+    uint64_t mx_unfolded;    /* mxfold row-tiles kept as FP4 x E8M0 (exponent spread too wide) */
+} hc_tile_stats;
+
+/* Packs q (with codes) into out, plan->p.E * tiles * chunk bytes. */
+hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *plan, uint8_t *out,
+                       hc_tile_stats *stats, hc_err *err);
+
+#define hc_tile_bytes hc_tile_bytes_of
+
+/* The folded row record of one MXFP4 row-tile: base exponent and two group offsets, or the
+ * unfolded record (0xFF, e0, e1) when no base keeps every value exact in E4M3. e[] are the
+ * groups' E8M0 exponents, codes the row's 64 E2M1 codes. Exposed for the tests. */
+void hc_mxfold_row(const uint8_t e[2], const uint8_t codes[64], uint8_t rec[4]);
+
+#endif

@@ -1,0 +1,110 @@
+/* elements.c: decoders of the element types hconvert reads (E2M1, E4M3, E5M2, E8M0, F16,
+ * BF16 and the plain types), shared by the format decoders and the runtime. */
+#include "elements.h"
+
+#include <math.h>
+#include <string.h>
+
+double hc_fp4_e2m1(unsigned code) {
+    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    double v = mag[code & 7];
+    return (code & 8) ? -v : v;
+}
+
+double hc_fp8_e4m3(unsigned b) {
+    unsigned e = (b >> 3) & 15, m = b & 7;
+    double s = (b & 0x80) ? -1.0 : 1.0;
+    if (e == 15 && m == 7) return NAN;
+    if (e == 0) return s * ldexp((double)m, -9); /* subnormal: m/8 * 2^-6 */
+    return s * ldexp(1.0 + (double)m / 8.0, (int)e - 7);
+}
+
+double hc_fp8_e5m2(unsigned b) {
+    unsigned e = (b >> 2) & 31, m = b & 3;
+    double s = (b & 0x80) ? -1.0 : 1.0;
+    if (e == 31) return m ? NAN : s * INFINITY;
+    if (e == 0) return s * ldexp((double)m, -16);
+    return s * ldexp(1.0 + (double)m / 4.0, (int)e - 15);
+}
+
+double hc_e8m0(unsigned b) { return (b & 0xFF) == 0xFF ? NAN : ldexp(1.0, (int)(b & 0xFF) - 127); }
+
+static double half_to_double(uint16_t h) {
+    unsigned e = (h >> 10) & 31, m = h & 1023;
+    double s = (h & 0x8000) ? -1.0 : 1.0;
+    if (e == 31) return m ? NAN : s * INFINITY;
+    if (e == 0) return s * ldexp((double)m, -24);
+    return s * ldexp(1.0 + (double)m / 1024.0, (int)e - 15);
+}
+
+bool hc_read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out) {
+    const unsigned char *p = data;
+    switch (dt) {
+    case HC_DT_F32: {
+        float f;
+        memcpy(&f, p + 4 * i, 4);
+        *out = f;
+        return true;
+    }
+    case HC_DT_F64: memcpy(out, p + 8 * i, 8); return true;
+    case HC_DT_F16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        *out = half_to_double(h);
+        return true;
+    }
+    case HC_DT_BF16: {
+        uint16_t h;
+        memcpy(&h, p + 2 * i, 2);
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        *out = f;
+        return true;
+    }
+    case HC_DT_F8_E4M3: *out = hc_fp8_e4m3(p[i]); return true;
+    case HC_DT_F8_E5M2: *out = hc_fp8_e5m2(p[i]); return true;
+    case HC_DT_F8_E8M0: *out = hc_e8m0(p[i]); return true;
+    case HC_DT_U8:
+    case HC_DT_BOOL: *out = p[i]; return true;
+    case HC_DT_I8: *out = (int8_t)p[i]; return true;
+    case HC_DT_I16: {
+        int16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        *out = v;
+        return true;
+    }
+    case HC_DT_U16: {
+        uint16_t v;
+        memcpy(&v, p + 2 * i, 2);
+        *out = v;
+        return true;
+    }
+    case HC_DT_I32: {
+        int32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        *out = v;
+        return true;
+    }
+    case HC_DT_U32: {
+        uint32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        *out = v;
+        return true;
+    }
+    case HC_DT_I64: {
+        int64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        *out = (double)v;
+        return true;
+    }
+    case HC_DT_U64: {
+        uint64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        *out = (double)v;
+        return true;
+    }
+    default: return false;
+    }
+}
+

@@ -1,0 +1,2 @@
+$HC convert $FIX/quant/gptq_desc_act out >/dev/null
+cat out/model.hconvert
