@@ -248,7 +248,7 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
             pt->layout_version = 1;
             pt->data = cp.plan[i].perm;
             pt->size = p->K * 4;
-            pt->try_zstd = true;
+            pt->try_zstd = false; /* read in place by the runtime */
         }
     }
     qsort(tv, nt, sizeof *tv, cmp_cw_name);

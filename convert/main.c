@@ -31,6 +31,9 @@ static const char usage_text[] =
     "        report which kernels and tensor-parallel sizes can run it; exit 1 on any error\n"
     "  dequant SRC NAME -o FILE.npy\n"
     "        write the effective float32 weights of module NAME ([N, K] or [E, N, K])\n"
+    "  run OUT NAME --input X.npy -o Y.npy [--device cpu|gpu] [--topk-ids I.npy --topk-weights W.npy]\n"
+    "        Y = X W^T for the layer NAME of the container in OUT (X [M, K] float32); with\n"
+    "        routing, one row per (token, k): weight[t, k] * X[t] W_ids[t, k]^T\n"
     "  verify OUT\n"
     "        recompute every hash of the container in OUT (a folder or a container file)\n"
     "\n"
@@ -48,6 +51,7 @@ typedef struct {
     long threads, tp;
     const char *target;
     const char *output;
+    const char *input, *device, *topk_ids, *topk_weights;
 } args_t;
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -71,7 +75,7 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
 }
 
 /* Parses options valid for a command (allowed letters: j --json, t --tensors, d --dry-run,
- * T --threads, p --tp, g --target, o -o). */
+ * T --threads, p --tp, g --target, o -o, r the run options). */
 static int parse_args(int argc, char **argv, const char *allowed, int maxpos, args_t *a) {
     memset(a, 0, sizeof *a);
     a->tp = 1;
@@ -85,6 +89,14 @@ static int parse_args(int argc, char **argv, const char *allowed, int maxpos, ar
             if (!strchr(allowed, 'o')) return usage_error("option '%s' does not apply here", s);
             if (i + 1 >= argc) return usage_error("option '%s' needs a value", s);
             a->output = argv[++i];
+            continue;
+        } else if (!strcmp(s, "--input") || !strcmp(s, "--device") || !strcmp(s, "--topk-ids") ||
+                   !strcmp(s, "--topk-weights")) {
+            if (!strchr(allowed, 'r')) return usage_error("option '%s' does not apply here", s);
+            if (i + 1 >= argc) return usage_error("option '%s' needs a value", s);
+            const char **dst = !strcmp(s, "--input") ? &a->input : !strcmp(s, "--device") ? &a->device
+                               : !strcmp(s, "--topk-ids") ? &a->topk_ids : &a->topk_weights;
+            *dst = argv[++i];
             continue;
         } else if (!strcmp(s, "--threads") || !strcmp(s, "--tp") || !strcmp(s, "--target")) {
             need = s[2] == 't' && s[3] == 'h' ? 'T' : s[3] == 'p' ? 'p' : 'g';
@@ -316,6 +328,78 @@ done:
     return st ? fail(st, err.msg) : 0;
 }
 
+static int cmd_run(int argc, char **argv) {
+    args_t a;
+    int r = parse_args(argc, argv, "or", 2, &a);
+    if (r) return r;
+    if (a.npos != 2 || !a.input || !a.output)
+        return usage_error("%s", "run needs OUT, NAME, --input X.npy and -o Y.npy");
+    if (a.device && strcmp(a.device, "cpu") && strcmp(a.device, "gpu"))
+        return usage_error("--device '%s': expected cpu or gpu", a.device);
+    if (!a.topk_ids != !a.topk_weights)
+        return usage_error("%s", "--topk-ids and --topk-weights go together");
+    if (a.device && !strcmp(a.device, "gpu"))
+        return fail(HC_UNSUPPORTED, "--device gpu: the GPU runtime is not in this version; use "
+                                    "--device cpu");
+    hc_err err = {0};
+    char msg[HC_ERRMSG_MAX] = "";
+    float *x = NULL, *y = NULL, *w = NULL;
+    int32_t *ids = NULL;
+    hc_container *c = NULL;
+    char *file = hc_container_locate(a.pos[0]);
+    hc_status st = HC_OK;
+    uint64_t xs[2], is[2], ws[2], N = 0, K = 0, E = 0;
+    if (!file) {
+        st = hc_fail(&err, HC_INVALID, "'%s' is not an hconvert container nor a folder holding "
+                     "'%s'", a.pos[0], HC_CONTAINER_FILE);
+        goto done;
+    }
+    st = hc_container_open(file, 0, &c, msg, sizeof msg);
+    if (st) {
+        hc_fail(&err, st, "%s", msg);
+        goto done;
+    }
+    st = hc_npy_read_2d(a.input, HC_NPY_F32, xs, (void **)&x, &err);
+    if (st) goto done;
+    if (!a.topk_ids) {
+        st = hc_linear_shape(c, a.pos[1], &N, &K, &E, msg, sizeof msg);
+        if (!st && xs[1] != K)
+            st = hc_fail(&err, HC_INVALID, "'%s': X has %llu columns, layer '%s' takes K=%llu",
+                         a.input, (unsigned long long)xs[1], a.pos[1], (unsigned long long)K);
+        if (st) {
+            if (msg[0]) hc_fail(&err, st, "%s", msg);
+            goto done;
+        }
+        y = malloc((xs[0] * N + 1) * sizeof *y);
+        if (!y) {
+            st = hc_fail(&err, HC_NOMEM, "out of memory");
+            goto done;
+        }
+        st = hc_cpu_linear(c, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
+        if (st) hc_fail(&err, st, "%s", msg);
+        else st = hc_npy_write_f32(a.output, (uint64_t[]){xs[0], N}, 2, y, &err);
+        goto done;
+    }
+    st = hc_npy_read_2d(a.topk_ids, HC_NPY_I32, is, (void **)&ids, &err);
+    if (!st) st = hc_npy_read_2d(a.topk_weights, HC_NPY_F32, ws, (void **)&w, &err);
+    if (st) goto done;
+    if (is[0] != xs[0] || ws[0] != xs[0] || is[1] != ws[1] || is[1] == 0) {
+        st = hc_fail(&err, HC_INVALID, "routing: X has %llu tokens, ids are [%llu, %llu], weights "
+                     "[%llu, %llu]; both must be [tokens, top-k]", (unsigned long long)xs[0],
+                     (unsigned long long)is[0], (unsigned long long)is[1],
+                     (unsigned long long)ws[0], (unsigned long long)ws[1]);
+        goto done;
+    }
+    uint64_t T = xs[0], topk = is[1];
+    st = hc_cpu_moe(c, a.pos[1], x, T, xs[1], ids, w, topk, &y, &N, msg, sizeof msg);
+    if (st) hc_fail(&err, st, "%s", msg);
+    if (!st) st = hc_npy_write_f32(a.output, (uint64_t[]){T * topk, N}, 2, y, &err);
+done:
+    free(x), free(y), free(w), free(ids), free(file);
+    hc_container_free(c);
+    return st ? fail(st, err.msg) : 0;
+}
+
 static int cmd_verify(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "", 1, &a);
@@ -381,5 +465,6 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
     if (!strcmp(cmd, "validate")) return cmd_validate(argc - 2, argv + 2);
     if (!strcmp(cmd, "dequant")) return cmd_dequant(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
     return usage_error("unknown command '%s'", cmd);
 }

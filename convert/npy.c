@@ -3,6 +3,7 @@
 #include "npy.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "atomic.h"
@@ -42,4 +43,85 @@ hc_status hc_npy_write_f32(const char *path, const uint64_t *shape, int ndim, co
     if (!st) return hc_atomic_commit(&af, err);
     hc_atomic_abort(&af);
     return st;
+}
+
+/* The value after key in a .npy header dict, or NULL. */
+static const char *dict_value(const char *hdr, const char *key) {
+    const char *p = strstr(hdr, key);
+    if (!p) return NULL;
+    p += strlen(key);
+    while (*p == ' ' || *p == ':') p++;
+    return p;
+}
+
+hc_status hc_npy_read_2d(const char *path, hc_npy_kind kind, uint64_t shape[2], void **data,
+                         hc_err *err) {
+    char *buf = NULL;
+    size_t n = 0;
+    *data = NULL;
+    HC_TRY(hc_read_file(path, 1ull << 34, &buf, &n, err));
+    hc_status st = HC_OK;
+    char *hdr = NULL;
+#define BAD(...)                                          \
+    do {                                                  \
+        st = hc_fail(err, HC_INVALID, __VA_ARGS__);       \
+        goto out;                                         \
+    } while (0)
+    if (n < 10 || memcmp(buf, "\x93NUMPY", 6)) BAD("'%s' is not a .npy file", path);
+    unsigned major = (unsigned char)buf[6];
+    size_t hl, off;
+    if (major == 1) hl = (unsigned char)buf[8] | (size_t)(unsigned char)buf[9] << 8, off = 10;
+    else if ((major == 2 || major == 3) && n >= 12)
+        hl = (unsigned char)buf[8] | (size_t)(unsigned char)buf[9] << 8 |
+             (size_t)(unsigned char)buf[10] << 16 | (size_t)(unsigned char)buf[11] << 24, off = 12;
+    else BAD("'%s': .npy version %u is not supported", path, major);
+    if (hl > n - off) BAD("'%s': header runs past the end of the file", path);
+    hdr = malloc(hl + 1);
+    if (!hdr) BAD("out of memory");
+    memcpy(hdr, buf + off, hl);
+    hdr[hl] = 0;
+    const char *descr = dict_value(hdr, "'descr'");
+    unsigned isz = 0;
+    bool is_float = false;
+    if (descr && !strncmp(descr, "'<f4'", 5)) isz = 4, is_float = true;
+    else if (descr && !strncmp(descr, "'<i4'", 5)) isz = 4;
+    else if (descr && !strncmp(descr, "'<i8'", 5)) isz = 8;
+    if (!isz || is_float != (kind == HC_NPY_F32))
+        BAD("'%s': dtype must be %s", path, kind == HC_NPY_F32 ? "float32 ('<f4')" : "int32 or int64");
+    const char *fo = dict_value(hdr, "'fortran_order'");
+    bool fortran = fo && !strncmp(fo, "True", 4);
+    const char *sh = dict_value(hdr, "'shape'");
+    unsigned long long d0, d1;
+    char close;
+    if (!sh || sscanf(sh, "(%llu, %llu%c", &d0, &d1, &close) != 3 || (close != ')' && close != ','))
+        BAD("'%s': expected a 2-D array", path);
+    uint64_t cnt, bytes;
+    if (!hc_mul_u64(d0, d1, &cnt) || !hc_mul_u64(cnt, isz, &bytes) || bytes != n - off - hl)
+        BAD("'%s': shape (%llu, %llu) does not match the %zu data bytes", path, d0, d1, n - off - hl);
+    const unsigned char *src = (const unsigned char *)buf + off + hl;
+    void *out = malloc((cnt ? cnt : 1) * 4);
+    if (!out) BAD("out of memory for '%s'", path);
+    for (uint64_t i = 0; i < d0; i++)
+        for (uint64_t j = 0; j < d1; j++) {
+            uint64_t s = fortran ? j * d0 + i : i * d1 + j;
+            if (isz == 4) {
+                memcpy((char *)out + (i * d1 + j) * 4, src + s * 4, 4);
+            } else {
+                int64_t v;
+                memcpy(&v, src + s * 8, 8);
+                if (v < INT32_MIN || v > INT32_MAX) {
+                    free(out);
+                    BAD("'%s': value %lld does not fit int32", path, (long long)v);
+                }
+                int32_t w = (int32_t)v;
+                memcpy((char *)out + (i * d1 + j) * 4, &w, 4);
+            }
+        }
+    shape[0] = d0, shape[1] = d1;
+    *data = out;
+out:
+    free(hdr);
+    free(buf);
+    return st;
+#undef BAD
 }

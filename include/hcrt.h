@@ -109,6 +109,25 @@ hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, con
  * Returns HC_OK or the first failure; *nbad counts failing items. */
 hc_status hc_container_verify(hc_container *c, uint64_t *nbad);
 
+/* ---- CPU executor ---- */
+/* Y[m, n] = X[m, k] * W^T for the linear layer NAME of a container, straight from its stored
+ * bytes: a tiled module (any layout of docs/layouts.md; act-order applied through NAME.perm) or
+ * an unquantized source tensor NAME.weight. float32 in and out, float32 accumulation, OpenMP
+ * across rows of W. For tensors holding several experts, expert selects one (else 0). On
+ * failure msg (msg_len bytes) names the tensor and the rule. */
+hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, const float *x,
+                        uint64_t m, uint64_t k, float *y, uint64_t n, char *msg, size_t msg_len);
+/* MoE reference: for each token t and slot j of its top-k, row t*topk+j of y (t*topk rows of
+ * n) = weights[t, j] * X[t] W_e^T with e = ids[t, j]. NAME is either a tensor holding all
+ * experts (gpt-oss style) or a per-expert layer named without its id ("...experts.gate_proj"
+ * for "...experts.<e>.gate_proj"). *n receives N. */
+hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t tokens,
+                     uint64_t k, const int32_t *ids, const float *weights, uint64_t topk,
+                     float **y, uint64_t *n, char *msg, size_t msg_len);
+/* The (n, k, experts) of the linear layer NAME, for sizing inputs and outputs. */
+hc_status hc_linear_shape(hc_container *c, const char *name, uint64_t *n, uint64_t *k,
+                          uint64_t *experts, char *msg, size_t msg_len);
+
 #ifdef __cplusplus
 }
 #endif

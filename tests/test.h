@@ -60,5 +60,7 @@ void suite_safetensors(void);
 void suite_checkpoint(void);
 void suite_container(void);
 void suite_quant(void);
+void suite_layout(void);
+void suite_run(void);
 
 #endif

@@ -67,6 +67,8 @@ int main(void) {
     suite_checkpoint();
     suite_container();
     suite_quant();
+    suite_layout();
+    suite_run();
     if (tmp_root[0]) hc_remove_tree(tmp_root);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -1,0 +1,143 @@
+/* t_layout.c: the tile layouts on their own: element addressing is a bijection, the
+ * E2M1 x 2^d -> E4M3 conversion is exact wherever E4M3 can hold the value (checked against a
+ * search of all 256 E4M3 codes), and the MXFP4 exponent fold dequantizes to the original
+ * value, element for element, on random and adversarial exponents. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "elements.h"
+#include "layout.h"
+#include "test.h"
+#include "tiles.h"
+
+static void test_code_positions_are_a_bijection(void) {
+    for (unsigned bits = 4; bits <= 8; bits += 4) {
+        unsigned slots = HC_TILE_N * HC_TILE_K;
+        unsigned char *seen = calloc(slots, 1);
+        int dup = 0;
+        for (unsigned r = 0; r < HC_TILE_N; r++)
+            for (unsigned c = 0; c < HC_TILE_K; c++) {
+                uint64_t b;
+                unsigned sh;
+                hc_tile_code_pos(bits, r, c, &b, &sh);
+                uint64_t slot = bits == 4 ? b * 2 + sh / 4 : b;
+                if (slot >= slots || seen[slot]++) dup++;
+            }
+        CHECK_EQ_INT(dup, 0);
+        free(seen);
+    }
+    /* the documented fragment order: (r=0, c=1) is a1 of lane 0, the high half-word's first
+     * nibble of the first word; (r=8, c=0) is a2, the low half-word's second nibble */
+    uint64_t b;
+    unsigned sh;
+    hc_tile_code_pos(4, 0, 1, &b, &sh);
+    CHECK(b == 2 && sh == 0);
+    hc_tile_code_pos(4, 8, 0, &b, &sh);
+    CHECK(b == 0 && sh == 4);
+    hc_tile_code_pos(8, 0, 8, &b, &sh); /* a4 of lane 0: byte 4 */
+    CHECK(b == 4);
+    hc_tile_code_pos(8, 1, 0, &b, &sh); /* lane 4 */
+    CHECK(b == 4 * 16);
+}
+
+static void test_e4m3_of_fp4_exact_and_complete(void) {
+    int exact = 0;
+    for (unsigned u = 0; u < 16; u++)
+        for (int d = -14; d <= 12; d++) {
+            double want = hc_fp4_e2m1(u) * ldexp(1.0, d);
+            int found = -1;
+            for (unsigned b = 0; b < 256 && found < 0; b++)
+                if (hc_fp8_e4m3(b) == want && signbit(hc_fp8_e4m3(b)) == signbit(want)) found = (int)b;
+            uint8_t got;
+            bool ok = hc_e4m3_of_fp4(u, d, &got);
+            if (ok != (found >= 0)) CHECK_FAIL_("u=%u d=%d: converter %d, search %d", u, d, ok, found);
+            if (ok && hc_fp8_e4m3(got) != want) CHECK_FAIL_("u=%u d=%d: wrong byte", u, d);
+            exact += ok;
+        }
+    CHECK(exact >= 280); /* 16 codes x 27 offsets, minus the values E4M3 cannot hold */
+}
+
+static uint64_t rs = 0x853c49e6748fea9bull;
+static uint64_t rnd(void) {
+    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+    return rs;
+}
+
+/* Packs a random FP4 tensor whose E8M0 exponents come from gen, then compares every element
+ * read back through the layout (the E4M3 path for folded row-tiles) with fp4 x 2^(e-127). */
+static void fold_round_trip(int (*gen)(uint64_t n, uint64_t g), uint64_t N, uint64_t K,
+                            uint64_t *unfolded, uint64_t *tiles) {
+    hc_qtensor q = {.E = 1, .N = N, .K = K, .ndim = 2, .kind = HC_Q_FP4, .bits = 4,
+                    .sn = N, .sk = K / 32, .gn = 1, .gk = 32, .scale_dtype = HC_DT_F8_E8M0};
+    q.codes = malloc(N * K);
+    q.scales = malloc(N * (K / 32) * sizeof(double));
+    for (uint64_t i = 0; i < N * K; i++) q.codes[i] = (uint8_t)(rnd() % 16);
+    for (uint64_t n = 0; n < N; n++)
+        for (uint64_t g = 0; g < K / 32; g++) q.scales[n * (K / 32) + g] = ldexp(1.0, gen(n, g) - 127);
+    hc_tile_plan pl;
+    CHECK(hc_tile_plan_make(&q, &pl));
+    CHECK_EQ_INT(pl.p.kind, HC_TL_MXFOLD);
+    uint8_t *buf = malloc(hc_tile_bytes(&pl.p));
+    hc_tile_stats st = {0};
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_tile_pack(&q, &pl, buf, &st, &err), HC_OK);
+    uint64_t diff = 0;
+    for (uint64_t n = 0; n < N; n++)
+        for (uint64_t k = 0; k < K; k++) {
+            const uint8_t *chunk = buf + hc_tile_offset(&pl.p, 0, n / 64, k / 64);
+            double got = hc_tile_value(&pl.p, chunk, (unsigned)(n % 64), (unsigned)(k % 64));
+            double want = hc_fp4_e2m1(q.codes[n * K + k]) * q.scales[n * (K / 32) + k / 32];
+            if (got != want || signbit(got) != signbit(want)) diff++;
+        }
+    CHECK_EQ_U64(diff, 0);
+    *unfolded += st.mx_unfolded;
+    *tiles += st.tiles * 64;
+    free(buf);
+    hc_tile_plan_free(&pl);
+    hc_qtensor_free(&q);
+}
+
+static int gen_narrow(uint64_t n, uint64_t g) { (void)n, (void)g; return 120 + (int)(rnd() % 8); }
+static int gen_wide(uint64_t n, uint64_t g) { (void)n, (void)g; return (int)(rnd() % 255); }
+static int gen_edges(uint64_t n, uint64_t g) { /* extremes, alternating per group */
+    static const int v[] = {0, 254, 1, 253, 127, 0, 0, 254, 14, 0, 120, 134};
+    return v[(n * 7 + g) % 12];
+}
+static int gen_spread(uint64_t n, uint64_t g) { /* spreads of 12..16 across a tile's 2 groups */
+    return g % 2 ? 100 : 100 + 12 + (int)(n % 5);
+}
+
+static void test_mxfold_lossless(void) {
+    uint64_t unf = 0, tiles = 0;
+    fold_round_trip(gen_narrow, 128, 320, &unf, &tiles); /* K not a multiple of 64 */
+    CHECK_EQ_U64(unf, 0);                                /* realistic exponents all fold */
+    uint64_t t_narrow = tiles;
+    fold_round_trip(gen_wide, 64, 256, &unf, &tiles);
+    fold_round_trip(gen_edges, 96, 192, &unf, &tiles);
+    fold_round_trip(gen_spread, 64, 128, &unf, &tiles);
+    CHECK(unf > 0);               /* adversarial spreads fall back, exactly */
+    CHECK(tiles > t_narrow);
+    printf("     (%llu row-tiles, %llu kept unfolded)\n", (unsigned long long)tiles,
+           (unsigned long long)unf);
+}
+
+/* The fold's boundary: a 14-exponent spread with the largest codes still folds. */
+static void test_mxfold_boundary(void) {
+    uint8_t codes[64], rec[4];
+    for (int c = 0; c < 64; c++) codes[c] = 7; /* 6.0 everywhere */
+    codes[0] = 1;                              /* and one 0.5 */
+    uint8_t e[2] = {100, 114};
+    hc_mxfold_row(e, codes, rec);
+    CHECK(rec[0] != HC_MXFOLD_UNFOLDED);
+    e[1] = 116; /* 16 apart: 0.5 x 2^-10 is below E4M3's smallest step */
+    hc_mxfold_row(e, codes, rec);
+    CHECK(rec[0] == HC_MXFOLD_UNFOLDED);
+    CHECK(rec[1] == 100 && rec[2] == 116);
+}
+
+void suite_layout(void) {
+    RUN(test_code_positions_are_a_bijection);
+    RUN(test_e4m3_of_fp4_exact_and_complete);
+    RUN(test_mxfold_lossless);
+    RUN(test_mxfold_boundary);
+}

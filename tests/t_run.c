@@ -1,0 +1,177 @@
+/* t_run.c: the CPU executor (hconvert run) on containers converted from the fixtures, against
+ * Y = X W^T computed in float64 by the fixture generator, within the error bound of float32
+ * accumulation: |y - ref| <= (K + 2) 2^-24 sum_j |x_j w_j| (+ one rounding for the routing
+ * weight). */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "checkpoint.h"
+#include "hconvert.h"
+#include "npy.h"
+#include "quant.h"
+#include "test.h"
+
+static cJSON *read_json(const char *path) {
+    char *t = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    if (hc_read_file(path, 1 << 24, &t, &n, &err)) return NULL;
+    cJSON *j = cJSON_ParseWithLength(t, n);
+    free(t);
+    return j;
+}
+
+/* W of module name (expert e of a fused tensor, or the module itself) as float64 [N][K]. */
+static double *weights_of(const hc_model *md, const char *name, uint64_t e, uint64_t *N,
+                          uint64_t *K) {
+    const hc_module *m = hc_model_find(md, name);
+    hc_qtensor q;
+    hc_findings f = {0};
+    hc_err err = {0};
+    if (!m || hc_module_decode(md, m, 0, &q, &f, &err)) {
+        hc_findings_free(&f);
+        return NULL;
+    }
+    hc_findings_free(&f);
+    uint64_t n = q.kind == HC_Q_PLAIN && q.ndim == 2 ? q.plain_shape[0] : q.N;
+    uint64_t k = q.kind == HC_Q_PLAIN && q.ndim == 2 ? q.plain_shape[1] : q.K;
+    double *w = malloc(n * k * sizeof *w);
+    for (uint64_t i = 0; i < n; i++)
+        for (uint64_t j = 0; j < k; j++) w[i * k + j] = hc_qtensor_value(&q, e, i, j);
+    hc_qtensor_free(&q);
+    *N = n, *K = k;
+    return w;
+}
+
+/* Compares one output row with its reference under the float32 summation bound. */
+static uint64_t row_errors(const float *y, const float *ref, const float *x, const double *w,
+                           uint64_t N, uint64_t K, double scale) {
+    uint64_t bad = 0;
+    for (uint64_t n = 0; n < N; n++) {
+        double s = 0;
+        for (uint64_t k = 0; k < K; k++) s += fabs((double)x[k] * w[n * K + k]);
+        double bound = ((double)K + 3) * ldexp(1.0, -24) * s * fabs(scale) + 1e-30;
+        if (!(fabs((double)y[n] - (double)ref[n]) <= bound)) bad++;
+    }
+    return bad;
+}
+
+static int gemms, moes;
+
+static void run_case(const char *cas) {
+    char dir[1024], path[1200], out[1024];
+    snprintf(dir, sizeof dir, "%s/%s", fixture("quant"), cas);
+    snprintf(path, sizeof path, "%s/run/index.json", dir);
+    cJSON *idx = read_json(path);
+    if (!idx) return;
+    snprintf(out, sizeof out, "%s/out", test_tmpdir());
+    hc_converter *cv = hc_converter_create();
+    CHECK_EQ_INT(hc_converter_run(cv, dir, out), HC_OK);
+    hc_converter_free(cv);
+    char cfile[1200];
+    snprintf(cfile, sizeof cfile, "%s/model.hconvert", out);
+    hc_container *c = NULL;
+    char msg[1024];
+    hc_ckpt *ck = NULL;
+    hc_model *md = NULL;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_container_open(cfile, 1, &c, msg, sizeof msg), HC_OK);
+    if (hc_ckpt_open(out, &ck, &err) || hc_ckpt_map(ck, &err) || hc_model_open(ck, &md, &err))
+        CHECK_FAIL_("%s: %s", cas, err.msg);
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItem(idx, "gemm")) {
+        if (!c || !md) break;
+        const char *name = cJSON_GetObjectItem(g, "name")->valuestring;
+        uint64_t xs[2], ys[2], N, K;
+        float *x = NULL, *ref = NULL;
+        snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetObjectItem(g, "x")->valuestring);
+        CHECK_EQ_INT(hc_npy_read_2d(path, HC_NPY_F32, xs, (void **)&x, &err), HC_OK);
+        snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetObjectItem(g, "y")->valuestring);
+        CHECK_EQ_INT(hc_npy_read_2d(path, HC_NPY_F32, ys, (void **)&ref, &err), HC_OK);
+        double *w = weights_of(md, name, 0, &N, &K);
+        CHECK(w != NULL);
+        if (x && ref && w && ys[1] == N && xs[1] == K) {
+            float *y = malloc(xs[0] * N * sizeof *y);
+            if (hc_cpu_linear(c, name, 0, x, xs[0], K, y, N, msg, sizeof msg)) {
+                CHECK_FAIL_("%s: %s: %s", cas, name, msg);
+            } else {
+                uint64_t bad = 0;
+                for (uint64_t i = 0; i < xs[0]; i++)
+                    bad += row_errors(y + i * N, ref + i * N, x + i * K, w, N, K, 1.0);
+                if (bad) CHECK_FAIL_("%s: %s: %llu outputs beyond the bound", cas, name,
+                                     (unsigned long long)bad);
+                gemms++;
+            }
+            free(y);
+        } else {
+            CHECK_FAIL_("%s: %s: shapes disagree", cas, name);
+        }
+        free(x), free(ref), free(w);
+    }
+    cJSON_ArrayForEach(g, cJSON_GetObjectItem(idx, "moe")) {
+        if (!c || !md) break;
+        const char *name = cJSON_GetObjectItem(g, "name")->valuestring;
+        uint64_t xs[2], is[2], ws[2], ys[2], N = 0;
+        float *x = NULL, *wt = NULL, *ref = NULL, *y = NULL;
+        int32_t *ids = NULL;
+        const char *keys[4] = {"x", "ids", "weights", "y"};
+        void **bufs[4] = {(void **)&x, (void **)&ids, (void **)&wt, (void **)&ref};
+        uint64_t *shapes[4] = {xs, is, ws, ys};
+        for (int i = 0; i < 4; i++) {
+            snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetObjectItem(g, keys[i])->valuestring);
+            CHECK_EQ_INT(hc_npy_read_2d(path, i == 1 ? HC_NPY_I32 : HC_NPY_F32, shapes[i], bufs[i],
+                                        &err), HC_OK);
+        }
+        if (x && ids && wt && ref &&
+            hc_cpu_moe(c, name, x, xs[0], xs[1], ids, wt, is[1], &y, &N, msg, sizeof msg) == HC_OK) {
+            CHECK_EQ_U64(N, ys[1]);
+            uint64_t bad = 0;
+            for (uint64_t i = 0; i < xs[0] * is[1] && N == ys[1]; i++) {
+                uint64_t wn, wk;
+                double *w = NULL;
+                const hc_module *fused = hc_model_find(md, name);
+                if (fused) {
+                    w = weights_of(md, name, (uint64_t)ids[i], &wn, &wk);
+                } else {
+                    const char *p = strstr(name, ".experts.");
+                    char en[600];
+                    snprintf(en, sizeof en, "%.*s.experts.%d.%s", (int)(p - name), name, ids[i], p + 9);
+                    w = weights_of(md, en, 0, &wn, &wk);
+                }
+                CHECK(w != NULL);
+                if (w) bad += row_errors(y + i * N, ref + i * N, x + (i / is[1]) * xs[1], w, N,
+                                         xs[1], wt[i] * (1 + ldexp(1.0, -22)));
+                free(w);
+            }
+            if (bad) CHECK_FAIL_("%s: %s: %llu routed outputs beyond the bound", cas, name,
+                                 (unsigned long long)bad);
+            moes++;
+        } else {
+            CHECK_FAIL_("%s: %s: %s", cas, name, msg);
+        }
+        free(x), free(ids), free(wt), free(ref), free(y);
+    }
+    hc_model_free(md);
+    hc_ckpt_close(ck);
+    hc_container_free(c);
+    cJSON_Delete(idx);
+}
+
+static void test_cpu_executor_matches_float64(void) {
+    char *list = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    char lp[1024];
+    snprintf(lp, sizeof lp, "%s/cases.txt", fixture("quant"));
+    CHECK_EQ_INT(hc_read_file(lp, 1 << 20, &list, &n, &err), HC_OK);
+    for (char *save = NULL, *cas = list ? strtok_r(list, "\n", &save) : NULL; cas;
+         cas = strtok_r(NULL, "\n", &save))
+        run_case(cas);
+    free(list);
+    printf("     (%d dense GEMMs and %d routed MoE GEMMs within the float32 bound)\n", gemms, moes);
+    CHECK(gemms >= 40);
+    CHECK(moes >= 3);
+}
+
+void suite_run(void) { RUN(test_cpu_executor_matches_float64); }
