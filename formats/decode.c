@@ -209,6 +209,22 @@ static bool read_gidx(dctx *c, uint64_t K, uint64_t G) {
     return true;
 }
 
+/* Whether any 4-bit field of n packed words is 0 (the code -8 of symmetric int4), at memory
+ * speed: a word has a zero nibble iff (w - 0x11111111) & ~w & 0x88888888. */
+static bool words_have_zero_nibble(const void *d, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t w = word32(d, i);
+        if ((w - 0x11111111u) & ~w & 0x88888888u) return true;
+    }
+    return false;
+}
+
+static int codes_min(const uint8_t *codes, uint64_t n) {
+    int m = 255;
+    for (uint64_t i = 0; i < n; i++) m = codes[i] < m ? codes[i] : m;
+    return n ? m : -1;
+}
+
 /* Two FP4 codes per byte, element 2j in the low nibble. */
 static void unpack_nibbles(const uint8_t *d, uint64_t nbytes, uint8_t *out) {
     for (uint64_t i = 0; i < nbytes; i++) {
@@ -266,6 +282,8 @@ static void decode_ct_pack(dctx *c) {
     q->gn = gn, q->gk = gk, q->kind = HC_Q_INT, q->bits = b;
     if (stream && b % 2) snprintf(q->quirks, sizeof q->quirks, "bitstream layout (>= 0.18.0)");
     if (q->codes) unpack_rows(tdata(c, we), N, W, K, b, stream, q->codes);
+    if (q->codes) q->code_min = codes_min(q->codes, N * K);
+    else if (b == 4 && K % 8 == 0) q->code_min = words_have_zero_nibble(tdata(c, we), N * W) ? 0 : 1;
     if (!ct_scales(c, se, false)) return;
     q->zero_const = 1 << (b - 1);
     if (!m->scheme.symmetric) {
@@ -490,6 +508,8 @@ static void decode_gptq(dctx *c) {
     const void *d = tdata(c, we);
     for (uint64_t n = 0; q->codes && n < N; n++)
         for (uint64_t k = 0; k < K; k++) q->codes[n * K + k] = (uint8_t)gptq_field(d, n, N, k, b);
+    if (q->codes) q->code_min = codes_min(q->codes, N * K);
+    else if (b == 4) q->code_min = words_have_zero_nibble(d, rows * N) ? 0 : 1;
     if (!scales_by_group_rows(c, se, G, N)) return;
     /* zero fields; v1 stores z - 1. A symmetric checkpoint tells the truth by its data. */
     const void *zd = tdata(c, ze);
@@ -690,6 +710,7 @@ hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flag
     memset(q, 0, sizeof *q);
     q->ndim = 2;
     q->fmt = m->scheme.fmt;
+    q->code_min = -1;
     dctx c = {.md = md, .m = m, .f = f, .q = q, .codes = !(flags & HC_DECODE_NO_CODES)};
     if (m->conflict) { /* already reported when the modules were formed */
         hc_qtensor_free(q);

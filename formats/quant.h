@@ -107,6 +107,7 @@ typedef struct {
     double global_div;       /* NVFP4: scale is divided by this; 0 when unused */
     int32_t *g_idx;          /* [E][K] group of column k, or NULL for k / gk */
     hc_fmt fmt;
+    int code_min;            /* INT: smallest code u present, -1 when unknown */
     char quirks[128];        /* version quirks applied, for provenance */
 } hc_qtensor;
 

@@ -75,13 +75,24 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
         p->zero_const = q->zero_const;
         if (q->zeros) {
             uint64_t n = q->E * q->sn * q->sk;
-            for (uint64_t i = 0; i < n; i++)
+            bool uniform = true;
+            for (uint64_t i = 0; i < n; i++) {
                 if (q->zeros[i] < 0 || q->zeros[i] > 255) {
                     snprintf(pl->reason, sizeof pl->reason, "a zero point (%d) does not fit a "
                              "byte", q->zeros[i]);
                     return false;
                 }
+                uniform &= q->zeros[i] == q->zeros[0];
+            }
+            if (uniform && n) { /* symmetric in all but name (GPTQ sym): one constant */
+                p->zeros = false;
+                p->zero_const = q->zeros[0];
+            }
         }
+        /* symmetric int4 without the code -8: sign and magnitude, which E4M3 (the FP8
+         * activation path) and bf16 both take with a few bit operations */
+        if (q->bits <= 4 && !p->zeros && p->zero_const == 1 << (q->bits - 1))
+            p->sign_magnitude = q->bits < 4 || q->code_min >= 1; /* no -8 to represent */
         break;
     case HC_Q_FP4: {
         p->src_bits = p->code_bits = 4;
@@ -239,6 +250,10 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                         if (n < q->N && kp < q->K) {
                             uint64_t k = pl->perm ? (uint64_t)pl->perm[kp] : kp;
                             u = q->codes[(e * q->N + n) * q->K + k];
+                            if (p->sign_magnitude) {
+                                int v = (int)u - p->zero_const;
+                                u = v < 0 ? 8u | (unsigned)-v : (unsigned)v;
+                            }
                         }
                         rowcodes[c] = (uint8_t)u;
                         uint64_t b;

@@ -64,6 +64,7 @@ cJSON *hc_tile_params_json(const hc_tile_params *p) {
         cJSON_AddNullToObject(j, "global_div");
     }
     cJSON_AddBoolToObject(j, "perm", p->perm);
+    cJSON_AddBoolToObject(j, "sign_magnitude", p->sign_magnitude);
     cJSON_AddNumberToObject(j, "chunk_bytes", (double)p->chunk_bytes);
     return j;
 }
@@ -101,6 +102,9 @@ hc_status hc_tile_params_parse(const cJSON *j, const char *layout, hc_tile_param
         if (*end || !isfinite(p->global_div) || p->global_div <= 0) BAD("global_div");
     }
     p->perm = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "perm"));
+    p->sign_magnitude = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "sign_magnitude"));
+    if (p->sign_magnitude && (p->kind != HC_TL_INT || p->code_bits != 4 || p->zeros))
+        BAD("sign_magnitude applies to 4-bit integer codes without zero points");
     if (!p->src_bits || (p->kind == HC_TL_INT && p->src_bits > p->code_bits)) BAD("src_bits");
     if (p->kind != HC_TL_MXFOLD && !scale_size(p)) BAD("scale_dtype");
     if (!hc_tile_geometry(p)) BAD("dimensions, group or code width are inconsistent");
@@ -170,6 +174,10 @@ double hc_tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, 
     unsigned j = p->S > 1 ? c / (unsigned)p->g : 0;
     switch (p->kind) {
     case HC_TL_INT:
+        if (p->sign_magnitude) {
+            double q = (double)(u & 7);
+            return (u & 8 ? -q : q) * hc_tile_scale(p, chunk, r, j);
+        }
         return ((double)u - (double)hc_tile_zero(p, chunk, r, j)) * hc_tile_scale(p, chunk, r, j);
     case HC_TL_FP4: {
         double s = hc_tile_scale(p, chunk, r, j);

@@ -36,6 +36,7 @@ typedef struct {
     int zero_const;        /* the zero point when !zeros */
     double global_div;     /* NVFP4: scales are divided by this; 0 when unused */
     bool perm;             /* columns were reordered; NAME.perm holds the source column */
+    bool sign_magnitude;   /* int: codes are sign (bit 3) + magnitude, q = +-m, no zero point */
     uint64_t code_bytes, scale_bytes, zero_bytes, chunk_bytes;
     uint64_t tiles_n, tiles_k;
 } hc_tile_params;

@@ -135,7 +135,40 @@ static void test_mxfold_boundary(void) {
     CHECK(rec[1] == 100 && rec[2] == 116);
 }
 
+/* Symmetric int4 without the code -8 is stored sign-magnitude; with it, offset binary. */
+static void test_int4_sign_magnitude(void) {
+    for (int with_min = 0; with_min < 2; with_min++) {
+        uint64_t N = 70, K = 200; /* both padded */
+        hc_qtensor q = {.E = 1, .N = N, .K = K, .ndim = 2, .kind = HC_Q_INT, .bits = 4,
+                        .sn = N, .sk = 4, .gn = 1, .gk = 64, .scale_dtype = HC_DT_F32,
+                        .zero_const = 8};
+        q.codes = malloc(N * K);
+        q.scales = malloc(N * 4 * sizeof(double));
+        for (uint64_t i = 0; i < N * K; i++) q.codes[i] = (uint8_t)(1 + rnd() % 15);
+        if (with_min) q.codes[N * K / 2] = 0;
+        q.code_min = with_min ? 0 : 1;
+        for (uint64_t i = 0; i < N * 4; i++) q.scales[i] = (double)(float)(0.01 + (double)(rnd() % 1000) / 1e4);
+        hc_tile_plan pl;
+        CHECK(hc_tile_plan_make(&q, &pl));
+        CHECK_EQ_INT(pl.p.sign_magnitude, !with_min);
+        uint8_t *buf = malloc(hc_tile_bytes(&pl.p));
+        hc_err err = {0};
+        CHECK_EQ_INT(hc_tile_pack(&q, &pl, buf, NULL, &err), HC_OK);
+        uint64_t diff = 0;
+        for (uint64_t n = 0; n < N; n++)
+            for (uint64_t k = 0; k < K; k++) {
+                double got = hc_tile_value(&pl.p, buf + hc_tile_offset(&pl.p, 0, n / 64, k / 64),
+                                           (unsigned)(n % 64), (unsigned)(k % 64));
+                diff += got != ((double)q.codes[n * K + k] - 8) * q.scales[n * 4 + k / 64];
+            }
+        CHECK_EQ_U64(diff, 0);
+        free(buf);
+        hc_qtensor_free(&q);
+    }
+}
+
 void suite_layout(void) {
+    RUN(test_int4_sign_magnitude);
     RUN(test_code_positions_are_a_bijection);
     RUN(test_e4m3_of_fp4_exact_and_complete);
     RUN(test_mxfold_lossless);
