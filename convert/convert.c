@@ -3,6 +3,7 @@
  * tile layout as the writer reaches it (one module per thread in memory), and copy the
  * non-weight files so the output folder is servable. */
 #include <errno.h>
+#include <stdarg.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +17,16 @@
 #include "container_write.h"
 #include "hconvert.h"
 #include "jsonutil.h"
+#include "families.h"
 #include "quant.h"
+#include "shard.h"
 #include "tiles.h"
 
 struct hc_converter {
     int threads, dry_run, progress, tp_size, repack;
     hc_conv_stats stats;
+    char *report; /* the plan and the notes of the last run */
+    size_t report_len;
     hc_err err;
 };
 
@@ -31,7 +36,30 @@ hc_converter *hc_converter_create(void) {
     return c;
 }
 
-void hc_converter_free(hc_converter *c) { free(c); }
+void hc_converter_free(hc_converter *c) {
+    if (c) free(c->report);
+    free(c);
+}
+
+const char *hc_converter_report(const hc_converter *c) { return c->report ? c->report : ""; }
+
+static void note(hc_converter *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(hc_converter *c, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    size_t l = strlen(line);
+    char *r = realloc(c->report, c->report_len + l + 2);
+    if (!r) return;
+    c->report = r;
+    memcpy(r + c->report_len, line, l);
+    r[c->report_len + l] = '\n';
+    r[c->report_len + l + 1] = 0;
+    c->report_len += l + 1;
+}
 
 hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t v) {
     hc_err_clear(&c->err);
@@ -41,10 +69,9 @@ hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t v) {
     case HC_CONV_PROGRESS: c->progress = v != 0; return HC_OK;
     case HC_CONV_REPACK: c->repack = v != 0; return HC_OK;
     case HC_CONV_TP_SIZE:
-        if (v != 1)
-            return hc_fail(&c->err, HC_UNSUPPORTED, "--tp %lld: tensor-parallel sharding is not "
-                           "in this version (only 1)", (long long)v);
-        c->tp_size = 1;
+        if (v < 1 || v > 64)
+            return hc_fail(&c->err, HC_USAGE, "--tp %lld: expected 1..64 ranks", (long long)v);
+        c->tp_size = (int)v;
         return HC_OK;
     }
     return hc_fail(&c->err, HC_USAGE, "unknown converter parameter %d", (int)p);
@@ -91,26 +118,65 @@ static hc_status ensure_dir(const char *dir, hc_err *err) {
     return HC_OK;
 }
 
-/* Per-module plan shared by the planning pass and the writer's fill calls. */
+/* One rank's plan, shared by the planning pass and the writer's fill calls. */
 typedef struct {
     const hc_model *md;
+    unsigned rank, tp;
+    const char *role;     /* per module: 'c', 'r' or 0 */
     hc_tile_plan *plan;   /* per module */
     bool *tiled;          /* per module */
     hc_tile_stats *stats; /* per module, filled by the writer */
 } conv_plan;
 
-/* Writer callback: decode the module's codes, pack them, drop the source pages. */
+/* Writer callback: decode the module's codes, cut the rank's shard, pack, drop the pages. */
 static hc_status fill_tiles(void *ctx, size_t i, void *dst, hc_err *err) {
     conv_plan *cp = ctx;
     const hc_module *m = &cp->md->m[i];
-    hc_qtensor q;
+    hc_qtensor q, sh;
     hc_findings f = {0};
+    char why[160];
     hc_status st = hc_module_decode(cp->md, m, 0, &q, &f, err);
-    if (!st) st = hc_tile_pack(&q, &cp->plan[i], dst, &cp->stats[i], err);
-    hc_qtensor_free(&q);
     hc_findings_free(&f);
     hc_module_release(cp->md, m);
+    if (st) return st;
+    if (cp->tp > 1) {
+        if (!hc_qtensor_shard(&q, cp->role[i], cp->rank, cp->tp, &sh, why, sizeof why)) {
+            hc_qtensor_free(&q);
+            return hc_fail(err, HC_INTERNAL, "module '%s': %s", m->name, why);
+        }
+        hc_qtensor_free(&q);
+        q = sh;
+    }
+    st = hc_tile_pack(&q, &cp->plan[i], dst, &cp->stats[i], err);
+    hc_qtensor_free(&q);
     return st;
+}
+
+/* A source tensor cut for a rank: rows (role 'c' weights and biases) or columns ('r'). */
+typedef struct {
+    const hc_ckpt *ck;
+    const hc_ck_entry *e;
+    char role;
+    unsigned rank, tp;
+} slice_job;
+
+static hc_status fill_slice(void *ctx, size_t i, void *dst, hc_err *err) {
+    const slice_job *j = &((const slice_job *)ctx)[i];
+    const uint8_t *src = hc_ckpt_data(j->ck, j->e);
+    uint64_t es = hc_dtype_bits(j->e->t->dtype) / 8;
+    uint64_t rows = j->e->t->ndim == 2 ? j->e->t->shape[0] : 1;
+    uint64_t cols = j->e->t->ndim == 2 ? j->e->t->shape[1] : j->e->t->shape[0];
+    uint64_t b, e;
+    (void)err;
+    if (j->role == 'c' && j->e->t->ndim == 2) {
+        hc_shard_range(rows, j->tp, j->rank, &b, &e);
+        memcpy(dst, src + b * cols * es, (e - b) * cols * es);
+    } else { /* 'r' 2-D: columns of every row; 'c' 1-D bias: its slice */
+        hc_shard_range(cols, j->tp, j->rank, &b, &e);
+        for (uint64_t r = 0; r < rows; r++)
+            memcpy((uint8_t *)dst + r * (e - b) * es, src + (r * cols + b) * es, (e - b) * es);
+    }
+    return HC_OK;
 }
 
 /* The tensors of a module that a tile layout replaces. */
@@ -133,18 +199,28 @@ static void source_tensor(hc_cw_tensor *t, const hc_ckpt *ck, const hc_ck_entry 
     t->try_zstd = wants_zstd(e->name, t->size);
 }
 
+/* Whether a source tensor of a parallel layer is cut, and how. */
+static bool sliceable(const hc_ck_entry *e, hc_role r, char role) {
+    unsigned bits = hc_dtype_bits(e->t->dtype);
+    if (!role || bits < 8 || bits % 8) return false;
+    if (r == HC_ROLE_WEIGHT) return e->t->ndim == 2;
+    return r == HC_ROLE_BIAS && role == 'c' && e->t->ndim == 1;
+}
+
 static int cmp_cw_name(const void *a, const void *b) {
     return strcmp(((const hc_cw_tensor *)a)->name, ((const hc_cw_tensor *)b)->name);
 }
 
-/* Plans every module (in parallel; scales only). Refuses checkpoints validate rejects. */
-static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cp, hc_err *err) {
+/* Plans every module for every rank (in parallel; scales only). Refuses what validate
+ * rejects, and with --tp what cannot be cut. */
+static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cps, hc_err *err) {
     for (size_t i = 0; i < md->config_findings.n; i++)
         if (md->config_findings.v[i].severity == HC_SEV_ERROR)
             return hc_fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                            md->config_findings.v[i].message);
     hc_err *errs = calloc(md->n ? md->n : 1, sizeof *errs);
     if (!errs) return hc_fail(err, HC_NOMEM, "out of memory");
+    unsigned tp = (unsigned)c->tp_size;
     int threads = c->threads > 0 ? c->threads : omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (size_t i = 0; i < md->n; i++) {
@@ -157,7 +233,18 @@ static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cp
             hc_fail(&errs[i], HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                     f.n ? f.v[0].message : "cannot decode");
         } else {
-            cp->tiled[i] = hc_tile_plan_make(&q, &cp->plan[i]);
+            for (unsigned r = 0; r < tp && !errs[i].code; r++) {
+                hc_qtensor sh;
+                char why[160] = "";
+                bool ok = tp == 1 || hc_qtensor_shard(&q, cps[r].role[i], r, tp, &sh, why, sizeof why);
+                if (ok) {
+                    cps[r].tiled[i] = hc_tile_plan_make(tp == 1 ? &q : &sh, &cps[r].plan[i]);
+                    if (tp > 1) hc_qtensor_free(&sh);
+                }
+                if (tp > 1 && (!ok || !cps[r].tiled[i]))
+                    hc_fail(&errs[i], HC_UNSUPPORTED, "module '%s' cannot be cut for --tp %u "
+                            "(rank %u): %s", m->name, tp, r, ok ? cps[r].plan[i].reason : why);
+            }
             hc_qtensor_free(&q);
         }
         hc_findings_free(&f);
@@ -170,52 +257,56 @@ static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cp
     return st;
 }
 
-hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir) {
-    hc_err *err = &c->err;
-    hc_err_clear(err);
-    memset(&c->stats, 0, sizeof c->stats);
-    double t0 = now_s();
-    hc_ckpt *ck = NULL;
-    hc_model *md = NULL;
-    hc_cw_tensor *tv = NULL;
-    cJSON **params = NULL;
-    char **perm_names = NULL;
+/* The container of one rank: its tensor list, then the write and the file copies. */
+static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *md,
+                            conv_plan *cp, const char *dir, hc_err *err) {
+    hc_status st = HC_OK;
+    size_t nt = 0, nslice = 0;
+    hc_cw_tensor *tv = calloc(ck->nentries + md->n + 1, sizeof *tv);
+    cJSON **params = calloc(md->n ? md->n : 1, sizeof *params);
+    char **perm_names = calloc(md->n ? md->n : 1, sizeof *perm_names);
+    slice_job *jobs = calloc(ck->nentries + 1, sizeof *jobs);
     char *path = NULL;
-    conv_plan cp = {0};
-    size_t nt = 0;
-    hc_status st = hc_ckpt_open(src, &ck, err);
-    if (!st) st = hc_ckpt_map(ck, err);
-    if (!st) st = hc_model_open(ck, &md, err);
-    if (st) goto out;
-    cp.md = md;
-    cp.plan = calloc(md->n ? md->n : 1, sizeof *cp.plan);
-    cp.tiled = calloc(md->n ? md->n : 1, sizeof *cp.tiled);
-    cp.stats = calloc(md->n ? md->n : 1, sizeof *cp.stats);
-    /* at most: every source tensor, plus a permutation per module */
-    tv = calloc(ck->nentries + md->n + 1, sizeof *tv);
-    params = calloc(md->n ? md->n : 1, sizeof *params);
-    perm_names = calloc(md->n ? md->n : 1, sizeof *perm_names);
-    if (!cp.plan || !cp.tiled || !cp.stats || !tv || !params || !perm_names) {
+    if (!tv || !params || !perm_names || !jobs) {
         st = hc_fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
-    st = plan_modules(c, md, &cp, err);
-    if (st) goto out;
+    uint64_t stored = 0, padding = 0, scales = 0;
     for (size_t i = 0; i < md->n; i++) {
         const hc_module *m = &md->m[i];
-        if (m->scheme.fmt != HC_FMT_PLAIN) {
-            if (cp.tiled[i]) c->stats.modules_repacked++;
+        bool tiled = cp->tiled[i];
+        if (cp->rank == 0 && m->scheme.fmt != HC_FMT_PLAIN) {
+            if (tiled) c->stats.modules_repacked++;
             else c->stats.modules_kept++;
+            if (!tiled && c->repack)
+                note(c, "note: module '%s' keeps its source layout: %s", m->name,
+                     cp->plan[i].reason);
         }
-        for (int r = 0; r < HC_ROLE_COUNT; r++)
-            if (m->t[r] && !(cp.tiled[i] && consumed((hc_role)r))) {
-                source_tensor(&tv[nt], ck, m->t[r]);
-                c->stats.source_bytes += tv[nt++].size;
-            } else if (m->t[r]) {
-                c->stats.source_bytes += m->t[r]->t->end - m->t[r]->t->begin;
+        for (int r = 0; r < HC_ROLE_COUNT; r++) {
+            const hc_ck_entry *e = m->t[r];
+            if (!e) continue;
+            if (cp->rank == 0) c->stats.source_bytes += e->t->end - e->t->begin;
+            if (tiled && consumed((hc_role)r)) continue;
+            hc_cw_tensor *t = &tv[nt++];
+            source_tensor(t, ck, e);
+            if (cp->tp > 1 && sliceable(e, (hc_role)r, cp->role[i])) {
+                slice_job *j = &jobs[nslice];
+                *j = (slice_job){.ck = ck, .e = e, .role = cp->role[i], .rank = cp->rank, .tp = cp->tp};
+                int d = cp->role[i] == 'c' || e->t->ndim == 1 ? 0 : 1;
+                uint64_t b, en;
+                hc_shard_range(e->t->shape[d], cp->tp, cp->rank, &b, &en);
+                t->shape[d] = t->padded_shape[d] = en - b;
+                t->size = t->size / e->t->shape[d] * (en - b);
+                t->data = NULL;
+                t->try_zstd = false;
+                t->fill = fill_slice;
+                t->fill_ctx = jobs;
+                t->fill_index = nslice++;
             }
-        if (!cp.tiled[i]) continue;
-        const hc_tile_params *p = &cp.plan[i].p;
+            stored += t->size;
+        }
+        if (!tiled) continue;
+        const hc_tile_params *p = &cp->plan[i].p;
         hc_cw_tensor *t = &tv[nt++];
         t->name = m->name;
         t->dtype = HC_DT_U8;
@@ -230,12 +321,20 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
         params[i] = hc_tile_params_json(p);
         t->layout_params = params[i];
         t->fill = fill_tiles;
-        t->fill_ctx = &cp;
+        t->fill_ctx = cp;
         t->fill_index = i;
-        c->stats.padding_bytes += (p->E * (p->Np * p->Kp - p->N * p->K)) * p->code_bits / 8;
-        if (cp.plan[i].perm) { /* act-order: the runtime gathers activation columns by it */
+        uint64_t pad = p->E * (p->Np * p->Kp - p->N * p->K) * p->code_bits / 8;
+        uint64_t sc = p->E * p->tiles_n * p->tiles_k * (p->scale_bytes + p->zero_bytes);
+        padding += pad, scales += sc, stored += t->size;
+        if (c->dry_run)
+            note(c, "%s%s: %s v%u, %s[%llu, %llu] -> [%llu, %llu], %llu bytes (padding %llu, "
+                 "scales %llu)%s", cp->tp > 1 ? "  " : "", m->name, t->layout, t->layout_version,
+                 p->E > 1 ? "E x " : "", (unsigned long long)p->N, (unsigned long long)p->K,
+                 (unsigned long long)p->Np, (unsigned long long)p->Kp,
+                 (unsigned long long)t->size, (unsigned long long)pad, (unsigned long long)sc,
+                 p->perm ? ", act-order" : p->sign_magnitude ? ", sign-magnitude" : "");
+        if (cp->plan[i].perm) { /* act-order: the runtime gathers activation columns by it */
             hc_cw_tensor *pt = &tv[nt++];
-            memset(pt, 0, sizeof *pt);
             pt->name = perm_names[i] = hc_asprintf("%s.perm", m->name);
             if (!pt->name) {
                 st = hc_fail(err, HC_NOMEM, "out of memory");
@@ -246,17 +345,23 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
             pt->shape[0] = pt->padded_shape[0] = p->K;
             pt->layout = "source";
             pt->layout_version = 1;
-            pt->data = cp.plan[i].perm;
+            pt->data = cp->plan[i].perm;
             pt->size = p->K * 4;
-            pt->try_zstd = false; /* read in place by the runtime */
+            stored += pt->size;
         }
     }
     qsort(tv, nt, sizeof *tv, cmp_cw_name);
-    c->stats.tensors = nt;
-    if (c->dry_run) goto out;
-    st = ensure_dir(out_dir, err);
+    c->stats.padding_bytes += padding;
+    if (cp->rank == 0) c->stats.tensors = nt;
+    if (c->dry_run) {
+        note(c, "rank %u of %u: %zu tensors, %llu bytes stored (tile padding %llu, scales and "
+             "zero points %llu)", cp->rank, cp->tp, nt, (unsigned long long)stored,
+             (unsigned long long)padding, (unsigned long long)scales);
+        goto out;
+    }
+    st = ensure_dir(dir, err);
     if (st) goto out;
-    path = hc_asprintf("%s/%s", out_dir, HC_CONTAINER_FILE);
+    path = hc_asprintf("%s/%s", dir, HC_CONTAINER_FILE);
     if (!path) {
         st = hc_fail(err, HC_NOMEM, "out of memory");
         goto out;
@@ -269,8 +374,8 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     hc_cw_options o = {
         .source_format = md->quant_method[0] ? md->quant_method : "safetensors",
         .target = c->repack ? "tiles" : "passthrough",
-        .tp_rank = 0,
-        .tp_size = 1,
+        .tp_rank = cp->rank,
+        .tp_size = cp->tp,
         .config_json = ck->config_text,
         .config_len = ck->config_len,
         .tile_config = c->repack ? tile : NULL,
@@ -282,33 +387,86 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     cJSON_Delete(tile);
     if (st) goto out;
     for (size_t i = 0; i < md->n; i++) {
-        c->stats.tiles += cp.stats[i].tiles;
-        c->stats.mx_unfolded += cp.stats[i].mx_unfolded;
+        c->stats.tiles += cp->stats[i].tiles;
+        c->stats.mx_unfolded += cp->stats[i].mx_unfolded;
     }
     struct stat sb;
-    if (stat(path, &sb) == 0) c->stats.container_bytes = (uint64_t)sb.st_size;
+    if (stat(path, &sb) == 0) c->stats.container_bytes += (uint64_t)sb.st_size;
     for (size_t i = 0; i < ck->nextra && !st; i++) {
         char *from = hc_asprintf("%s/%s", ck->root, ck->extra_files[i]);
-        char *to = hc_asprintf("%s/%s", out_dir, ck->extra_files[i]);
+        char *to = hc_asprintf("%s/%s", dir, ck->extra_files[i]);
         st = from && to ? hc_atomic_copy(from, to, err) : hc_fail(err, HC_NOMEM, "out of memory");
         free(from);
         free(to);
         c->stats.files_copied += !st;
     }
 out:
-    c->stats.seconds = now_s() - t0;
-    free(path);
-    free(tv);
-    for (size_t i = 0; md && i < md->n; i++) {
-        if (cp.plan) hc_tile_plan_free(&cp.plan[i]);
-        if (params) cJSON_Delete(params[i]);
-        if (perm_names) free(perm_names[i]);
-    }
+    for (size_t i = 0; params && i < md->n; i++) cJSON_Delete(params[i]);
+    for (size_t i = 0; perm_names && i < md->n; i++) free(perm_names[i]);
     free(params);
     free(perm_names);
-    free(cp.plan);
-    free(cp.tiled);
-    free(cp.stats);
+    free(jobs);
+    free(tv);
+    free(path);
+    return st;
+}
+
+hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir) {
+    hc_err *err = &c->err;
+    hc_err_clear(err);
+    memset(&c->stats, 0, sizeof c->stats);
+    free(c->report);
+    c->report = NULL;
+    c->report_len = 0;
+    double t0 = now_s();
+    hc_ckpt *ck = NULL;
+    hc_model *md = NULL;
+    unsigned tp = (unsigned)c->tp_size;
+    conv_plan *cps = calloc(tp, sizeof *cps);
+    char *roles = NULL;
+    hc_status st = cps ? hc_ckpt_open(src, &ck, err) : hc_fail(err, HC_NOMEM, "out of memory");
+    if (!st) st = hc_ckpt_map(ck, err);
+    if (!st) st = hc_model_open(ck, &md, err);
+    if (st) goto out;
+    if (tp > 1 && !c->repack) {
+        st = hc_fail(err, HC_USAGE, "--tp %u needs a tiled target (sm90, sm80 or cpu), not "
+                     "passthrough", tp);
+        goto out;
+    }
+    roles = calloc(md->n ? md->n : 1, 1);
+    if (!roles) {
+        st = hc_fail(err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < md->n; i++) roles[i] = tp > 1 ? hc_tp_role(md->m[i].name) : 0;
+    for (unsigned r = 0; r < tp; r++) {
+        cps[r] = (conv_plan){.md = md, .rank = r, .tp = tp, .role = roles};
+        cps[r].plan = calloc(md->n ? md->n : 1, sizeof *cps[r].plan);
+        cps[r].tiled = calloc(md->n ? md->n : 1, sizeof *cps[r].tiled);
+        cps[r].stats = calloc(md->n ? md->n : 1, sizeof *cps[r].stats);
+        if (!cps[r].plan || !cps[r].tiled || !cps[r].stats) {
+            st = hc_fail(err, HC_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    st = plan_modules(c, md, cps, err);
+    if (!st && !c->dry_run && tp > 1) st = ensure_dir(out_dir, err);
+    for (unsigned r = 0; r < tp && !st; r++) {
+        char *dir = tp > 1 ? hc_asprintf("%s/rank%u", out_dir, r) : hc_strdup(out_dir);
+        if (c->dry_run && tp > 1) note(c, "rank %u:", r);
+        st = dir ? write_rank(c, ck, md, &cps[r], dir, err) : hc_fail(err, HC_NOMEM, "out of memory");
+        free(dir);
+    }
+out:
+    c->stats.seconds = now_s() - t0;
+    for (unsigned r = 0; cps && r < tp; r++) {
+        for (size_t i = 0; md && cps[r].plan && i < md->n; i++) hc_tile_plan_free(&cps[r].plan[i]);
+        free(cps[r].plan);
+        free(cps[r].tiled);
+        free(cps[r].stats);
+    }
+    free(cps);
+    free(roles);
     hc_model_free(md);
     hc_ckpt_close(ck);
     return st;

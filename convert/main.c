@@ -21,9 +21,11 @@ static const char usage_text[] =
     "usage: hconvert <command> [options]\n"
     "\n"
     "commands:\n"
-    "  convert SRC OUT [--target passthrough] [--tp N] [--threads N] [--dry-run] [--json]\n"
+    "  convert SRC OUT [--target sm90|sm80|cpu|passthrough] [--tp N] [--threads N] [--dry-run] [--json]\n"
     "        convert the checkpoint SRC (folder, .safetensors file, or .tar/.tar.gz/.tar.zst/.zip\n"
-    "        of one) into the folder OUT: OUT/" HC_CONTAINER_FILE " plus the non-weight files\n"
+    "        of one) into the folder OUT: OUT/" HC_CONTAINER_FILE " (every quantized module\n"
+    "        repacked into the kernels' tile layout) plus the non-weight files; with --tp N, one\n"
+    "        such folder per rank, OUT/rank<r>; --dry-run prints the plan\n"
     "  inspect PATH [--json] [--tensors]\n"
     "        describe a checkpoint or a container (headers only)\n"
     "  validate SRC [--json] [--tp N]\n"
@@ -148,21 +150,32 @@ static int cmd_convert(int argc, char **argv) {
     } else {
         const hc_conv_stats *s = hc_converter_stats(c);
         double gbs = s->seconds > 0 ? (double)s->source_bytes / s->seconds / 1e9 : 0;
+        fputs(hc_converter_report(c), a.dry_run && !a.json ? stdout : stderr);
         if (a.json)
-            printf("{\"dry_run\": %s, \"tensors\": %llu, \"source_bytes\": %llu, "
-                   "\"container_bytes\": %llu, \"files_copied\": %llu, \"seconds\": %.6f}\n",
-                   a.dry_run ? "true" : "false", (unsigned long long)s->tensors,
+            printf("{\"dry_run\": %s, \"tp\": %ld, \"tensors\": %llu, \"source_bytes\": %llu, "
+                   "\"container_bytes\": %llu, \"files_copied\": %llu, \"modules_repacked\": %llu, "
+                   "\"modules_kept\": %llu, \"tiles\": %llu, \"mx_unfolded\": %llu, "
+                   "\"padding_bytes\": %llu, \"seconds\": %.6f}\n",
+                   a.dry_run ? "true" : "false", a.tp, (unsigned long long)s->tensors,
                    (unsigned long long)s->source_bytes, (unsigned long long)s->container_bytes,
-                   (unsigned long long)s->files_copied, s->seconds);
+                   (unsigned long long)s->files_copied, (unsigned long long)s->modules_repacked,
+                   (unsigned long long)s->modules_kept, (unsigned long long)s->tiles,
+                   (unsigned long long)s->mx_unfolded, (unsigned long long)s->padding_bytes,
+                   s->seconds);
         else if (a.dry_run)
-            printf("plan: %llu tensors, %llu bytes, layout 'source' (passthrough); nothing "
-                   "written\n", (unsigned long long)s->tensors,
-                   (unsigned long long)s->source_bytes);
+            printf("plan: %llu tensors per rank, %llu source bytes, %llu modules to repack, %llu "
+                   "kept in their source layout; nothing written\n",
+                   (unsigned long long)s->tensors, (unsigned long long)s->source_bytes,
+                   (unsigned long long)s->modules_repacked, (unsigned long long)s->modules_kept);
         else
-            printf("converted %llu tensors (%.3f MB) into %s/%s (%llu bytes) and copied %llu "
+            printf("converted %llu tensors (%.3f MB) into %s%s (%llu bytes; %llu modules repacked "
+                   "into %llu tiles, %llu kept, %llu MXFP4 row-tiles unfolded) and copied %llu "
                    "files in %.3f s (%.2f GB/s)\n", (unsigned long long)s->tensors,
-                   (double)s->source_bytes / 1e6, a.pos[1], HC_CONTAINER_FILE,
-                   (unsigned long long)s->container_bytes, (unsigned long long)s->files_copied,
+                   (double)s->source_bytes / 1e6, a.pos[1],
+                   a.tp > 1 ? "/rank*/" HC_CONTAINER_FILE : "/" HC_CONTAINER_FILE,
+                   (unsigned long long)s->container_bytes, (unsigned long long)s->modules_repacked,
+                   (unsigned long long)s->tiles, (unsigned long long)s->modules_kept,
+                   (unsigned long long)s->mx_unfolded, (unsigned long long)s->files_copied,
                    s->seconds, gbs);
         rc = 0;
     }
@@ -400,12 +413,34 @@ done:
     return st ? fail(st, err.msg) : 0;
 }
 
+static int cmd_verify(int argc, char **argv);
 static int cmd_verify(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "", 1, &a);
     if (r) return r;
     if (a.npos != 1) return usage_error("%s", "verify needs OUT");
     char *file = hc_container_locate(a.pos[0]);
+    if (!file) { /* a tensor-parallel output: verify every rank */
+        char *r0 = hc_asprintf("%s/rank0", a.pos[0]);
+        char *f0 = r0 ? hc_container_locate(r0) : NULL;
+        free(r0);
+        if (f0) {
+            free(f0);
+            int worst = 0;
+            for (unsigned rank = 0;; rank++) {
+                char *rd = hc_asprintf("%s/rank%u", a.pos[0], rank);
+                if (!rd || access(rd, F_OK) != 0) {
+                    free(rd);
+                    break;
+                }
+                char *sub[1] = {rd};
+                int rc = cmd_verify(1, sub);
+                worst = rc > worst ? rc : worst;
+                free(rd);
+            }
+            return worst;
+        }
+    }
     if (!file) {
         if (access(a.pos[0], F_OK) != 0) {
             char msg[HC_ERRMSG_MAX];

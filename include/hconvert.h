@@ -17,7 +17,7 @@ typedef enum {
     HC_CONV_THREADS = 1,  /* worker threads; <= 0 means all cores (default) */
     HC_CONV_DRY_RUN = 2,  /* nonzero: plan and report, write nothing */
     HC_CONV_PROGRESS = 3, /* nonzero: progress bar on stderr */
-    HC_CONV_TP_SIZE = 4,  /* tensor-parallel ranks; only 1 is supported in this version */
+    HC_CONV_TP_SIZE = 4,  /* tensor-parallel ranks (1..64): OUT/rank<r>/ per rank when > 1 */
     HC_CONV_REPACK = 5,   /* nonzero (default): kernel tile layouts; 0: keep source layouts */
 } hc_conv_param;
 
@@ -39,10 +39,13 @@ hc_converter *hc_converter_create(void);
 void hc_converter_free(hc_converter *c); /* accepts NULL */
 hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t value);
 /* Converts the checkpoint SRC (folder, .safetensors file or archive) into the folder OUT:
- * OUT/model.hconvert plus verbatim copies of the non-weight files. */
+ * OUT/model.hconvert plus verbatim copies of the non-weight files; with tensor parallelism,
+ * one such folder per rank, OUT/rank<r>. */
 hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir);
 const char *hc_converter_errmsg(const hc_converter *c);
 const hc_conv_stats *hc_converter_stats(const hc_converter *c);
+/* The plan (with HC_CONV_DRY_RUN) and the notes of the last run, one line each; "" if none. */
+const char *hc_converter_report(const hc_converter *c);
 
 #ifdef __cplusplus
 }

@@ -62,5 +62,6 @@ void suite_container(void);
 void suite_quant(void);
 void suite_layout(void);
 void suite_run(void);
+void suite_tp(void);
 
 #endif

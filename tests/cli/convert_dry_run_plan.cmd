@@ -1,0 +1,2 @@
+$HC convert $FIX/quant/ct_w4_actorder out --dry-run
+test ! -e out

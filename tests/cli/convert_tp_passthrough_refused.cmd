@@ -1,0 +1,1 @@
+$HC convert $FIX/ckpt/single out --tp 2 --target passthrough

@@ -1,1 +1,0 @@
-$HC convert $FIX/ckpt/single out --tp 2
