@@ -183,12 +183,21 @@ static bool put_scale(double v, hc_dtype dt, uint8_t *dst) {
         break;
     }
     case HC_DT_F8_E4M3: {
-        for (unsigned b = 0; b < 256; b++)
-            if (hc_fp8_e4m3(b) == v && !(v == 0 && signbit(v) != (b >= 128))) {
-                dst[0] = (uint8_t)b;
-                return true;
-            }
-        return v != v ? (dst[0] = 0x7F, true) : false;
+        if (v != v) {
+            dst[0] = 0x7F;
+            return true;
+        }
+        unsigned sgn = signbit(v) ? 0x80u : 0u;
+        double a = fabs(v);
+        int e;
+        double m = frexp(a, &e); /* a = m 2^e, m in [0.5, 1): 1.f x 2^(e-1), E = e + 6 */
+        int E = e + 6;
+        double mant = a == 0 ? 0 : E >= 1 ? (m * 2 - 1) * 8 : a * 512; /* subnormal: q 2^-9 */
+        if (a == 0) E = 0;
+        if (E > 15 || mant != floor(mant) || mant > 7 || (E == 15 && mant == 7)) return false;
+        dst[0] = (uint8_t)(sgn | (unsigned)(E >= 1 ? E : 0) << 3 | (unsigned)mant);
+        hc_read_scalar(dst, dt, 0, &back);
+        break;
     }
     case HC_DT_F8_E8M0: {
         int b = e8m0_of(v);
@@ -230,46 +239,79 @@ void hc_mxfold_row(const uint8_t e[2], const uint8_t codes[64], uint8_t rec[4]) 
     rec[3] = 0;
 }
 
+/* Writes a tile's codes in fragment order (docs/layouts.md), walking the destination: for
+ * each lane's word (4-bit) or 8-byte half-vector (8-bit), the registers a0..a7 come from
+ * rows lane/4 (+8) and columns 2 (lane%4) (+1, +8). Same order as hc_tile_code_pos. */
+static void emit_codes(unsigned bits, const uint8_t *tc, uint64_t stride, uint8_t *chunk) {
+    for (unsigned rb = 0; rb < 4; rb++)
+        for (unsigned lane = 0; lane < 32; lane++)
+            for (unsigned kb = 0; kb < 4; kb++) {
+                uint32_t w = 0;
+                uint8_t b8[8];
+                for (unsigned a = 0; a < 8; a++) {
+                    unsigned r = rb * 16 + lane / 4 + ((a >> 1) & 1) * 8;
+                    unsigned c = kb * 16 + (lane % 4) * 2 + (a & 1) + ((a >> 2) & 1) * 8;
+                    if (bits == 4) w |= (uint32_t)tc[r * stride + c] << (4 * ((a % 2) * 4 + a / 2));
+                    else b8[a] = tc[r * stride + c];
+                }
+                if (bits == 4) {
+                    uint8_t *d = chunk + (rb * 32 + lane) * 16 + kb * 4;
+                    d[0] = (uint8_t)w, d[1] = (uint8_t)(w >> 8), d[2] = (uint8_t)(w >> 16),
+                    d[3] = (uint8_t)(w >> 24);
+                } else {
+                    unsigned v = rb * 2 + kb / 2;
+                    memcpy(chunk + (v * 32 + lane) * 16 + (kb % 2) * 8, b8, 8);
+                }
+            }
+}
+
 hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out,
                        hc_tile_stats *st, hc_err *err) {
     const hc_tile_params *p = &pl->p;
     if (!q->codes) return hc_fail(err, HC_INTERNAL, "tile pack needs decoded codes");
     memset(out, 0, hc_tile_bytes(p));
     unsigned ss = p->kind == HC_TL_MXFOLD ? 0 : hc_dtype_bits(p->scale_dtype) / 8;
+    /* one row stripe (64 rows x Kp codes) at a time: the source rows are read in order */
+    uint8_t *stripe = malloc((size_t)(HC_TILE_N * p->Kp));
+    if (!stripe) return hc_fail(err, HC_NOMEM, "out of memory for a tile stripe");
     for (uint64_t e = 0; e < p->E; e++)
-        for (uint64_t nb = 0; nb < p->tiles_n; nb++)
+        for (uint64_t nb = 0; nb < p->tiles_n; nb++) {
+            memset(stripe, 0, (size_t)(HC_TILE_N * p->Kp));
+            for (unsigned r = 0; r < HC_TILE_N && nb * HC_TILE_N + r < q->N; r++) {
+                const uint8_t *src = q->codes + (e * q->N + nb * HC_TILE_N + r) * q->K;
+                uint8_t *dst = stripe + (uint64_t)r * p->Kp;
+                if (!pl->perm && !p->sign_magnitude) {
+                    memcpy(dst, src, (size_t)q->K);
+                    continue;
+                }
+                for (uint64_t kp = 0; kp < q->K; kp++) {
+                    unsigned u = src[pl->perm ? (uint64_t)pl->perm[kp] : kp];
+                    if (p->sign_magnitude) {
+                        int v = (int)u - p->zero_const;
+                        u = v < 0 ? 8u | (unsigned)-v : (unsigned)v;
+                    }
+                    dst[kp] = (uint8_t)u;
+                }
+            }
             for (uint64_t kb = 0; kb < p->tiles_k; kb++) {
                 uint8_t *chunk = out + hc_tile_offset(p, e, nb, kb);
                 uint8_t *sc = chunk + p->code_bytes, *zp = sc + p->scale_bytes;
+                const uint8_t *tc = stripe + kb * HC_TILE_K;
+                emit_codes(p->code_bits, tc, p->Kp, chunk);
                 for (unsigned r = 0; r < HC_TILE_N; r++) {
                     uint64_t n = nb * HC_TILE_N + r;
-                    uint8_t rowcodes[HC_TILE_K];
-                    for (unsigned c = 0; c < HC_TILE_K; c++) {
-                        uint64_t kp = kb * HC_TILE_K + c;
-                        unsigned u = 0;
-                        if (n < q->N && kp < q->K) {
-                            uint64_t k = pl->perm ? (uint64_t)pl->perm[kp] : kp;
-                            u = q->codes[(e * q->N + n) * q->K + k];
-                            if (p->sign_magnitude) {
-                                int v = (int)u - p->zero_const;
-                                u = v < 0 ? 8u | (unsigned)-v : (unsigned)v;
-                            }
-                        }
-                        rowcodes[c] = (uint8_t)u;
-                        uint64_t b;
-                        unsigned sh;
-                        hc_tile_code_pos(p->code_bits, r, c, &b, &sh);
-                        chunk[b] |= (uint8_t)(u << sh);
-                    }
+                    const uint8_t *rowcodes = tc + (uint64_t)r * p->Kp;
                     for (unsigned j = 0; j < p->S; j++) {
                         uint64_t kp = kb * HC_TILE_K + j * (p->g < HC_TILE_K ? p->g : HC_TILE_K);
                         if (n >= q->N || kp >= q->K) continue; /* padding: scale 0, zero 0 */
                         uint64_t grp = q->sk == 1 ? 0 : kp / q->gk; /* groups contiguous here */
                         uint64_t si = (e * q->sn + n / q->gn) * q->sk + grp;
                         if (p->kind == HC_TL_MXFOLD) continue;
-                        if (!put_scale(q->scales[si], p->scale_dtype, sc + ((uint64_t)r * p->S + j) * ss))
+                        if (!put_scale(q->scales[si], p->scale_dtype, sc + ((uint64_t)r * p->S + j) * ss)) {
+                            free(stripe);
                             return hc_fail(err, HC_INTERNAL, "scale %g is not exact as %s",
                                            q->scales[si], hc_dtype_name(p->scale_dtype));
+                        }
                         if (p->zeros) zp[r * p->S + j] = (uint8_t)q->zeros[si];
                     }
                     if (p->kind == HC_TL_MXFOLD) {
@@ -285,5 +327,7 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                 }
                 if (st) st->tiles++;
             }
+        }
+    free(stripe);
     return HC_OK;
 }
