@@ -85,6 +85,6 @@ int main(int argc, char **argv) {
                threads > 1 ? "s" : " ", gbs, cp, gbs / cp, (double)hwm / 1e6, bound / 1e6,
                (double)hwm <= bound ? "within" : "OVER");
     }
-    cleanup();
+    if (!getenv("HC_BENCH_KEEP")) cleanup(); /* HC_BENCH_KEEP=1 leaves the checkpoint for profiling */
     return 0;
 }

@@ -14,3 +14,5 @@ echo
 "$build/bench/inspect_bench" "${SHARDS:-64}" "${SHARD_MB:-16}" "$tmp/hconvert-inspect-bench.$$"
 echo
 "$build/bench/validate_bench" "${LAYERS:-6}" "$tmp/hconvert-validate-bench.$$"
+echo
+"$build/bench/convert_bench" "${LAYERS:-6}" "$tmp/hconvert-convert-bench.$$"

@@ -3,7 +3,9 @@
  * their offsets while hashed, then the real hashes, the header hash and the preamble. */
 #include "container_write.h"
 
+#include <errno.h>
 #include <omp.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -146,16 +148,20 @@ static hc_status check_unique(const hc_cw_tensor *t, size_t n, hc_err *err) {
 /* Writes one tensor at its offset and records its hash. */
 static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan_t *p,
                            hc_err *err) {
-    if (!t->data) { /* produced now, written, freed: one tensor per thread in memory */
-        void *buf = malloc(t->size ? t->size : 1);
-        if (!buf) return hc_fail(err, HC_NOMEM, "out of memory for tensor '%s' (%llu bytes)",
-                                 t->name, (unsigned long long)t->size);
-        hc_status st = t->fill(t->fill_ctx, t->fill_index, buf, err);
-        if (!st) {
-            p->hash = XXH3_64bits(buf, (size_t)t->size);
-            st = hc_pwrite_full(fd, buf, (size_t)t->size, p->offset, path, err);
+    if (!t->data) { /* produced now, straight into the file's pages (no copy), then hashed */
+        if (t->size == 0) {
+            hc_status st = t->fill(t->fill_ctx, t->fill_index, NULL, err);
+            p->hash = XXH3_64bits(NULL, 0);
+            return st;
         }
-        free(buf);
+        void *m = mmap(NULL, (size_t)t->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                       (off_t)p->offset); /* offsets are 4096-aligned */
+        if (m == MAP_FAILED)
+            return hc_fail(err, HC_IO, "cannot map '%s' at %llu for tensor '%s': %s", path,
+                           (unsigned long long)p->offset, t->name, strerror(errno));
+        hc_status st = t->fill(t->fill_ctx, t->fill_index, m, err);
+        if (!st) p->hash = XXH3_64bits(m, (size_t)t->size);
+        munmap(m, (size_t)t->size); /* the dirty pages reach the disk with the fsync */
         return st;
     }
     if (!p->zstd) {

@@ -128,27 +128,31 @@ typedef struct {
     hc_tile_stats *stats; /* per module, filled by the writer */
 } conv_plan;
 
-/* Writer callback: decode the module's codes, cut the rank's shard, pack, drop the pages. */
+/* Writer callback: decode the module, cut the rank's shard, pack, drop the source pages.
+ * Codes the source stores in natural order are packed without unpacking them. */
 static hc_status fill_tiles(void *ctx, size_t i, void *dst, hc_err *err) {
     conv_plan *cp = ctx;
     const hc_module *m = &cp->md->m[i];
     hc_qtensor q, sh;
     hc_findings f = {0};
     char why[160];
-    hc_status st = hc_module_decode(cp->md, m, 0, &q, &f, err);
+    hc_status st = hc_module_decode(cp->md, m, HC_DECODE_NO_CODES, &q, &f, err);
+    if (!st && (!q.packed || cp->plan[i].perm || cp->tp > 1)) {
+        hc_qtensor_free(&q);
+        st = hc_module_decode(cp->md, m, 0, &q, &f, err);
+    }
+    if (!st && cp->tp > 1) {
+        if (hc_qtensor_shard(&q, cp->role[i], cp->rank, cp->tp, &sh, why, sizeof why)) {
+            hc_qtensor_free(&q);
+            q = sh;
+        } else {
+            st = hc_fail(err, HC_INTERNAL, "module '%s': %s", m->name, why);
+        }
+    }
+    if (!st) st = hc_tile_pack(&q, &cp->plan[i], dst, &cp->stats[i], err);
+    hc_qtensor_free(&q);
     hc_findings_free(&f);
     hc_module_release(cp->md, m);
-    if (st) return st;
-    if (cp->tp > 1) {
-        if (!hc_qtensor_shard(&q, cp->role[i], cp->rank, cp->tp, &sh, why, sizeof why)) {
-            hc_qtensor_free(&q);
-            return hc_fail(err, HC_INTERNAL, "module '%s': %s", m->name, why);
-        }
-        hc_qtensor_free(&q);
-        q = sh;
-    }
-    st = hc_tile_pack(&q, &cp->plan[i], dst, &cp->stats[i], err);
-    hc_qtensor_free(&q);
     return st;
 }
 

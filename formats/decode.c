@@ -282,6 +282,7 @@ static void decode_ct_pack(dctx *c) {
     q->gn = gn, q->gk = gk, q->kind = HC_Q_INT, q->bits = b;
     if (stream && b % 2) snprintf(q->quirks, sizeof q->quirks, "bitstream layout (>= 0.18.0)");
     if (q->codes) unpack_rows(tdata(c, we), N, W, K, b, stream, q->codes);
+    if (b == 4 || b == 8) q->packed = tdata(c, we), q->packed_row_bytes = W * 4; /* both layouts agree */
     if (q->codes) q->code_min = codes_min(q->codes, N * K);
     else if (b == 4 && K % 8 == 0) q->code_min = words_have_zero_nibble(tdata(c, we), N * W) ? 0 : 1;
     if (!ct_scales(c, se, false)) return;
@@ -352,6 +353,7 @@ static void decode_ct_unpacked(dctx *c) {
             if (v < lo || v > hi) out++;
             if (q->codes) q->codes[i] = (uint8_t)(v + q->zero_const);
         }
+        if (b == 8) q->packed = d, q->packed_row_bytes = K, q->packed_xor = 0x80;
         if (out) {
             hc_findings_add(c->f, HC_SEV_ERROR, we->name, "code range", out, NULL, 0,
                             "tensor '%s': code range: %llu values outside [%d, %d] for %d bits",
@@ -373,6 +375,7 @@ static void decode_ct_unpacked(dctx *c) {
             return;
         }
         if (q->codes) memcpy(q->codes, d, N * K);
+        q->packed = d, q->packed_row_bytes = K;
     }
     if (m->scheme.fmt == HC_FMT_FP8_BLOCK || mx) {
         if (!check_shape(c, se, 2, (uint64_t[]){sn, sk}, "scale shape")) return;
@@ -430,6 +433,7 @@ static void decode_ct_fp4(dctx *c) {
     if (!alloc_q(c, 1, N, K, N, K / gs)) return;
     q->gn = 1, q->gk = gs, q->kind = HC_Q_FP4, q->bits = 4;
     if (q->codes) unpack_nibbles(tdata(c, we), N * K / 2, q->codes);
+    q->packed = tdata(c, we), q->packed_row_bytes = K / 2;
     if (nv ? !CHECK_DT(c, se, HC_DT_F8_E4M3) : !CHECK_DT(c, se, HC_DT_U8, HC_DT_F8_E8M0)) return;
     if (!check_shape(c, se, 2, (uint64_t[]){N, K / gs}, "scale shape")) return;
     read_scales(c, se, !nv, N * K / gs, q->scales);
@@ -593,6 +597,7 @@ static void decode_gptoss(dctx *c) {
     if (!alloc_q(c, E, R, C * 32, R, C)) return;
     q->gn = 1, q->gk = 32, q->kind = HC_Q_FP4, q->bits = 4, q->ndim = 3;
     if (q->codes) unpack_nibbles(tdata(c, we), E * R * C * 16, q->codes);
+    q->packed = tdata(c, we), q->packed_row_bytes = C * 16;
     read_scales(c, se, true, E * R * C, q->scales);
 }
 

@@ -108,6 +108,12 @@ typedef struct {
     int32_t *g_idx;          /* [E][K] group of column k, or NULL for k / gk */
     hc_fmt fmt;
     int code_min;            /* INT: smallest code u present, -1 when unknown */
+    /* The codes in natural order straight from the source (no copy), when the source stores
+     * them so: 4-bit as nibbles (element 2j low), 8-bit as bytes XOR packed_xor. Rows of
+     * packed_row_bytes, [E][N]. NULL when the source order differs (GPTQ, AWQ). */
+    const uint8_t *packed;
+    uint64_t packed_row_bytes;
+    uint8_t packed_xor;
     char quirks[128];        /* version quirks applied, for provenance */
 } hc_qtensor;
 

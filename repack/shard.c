@@ -26,6 +26,7 @@ bool hc_qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned tp
                       char *why, size_t why_len) {
     *out = *q;
     out->codes = NULL, out->plain = NULL, out->scales = NULL, out->zeros = NULL, out->g_idx = NULL;
+    out->packed = NULL; /* the shard's codes are copied, not viewed */
     uint64_t n0 = 0, n1 = q->N, k0 = 0, k1 = q->K;
     if (role == 'c') hc_shard_range(q->N, tp, rank, &n0, &n1);
     else if (role == 'r') hc_shard_range(q->K, tp, rank, &k0, &k1);

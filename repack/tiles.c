@@ -265,19 +265,75 @@ static void emit_codes(unsigned bits, const uint8_t *tc, uint64_t stride, uint8_
             }
 }
 
+/* 4-bit fragments from a stripe of natural-order nibbles (two codes a byte): the four bytes
+ * (r, c..c+1), (r+8, c..), (r, c+8..), (r+8, c+8..) hold a0 a1 / a2 a3 / a4 a5 / a6 a7, so the
+ * word is their low nibbles side by side, then their high nibbles. */
+static void emit_nibbles(const uint8_t *nib, uint64_t stride, uint64_t col0, uint8_t *chunk) {
+    for (unsigned rb = 0; rb < 4; rb++)
+        for (unsigned lane = 0; lane < 32; lane++) {
+            const uint8_t *r0 = nib + (rb * 16 + lane / 4) * stride, *r8 = r0 + 8 * stride;
+            for (unsigned kb = 0; kb < 4; kb++) {
+                uint64_t c = (col0 + kb * 16 + (lane % 4) * 2) / 2;
+                uint32_t x = (uint32_t)r0[c] | (uint32_t)r8[c] << 8 | (uint32_t)r0[c + 4] << 16 |
+                             (uint32_t)r8[c + 4] << 24;
+                uint32_t lo = x & 0x0F0F0F0Fu, hi = (x >> 4) & 0x0F0F0F0Fu;
+                lo = (lo | lo >> 4) & 0x00FF00FFu, lo = (lo | lo >> 8) & 0xFFFFu;
+                hi = (hi | hi >> 4) & 0x00FF00FFu, hi = (hi | hi >> 8) & 0xFFFFu;
+                uint32_t w = lo | hi << 16;
+                uint8_t *d = chunk + (rb * 32 + lane) * 16 + kb * 4;
+                d[0] = (uint8_t)w, d[1] = (uint8_t)(w >> 8), d[2] = (uint8_t)(w >> 16),
+                d[3] = (uint8_t)(w >> 24);
+            }
+        }
+}
+
+/* Fills a stripe (64 rows) from the source's natural-order codes: nibbles for 4-bit codes
+ * (row of Kp/2 bytes), bytes for 8-bit (Kp), zero beyond N and K; sign-magnitude through a
+ * byte table. */
+static void stripe_from_packed(const hc_qtensor *q, const hc_tile_params *p, uint64_t e,
+                               uint64_t nb, uint8_t *stripe) {
+    uint64_t row = p->code_bits == 4 ? p->Kp / 2 : p->Kp;
+    uint64_t used = p->code_bits == 4 ? (q->K + 1) / 2 : q->K;
+    uint8_t lut[256];
+    for (unsigned b = 0; b < 256; b++) {
+        unsigned lo = b & 15, hi = b >> 4;
+        if (p->sign_magnitude) {
+            int vl = (int)lo - p->zero_const, vh = (int)hi - p->zero_const;
+            lo = vl < 0 ? 8u | (unsigned)-vl : (unsigned)vl;
+            hi = vh < 0 ? 8u | (unsigned)-vh : (unsigned)vh;
+        }
+        lut[b] = p->code_bits == 4 ? (uint8_t)(lo | hi << 4) : (uint8_t)(b ^ q->packed_xor);
+    }
+    memset(stripe, 0, (size_t)(HC_TILE_N * row));
+    for (unsigned r = 0; r < HC_TILE_N && nb * HC_TILE_N + r < q->N; r++) {
+        const uint8_t *src = q->packed + (e * q->N + nb * HC_TILE_N + r) * q->packed_row_bytes;
+        uint8_t *dst = stripe + r * row;
+        for (uint64_t i = 0; i < used; i++) dst[i] = lut[src[i]];
+        if (p->code_bits == 4 && q->K % 2) dst[used - 1] &= 0x0F; /* the odd last column */
+    }
+}
+
 hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out,
                        hc_tile_stats *st, hc_err *err) {
     const hc_tile_params *p = &pl->p;
-    if (!q->codes) return hc_fail(err, HC_INTERNAL, "tile pack needs decoded codes");
+    /* natural-order source codes are repacked without unpacking them (the fast path) */
+    bool direct = !q->codes && q->packed && !pl->perm;
+    if (!q->codes && !direct) return hc_fail(err, HC_INTERNAL, "tile pack needs decoded codes");
     memset(out, 0, hc_tile_bytes(p));
     unsigned ss = p->kind == HC_TL_MXFOLD ? 0 : hc_dtype_bits(p->scale_dtype) / 8;
     /* one row stripe (64 rows x Kp codes) at a time: the source rows are read in order */
     uint8_t *stripe = malloc((size_t)(HC_TILE_N * p->Kp));
-    if (!stripe) return hc_fail(err, HC_NOMEM, "out of memory for a tile stripe");
+    uint8_t *rowbuf = malloc(HC_TILE_K);
+    if (!stripe || !rowbuf) {
+        free(stripe), free(rowbuf);
+        return hc_fail(err, HC_NOMEM, "out of memory for a tile stripe");
+    }
+    uint64_t nstride = p->code_bits == 4 ? p->Kp / 2 : p->Kp; /* stripe row, direct path */
     for (uint64_t e = 0; e < p->E; e++)
         for (uint64_t nb = 0; nb < p->tiles_n; nb++) {
-            memset(stripe, 0, (size_t)(HC_TILE_N * p->Kp));
-            for (unsigned r = 0; r < HC_TILE_N && nb * HC_TILE_N + r < q->N; r++) {
+            if (direct) stripe_from_packed(q, p, e, nb, stripe);
+            else memset(stripe, 0, (size_t)(HC_TILE_N * p->Kp));
+            for (unsigned r = 0; !direct && r < HC_TILE_N && nb * HC_TILE_N + r < q->N; r++) {
                 const uint8_t *src = q->codes + (e * q->N + nb * HC_TILE_N + r) * q->K;
                 uint8_t *dst = stripe + (uint64_t)r * p->Kp;
                 if (!pl->perm && !p->sign_magnitude) {
@@ -297,10 +353,17 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                 uint8_t *chunk = out + hc_tile_offset(p, e, nb, kb);
                 uint8_t *sc = chunk + p->code_bytes, *zp = sc + p->scale_bytes;
                 const uint8_t *tc = stripe + kb * HC_TILE_K;
-                emit_codes(p->code_bits, tc, p->Kp, chunk);
+                if (direct && p->code_bits == 4) emit_nibbles(stripe, nstride, kb * HC_TILE_K, chunk);
+                else emit_codes(p->code_bits, tc, p->Kp, chunk);
                 for (unsigned r = 0; r < HC_TILE_N; r++) {
                     uint64_t n = nb * HC_TILE_N + r;
                     const uint8_t *rowcodes = tc + (uint64_t)r * p->Kp;
+                    if (direct && p->kind == HC_TL_MXFOLD) { /* the fold reads the row's codes */
+                        const uint8_t *nr = stripe + r * nstride + kb * HC_TILE_K / 2;
+                        for (unsigned c = 0; c < HC_TILE_K; c++)
+                            rowbuf[c] = c % 2 ? nr[c / 2] >> 4 : nr[c / 2] & 15;
+                        rowcodes = rowbuf;
+                    }
                     for (unsigned j = 0; j < p->S; j++) {
                         uint64_t kp = kb * HC_TILE_K + j * (p->g < HC_TILE_K ? p->g : HC_TILE_K);
                         if (n >= q->N || kp >= q->K) continue; /* padding: scale 0, zero 0 */
@@ -308,7 +371,7 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                         uint64_t si = (e * q->sn + n / q->gn) * q->sk + grp;
                         if (p->kind == HC_TL_MXFOLD) continue;
                         if (!put_scale(q->scales[si], p->scale_dtype, sc + ((uint64_t)r * p->S + j) * ss)) {
-                            free(stripe);
+                            free(stripe), free(rowbuf);
                             return hc_fail(err, HC_INTERNAL, "scale %g is not exact as %s",
                                            q->scales[si], hc_dtype_name(p->scale_dtype));
                         }
@@ -328,6 +391,6 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                 if (st) st->tiles++;
             }
         }
-    free(stripe);
+    free(stripe), free(rowbuf);
     return HC_OK;
 }

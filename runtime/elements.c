@@ -27,14 +27,26 @@ double hc_fp8_e5m2(unsigned b) {
     return s * ldexp(1.0 + (double)m / 4.0, (int)e - 15);
 }
 
-double hc_e8m0(unsigned b) { return (b & 0xFF) == 0xFF ? NAN : ldexp(1.0, (int)(b & 0xFF) - 127); }
+double hc_e8m0(unsigned b) {
+    b &= 0xFF;
+    if (b == 0xFF) return NAN;
+    uint32_t bits = b ? b << 23 : 0x00400000u; /* 2^(b-127); b = 0 is the float subnormal 2^-127 */
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
 
+/* IEEE half to float by bits (every half is exact in float): no libm call per value. */
 static double half_to_double(uint16_t h) {
-    unsigned e = (h >> 10) & 31, m = h & 1023;
-    double s = (h & 0x8000) ? -1.0 : 1.0;
-    if (e == 31) return m ? NAN : s * INFINITY;
-    if (e == 0) return s * ldexp((double)m, -24);
-    return s * ldexp(1.0 + (double)m / 1024.0, (int)e - 15);
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 31, m = h & 1023, bits;
+    float f;
+    if (e == 0) { /* zero or subnormal: m x 2^-24, exact in float */
+        f = (float)m * 5.9604644775390625e-8f;
+        return sign ? -(double)f : (double)f;
+    }
+    bits = e == 31 ? sign | 0x7F800000u | m << 13 : sign | (e + 112) << 23 | m << 13;
+    memcpy(&f, &bits, 4);
+    return f;
 }
 
 bool hc_read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out) {
