@@ -82,4 +82,29 @@ static inline uint64_t proc_status_kb(const char *key) {
     return v;
 }
 
+/* Runs job(threads) in a child process so its peak RSS is its own; returns the seconds the
+ * job took and its VmHWM in *hwm. job returns 0 on success. */
+#include <sys/wait.h>
+static __attribute__((unused)) double run_in_child(int (*job)(int), int threads, const char *what,
+                                                  uint64_t *hwm) {
+    int pfd[2];
+    if (pipe(pfd) != 0) bench_die("pipe", strerror(errno));
+    pid_t pid = fork();
+    if (pid == 0) {
+        double t0 = now();
+        int rc = job(threads);
+        double r[2] = {rc ? -1 : now() - t0, (double)proc_status_kb("VmHWM")};
+        if (write(pfd[1], r, sizeof r) != sizeof r) _exit(2);
+        _exit(0);
+    }
+    double r[2] = {-1, 0};
+    close(pfd[1]);
+    if (read(pfd[0], r, sizeof r) != sizeof r) r[0] = -1;
+    close(pfd[0]);
+    waitpid(pid, NULL, 0);
+    if (r[0] < 0) bench_die(what, "failed");
+    *hwm = (uint64_t)r[1];
+    return r[0];
+}
+
 #endif

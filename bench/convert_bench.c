@@ -1,8 +1,6 @@
 /* convert_bench.c: `convert` throughput (GB/s of source, page-cached) on a synthetic
  * compressed-tensors W4A16 checkpoint, beside a plain copy of the same files, and peak RSS
  * against the issue's bound (2 x the largest tensor + 256 MB). */
-#include <sys/wait.h>
-
 #include "benchutil.h"
 #include "synth.h"
 #include "hconvert.h"
@@ -33,31 +31,13 @@ static double plain_copy(uint64_t total) {
     return (double)total / (now() - t0) / 1e9;
 }
 
-static double convert_child(int threads, uint64_t *hwm) {
-    int pfd[2];
-    if (pipe(pfd) != 0) bench_die("pipe", strerror(errno));
-    pid_t pid = fork();
-    if (pid == 0) {
-        hc_converter *c = hc_converter_create();
-        hc_converter_set(c, HC_CONV_THREADS, threads);
-        double t0 = now();
-        hc_status st = hc_converter_run(c, g_dir, g_out);
-        double r[2] = {now() - t0, (double)proc_status_kb("VmHWM")};
-        if (st) {
-            fprintf(stderr, "convert_bench: %s\n", hc_converter_errmsg(c));
-            r[0] = -1;
-        }
-        if (write(pfd[1], r, sizeof r) != sizeof r) _exit(2);
-        _exit(0);
-    }
-    double r[2] = {-1, 0};
-    close(pfd[1]);
-    if (read(pfd[0], r, sizeof r) != sizeof r) r[0] = -1;
-    close(pfd[0]);
-    waitpid(pid, NULL, 0);
-    if (r[0] < 0) bench_die("convert", "failed");
-    *hwm = (uint64_t)r[1];
-    return r[0];
+static int convert_job(int threads) {
+    hc_converter *c = hc_converter_create();
+    hc_converter_set(c, HC_CONV_THREADS, threads);
+    hc_status st = hc_converter_run(c, g_dir, g_out);
+    if (st) fprintf(stderr, "convert_bench: %s\n", hc_converter_errmsg(c));
+    hc_converter_free(c);
+    return st;
 }
 
 int main(int argc, char **argv) {
@@ -77,7 +57,7 @@ int main(int argc, char **argv) {
     cp = plain_copy(total);
     for (int threads = 1; threads <= 2; threads++) {
         uint64_t hwm = 0;
-        double t = convert_child(threads, &hwm);
+        double t = run_in_child(convert_job, threads, "convert", &hwm);
         double gbs = (double)total / t / 1e9;
         double bound = 2.0 * (double)largest + 256e6;
         printf("convert, %d thread%s: %6.2f GB/s   plain copy+fsync: %6.2f GB/s   ratio %.2f   "

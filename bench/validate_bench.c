@@ -1,7 +1,6 @@
 /* validate_bench.c: `validate` throughput on a synthetic compressed-tensors W4A16 checkpoint
  * (GB/s of checkpoint, page-cached) beside a plain read() of the same files, and peak RSS. */
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "benchutil.h"
 #include "synth.h"
@@ -26,31 +25,12 @@ static double plain_read(uint64_t total) {
     return (double)total / (now() - t0) / 1e9;
 }
 
-/* Runs validate in a child so its peak RSS is its own; returns seconds, *hwm the peak. */
-static double validate_child(int threads, uint64_t *hwm) {
-    int pfd[2];
-    if (pipe(pfd) != 0) bench_die("pipe", strerror(errno));
-    pid_t pid = fork();
-    if (pid == 0) {
-        FILE *devnull = fopen("/dev/null", "w");
-        hc_validate_opts o = {.threads = threads};
-        size_t errors = 0;
-        hc_err err = {0};
-        double t0 = now();
-        hc_status st = hc_validate(g_dir, &o, devnull, &errors, &err);
-        double r[2] = {now() - t0, (double)proc_status_kb("VmHWM")};
-        if (st || errors) r[0] = -1;
-        if (write(pfd[1], r, sizeof r) != sizeof r) _exit(2);
-        _exit(0);
-    }
-    double r[2] = {-1, 0};
-    close(pfd[1]);
-    if (read(pfd[0], r, sizeof r) != sizeof r) r[0] = -1;
-    close(pfd[0]);
-    waitpid(pid, NULL, 0);
-    if (r[0] < 0) bench_die("validate", "failed or reported errors");
-    *hwm = (uint64_t)r[1];
-    return r[0];
+static int validate_job(int threads) {
+    FILE *devnull = fopen("/dev/null", "w");
+    hc_validate_opts o = {.threads = threads};
+    size_t errors = 0;
+    hc_err err = {0};
+    return hc_validate(g_dir, &o, devnull, &errors, &err) || errors;
 }
 
 int main(int argc, char **argv) {
@@ -70,7 +50,7 @@ int main(int argc, char **argv) {
         uint64_t hwm = 0;
         double best = 1e30;
         for (int r = 0; r < 3; r++) {
-            double t = validate_child(threads, &hwm);
+            double t = run_in_child(validate_job, threads, "validate", &hwm);
             if (t < best) best = t;
         }
         double gbs = (double)total / best / 1e9;

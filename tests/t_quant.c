@@ -186,13 +186,9 @@ static void check_validate(const char *cas, const cJSON *v) {
 
 static void test_every_format_fixture(void) {
     char *list = NULL;
-    size_t n = 0;
-    hc_err err = {0};
-    char lp[1024];
-    snprintf(lp, sizeof lp, "%s/cases.txt", fixture("quant"));
-    CHECK_EQ_INT(hc_read_file(lp, 1 << 20, &list, &n, &err), HC_OK);
-    for (char *save = NULL, *cas = list ? strtok_r(list, "\n", &save) : NULL; cas;
-         cas = strtok_r(NULL, "\n", &save)) {
+    char **all = fixture_cases(&list);
+    for (char **cp = all; *cp; cp++) {
+        const char *cas = *cp;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s/expected.json", fixture("quant"), cas);
         cJSON *e = load_json(path);
@@ -219,6 +215,7 @@ static void test_every_format_fixture(void) {
         }
         cJSON_Delete(e);
     }
+    free(all);
     free(list);
     printf("     (%d cases, %d modules bit-exact, %d findings checked)\n", cases_done, modules_done,
            findings_checked);
@@ -346,15 +343,11 @@ static void test_hostile_configs_never_crash(void) {
 static void test_container_dequant_matches_source(void) {
     /* every case validate accepts (warnings allowed) */
     char *list = NULL;
-    size_t len = 0;
-    hc_err lerr = {0};
-    char lp[1024];
-    snprintf(lp, sizeof lp, "%s/cases.txt", fixture("quant"));
-    CHECK_EQ_INT(hc_read_file(lp, 1 << 20, &list, &len, &lerr), HC_OK);
+    char **all = fixture_cases(&list);
     const char *cases[256];
     size_t ncases = 0;
-    for (char *save = NULL, *cs = list ? strtok_r(list, "\n", &save) : NULL; cs && ncases < 256;
-         cs = strtok_r(NULL, "\n", &save)) {
+    for (char **cp = all; *cp && ncases < 256; cp++) {
+        const char *cs = *cp;
         char ep[1200];
         snprintf(ep, sizeof ep, "%s/%s/expected.json", fixture("quant"), cs);
         cJSON *e = load_json(ep);
@@ -411,6 +404,7 @@ static void test_container_dequant_matches_source(void) {
         }
         for (int i = 0; i < 2; i++) hc_model_free(md[i]), hc_ckpt_close(ck[i]);
     }
+    free(all);
     free(list);
     CHECK(ncases >= 35);
     CHECK(compared >= 100);

@@ -160,14 +160,9 @@ static void run_case(const char *cas) {
 
 static void test_cpu_executor_matches_float64(void) {
     char *list = NULL;
-    size_t n = 0;
-    hc_err err = {0};
-    char lp[1024];
-    snprintf(lp, sizeof lp, "%s/cases.txt", fixture("quant"));
-    CHECK_EQ_INT(hc_read_file(lp, 1 << 20, &list, &n, &err), HC_OK);
-    for (char *save = NULL, *cas = list ? strtok_r(list, "\n", &save) : NULL; cas;
-         cas = strtok_r(NULL, "\n", &save))
-        run_case(cas);
+    char **all = fixture_cases(&list);
+    for (char **cp = all; *cp; cp++) run_case(*cp);
+    free(all);
     free(list);
     printf("     (%d dense GEMMs and %d routed MoE GEMMs within the float32 bound)\n", gemms, moes);
     CHECK(gemms >= 40);

@@ -54,6 +54,9 @@ const char *fixture(const char *rel);
 /* A fresh empty temporary folder (static buffer, removed at exit). */
 const char *test_tmpdir(void);
 uint64_t fnv1a64(const void *p, size_t n);
+/* The quantized fixture cases (tests/fixtures/quant/cases.txt): a NULL-terminated array of
+ * names pointing into *buf; free both. */
+char **fixture_cases(char **buf);
 
 void suite_base(void);
 void suite_safetensors(void);

@@ -54,6 +54,20 @@ const char *test_tmpdir(void) {
     return buf;
 }
 
+char **fixture_cases(char **buf) {
+    size_t n = 0;
+    hc_err err = {0};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cases.txt", fixture("quant"));
+    *buf = NULL;
+    if (hc_read_file(path, 1 << 20, buf, &n, &err)) return calloc(1, sizeof(char *));
+    char **v = calloc(n + 1, sizeof *v);
+    size_t k = 0;
+    for (char *save = NULL, *c = strtok_r(*buf, "\n", &save); v && c; c = strtok_r(NULL, "\n", &save))
+        v[k++] = c;
+    return v;
+}
+
 uint64_t fnv1a64(const void *p, size_t n) {
     const unsigned char *s = p;
     uint64_t h = 0xcbf29ce484222325ull;
