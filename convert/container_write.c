@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <omp.h>
-#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -146,22 +145,29 @@ static hc_status check_unique(const hc_cw_tensor *t, size_t n, hc_err *err) {
 }
 
 /* Writes one tensor at its offset and records its hash. */
+typedef struct {
+    void *p;
+    uint64_t cap;
+} fill_buf;
+
 static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan_t *p,
-                           hc_err *err) {
-    if (!t->data) { /* produced now, straight into the file's pages (no copy), then hashed */
+                           fill_buf *fb, hc_err *err) {
+    if (!t->data) { /* produced into the thread's buffer (reused: no fresh pages to zero) */
         if (t->size == 0) {
             hc_status st = t->fill(t->fill_ctx, t->fill_index, NULL, err);
             p->hash = XXH3_64bits(NULL, 0);
             return st;
         }
-        void *m = mmap(NULL, (size_t)t->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                       (off_t)p->offset); /* offsets are 4096-aligned */
-        if (m == MAP_FAILED)
-            return hc_fail(err, HC_IO, "cannot map '%s' at %llu for tensor '%s': %s", path,
-                           (unsigned long long)p->offset, t->name, strerror(errno));
-        hc_status st = t->fill(t->fill_ctx, t->fill_index, m, err);
-        if (!st) p->hash = XXH3_64bits(m, (size_t)t->size);
-        munmap(m, (size_t)t->size); /* the dirty pages reach the disk with the fsync */
+        if (fb->cap < t->size) { /* the thread's buffer grows to its largest tensor */
+            void *nb = realloc(fb->p, (size_t)t->size);
+            if (!nb) return hc_fail(err, HC_NOMEM, "out of memory for tensor '%s'", t->name);
+            fb->p = nb, fb->cap = t->size;
+        }
+        hc_status st = t->fill(t->fill_ctx, t->fill_index, fb->p, err);
+        if (!st) {
+            p->hash = XXH3_64bits(fb->p, (size_t)t->size);
+            st = hc_pwrite_full(fd, fb->p, (size_t)t->size, p->offset, path, err);
+        }
         return st;
     }
     if (!p->zstd) {
@@ -259,9 +265,14 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     }
     uint64_t total = 0, done = 0;
     for (size_t i = 0; i < n; i++) total += t[i].size;
+    fill_buf *bufs = calloc((size_t)threads, sizeof *bufs);
+    if (!bufs) {
+        st = hc_fail(err, HC_NOMEM, "out of memory");
+        goto out;
+    }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (size_t i = 0; i < n; i++) {
-        write_one(af.fd, af.tmp_path, &t[i], &p[i], &errs[i]);
+        write_one(af.fd, af.tmp_path, &t[i], &p[i], &bufs[omp_get_thread_num()], &errs[i]);
         if (o->progress) {
 #pragma omp critical(hc_cw_progress)
             {
@@ -270,6 +281,8 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
             }
         }
     }
+    for (int i = 0; i < threads; i++) free(bufs[i].p);
+    free(bufs);
     for (size_t i = 0; i < n; i++)
         if (errs[i].code) {
             st = hc_fail(err, errs[i].code, "%s", errs[i].msg);

@@ -295,7 +295,7 @@ static void stripe_from_packed(const hc_qtensor *q, const hc_tile_params *p, uin
     uint64_t row = p->code_bits == 4 ? p->Kp / 2 : p->Kp;
     uint64_t used = p->code_bits == 4 ? (q->K + 1) / 2 : q->K;
     uint8_t lut[256];
-    for (unsigned b = 0; b < 256; b++) {
+    for (unsigned b = 0; b < 256 && (p->sign_magnitude || q->packed_xor); b++) {
         unsigned lo = b & 15, hi = b >> 4;
         if (p->sign_magnitude) {
             int vl = (int)lo - p->zero_const, vh = (int)hi - p->zero_const;
@@ -304,11 +304,18 @@ static void stripe_from_packed(const hc_qtensor *q, const hc_tile_params *p, uin
         }
         lut[b] = p->code_bits == 4 ? (uint8_t)(lo | hi << 4) : (uint8_t)(b ^ q->packed_xor);
     }
-    memset(stripe, 0, (size_t)(HC_TILE_N * row));
-    for (unsigned r = 0; r < HC_TILE_N && nb * HC_TILE_N + r < q->N; r++) {
-        const uint8_t *src = q->packed + (e * q->N + nb * HC_TILE_N + r) * q->packed_row_bytes;
+    bool identity = !p->sign_magnitude && !q->packed_xor;
+    for (unsigned r = 0; r < HC_TILE_N; r++) {
         uint8_t *dst = stripe + r * row;
-        for (uint64_t i = 0; i < used; i++) dst[i] = lut[src[i]];
+        if (nb * HC_TILE_N + r >= q->N) {
+            memset(dst, 0, (size_t)row);
+            continue;
+        }
+        const uint8_t *src = q->packed + (e * q->N + nb * HC_TILE_N + r) * q->packed_row_bytes;
+        if (identity) memcpy(dst, src, (size_t)used);
+        else
+            for (uint64_t i = 0; i < used; i++) dst[i] = lut[src[i]];
+        memset(dst + used, 0, (size_t)(row - used));
         if (p->code_bits == 4 && q->K % 2) dst[used - 1] &= 0x0F; /* the odd last column */
     }
 }
