@@ -53,15 +53,23 @@ int main(int argc, char **argv) {
     printf("convert_bench: %d layers of W4A16 g128 (hidden %d, intermediate %d), %.2f GB, "
            "largest tensor %.1f MB\n", g_layers, HIDDEN, INTER, (double)total / 1e9,
            (double)largest / 1e6);
+    sync(); /* start every timed run with no writeback pending from the one before */
     double cp = plain_copy(total);
+    sync();
     cp = plain_copy(total);
     for (int threads = 1; threads <= 2; threads++) {
-        uint64_t hwm = 0;
-        double t = run_in_child(convert_job, threads, "convert", &hwm);
+        uint64_t hwm = 0, h;
+        double t = 1e30;
+        for (int rep = 0; rep < 3; rep++) { /* best of three: this VM's disk and CPU are noisy */
+            sync();
+            double x = run_in_child(convert_job, threads, "convert", &h);
+            if (x < t) t = x;
+            if (h > hwm) hwm = h;
+        }
         double gbs = (double)total / t / 1e9;
         double bound = 2.0 * (double)largest + 256e6;
         printf("convert, %d thread%s: %6.2f GB/s   plain copy+fsync: %6.2f GB/s   ratio %.2f   "
-               "peak RSS %.1f MB (bound 2 x largest + 256 MB = %.1f MB: %s)\n", threads,
+               "peak RSS %.1f MB, best of 3 (bound 2 x largest + 256 MB = %.1f MB: %s)\n", threads,
                threads > 1 ? "s" : " ", gbs, cp, gbs / cp, (double)hwm / 1e6, bound / 1e6,
                (double)hwm <= bound ? "within" : "OVER");
     }
@@ -73,7 +81,12 @@ int main(int argc, char **argv) {
         snprintf(g_out, sizeof g_out, "/dev/shm/hconvert-convert-bench.%d", (int)getpid());
         for (int threads = 1; threads <= 2; threads++) {
             uint64_t hwm = 0;
-            double t = run_in_child(convert_job, threads, "convert", &hwm);
+            double t = 1e30;
+            for (int rep = 0; rep < 3; rep++) {
+                sync();
+                double x = run_in_child(convert_job, threads, "convert", &hwm);
+                if (x < t) t = x;
+            }
             printf("convert to tmpfs, %d thread%s: %6.2f GB/s (the disk left out)\n", threads,
                    threads > 1 ? "s" : " ", (double)total / t / 1e9);
         }

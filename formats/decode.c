@@ -83,10 +83,18 @@ static bool alloc_q(dctx *c, uint64_t E, uint64_t N, uint64_t K, uint64_t sn, ui
 
 /* Reads n scale values (any float dtype, E4M3, or E8M0 when e8m0) into out. */
 static void read_scales(const dctx *c, const hc_ck_entry *e, bool e8m0, uint64_t n, double *out) {
-    const void *d = tdata(c, e);
-    for (uint64_t i = 0; i < n; i++) {
-        if (e8m0) out[i] = hc_e8m0(((const uint8_t *)d)[i]);
-        else hc_read_scalar(d, e->t->dtype, i, &out[i]);
+    const uint8_t *d = tdata(c, e);
+    if (e8m0) {
+        for (uint64_t i = 0; i < n; i++) out[i] = hc_e8m0(d[i]);
+    } else if (e->t->dtype == HC_DT_BF16) { /* the common case, without a switch per value */
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)(d[2 * i] | d[2 * i + 1] << 8) << 16;
+            float f;
+            memcpy(&f, &u, 4);
+            out[i] = f;
+        }
+    } else {
+        for (uint64_t i = 0; i < n; i++) hc_read_scalar(d, e->t->dtype, i, &out[i]);
     }
     c->q->scale_dtype = e8m0 ? HC_DT_F8_E8M0 : e->t->dtype;
 }

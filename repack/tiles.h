@@ -34,4 +34,8 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *plan, uint8_t *o
  * groups' E8M0 exponents, codes the row's 64 E2M1 codes. Exposed for the tests. */
 void hc_mxfold_row(const uint8_t e[2], const uint8_t codes[64], uint8_t rec[4]);
 
+/* Tests: the portable and the processor-specific 4-bit fragment emitters on one stripe of
+ * natural-order nibbles (64 rows of stride bytes), each into a 2048-byte code area. */
+void hc_emit_nibbles_both(const uint8_t *nib, uint64_t stride, uint8_t *scalar, uint8_t *fast);
+
 #endif

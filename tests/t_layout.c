@@ -167,7 +167,32 @@ static void test_int4_sign_magnitude(void) {
     }
 }
 
+/* The shuffle emitter writes the same bytes as the portable one, and both match the reader's
+ * addressing (hc_tile_code_pos). */
+static void test_nibble_emitters_agree(void) {
+    uint64_t strides[] = {32, 48, 160};
+    for (size_t si = 0; si < 3; si++) {
+        uint64_t stride = strides[si];
+        uint8_t *nib = malloc(64 * stride), a[2048], b[2048];
+        for (uint64_t i = 0; i < 64 * stride; i++) nib[i] = (uint8_t)rnd();
+        hc_emit_nibbles_both(nib, stride, a, b);
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        uint64_t bad = 0;
+        for (unsigned r = 0; r < 64; r++)
+            for (unsigned c = 0; c < 64; c++) {
+                uint64_t byte;
+                unsigned sh;
+                hc_tile_code_pos(4, r, c, &byte, &sh);
+                unsigned want = c % 2 ? nib[r * stride + c / 2] >> 4 : nib[r * stride + c / 2] & 15;
+                bad += ((b[byte] >> sh) & 15u) != want;
+            }
+        CHECK_EQ_U64(bad, 0);
+        free(nib);
+    }
+}
+
 void suite_layout(void) {
+    RUN(test_nibble_emitters_agree);
     RUN(test_int4_sign_magnitude);
     RUN(test_code_positions_are_a_bijection);
     RUN(test_e4m3_of_fp4_exact_and_complete);
