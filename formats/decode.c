@@ -520,6 +520,8 @@ static void decode_gptq(dctx *c) {
     const void *d = tdata(c, we);
     for (uint64_t n = 0; q->codes && n < N; n++)
         for (uint64_t k = 0; k < K; k++) q->codes[n * K + k] = (uint8_t)gptq_field(d, n, N, k, b);
+    if (b == 4) /* each word is 8 consecutive K codes of one column, low nibble first */
+        q->packed = d, q->packed_row_bytes = K / 2, q->packed_col_stride = N;
     if (q->codes) q->code_min = codes_min(q->codes, N * K);
     else if (b == 4) q->code_min = words_have_zero_nibble(d, rows * N) ? 0 : 1;
     if (!scales_by_group_rows(c, se, G, N)) return;

@@ -114,6 +114,9 @@ typedef struct {
     const uint8_t *packed;
     uint64_t packed_row_bytes;
     uint8_t packed_xor;
+    /* GPTQ: the packed words are [K/8][N] (column-major): row n's word j is at word
+     * j * packed_col_stride + n, its 8 nibbles in natural order. 0 for row-major sources. */
+    uint64_t packed_col_stride;
     char quirks[128];        /* version quirks applied, for provenance */
 } hc_qtensor;
 

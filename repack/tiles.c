@@ -372,10 +372,21 @@ static void stripe_from_packed(const hc_qtensor *q, const hc_tile_params *p, uin
             memset(dst, 0, (size_t)row);
             continue;
         }
-        const uint8_t *src = q->packed + (e * q->N + nb * HC_TILE_N + r) * q->packed_row_bytes;
-        if (identity) memcpy(dst, src, (size_t)used);
-        else
-            for (uint64_t i = 0; i < used; i++) dst[i] = lut[src[i]];
+        uint64_t n = nb * HC_TILE_N + r;
+        if (q->packed_col_stride) { /* GPTQ: gather the row's words down the columns */
+            const uint8_t *base = q->packed + n * 4;
+            for (uint64_t j = 0; j < used / 4; j++) {
+                const uint8_t *w = base + j * q->packed_col_stride * 4;
+                uint8_t *o = dst + 4 * j;
+                if (identity) memcpy(o, w, 4);
+                else o[0] = lut[w[0]], o[1] = lut[w[1]], o[2] = lut[w[2]], o[3] = lut[w[3]];
+            }
+        } else {
+            const uint8_t *src = q->packed + (e * q->N + n) * q->packed_row_bytes;
+            if (identity) memcpy(dst, src, (size_t)used);
+            else
+                for (uint64_t i = 0; i < used; i++) dst[i] = lut[src[i]];
+        }
         memset(dst + used, 0, (size_t)(row - used));
         if (p->code_bits == 4 && q->K % 2) dst[used - 1] &= 0x0F; /* the odd last column */
     }
