@@ -391,6 +391,8 @@ static int cmd_run(int argc, char **argv) {
         st = hc_cpu_linear(c, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
         if (st) hc_fail(&err, st, "%s", msg);
         else st = hc_npy_write_f32(a.output, (uint64_t[]){xs[0], N}, 2, y, &err);
+        if (!st) printf("run: Y [%llu, %llu] = X W^T of '%s' -> %s (cpu)\n",
+                        (unsigned long long)xs[0], (unsigned long long)N, a.pos[1], a.output);
         goto done;
     }
     st = hc_npy_read_2d(a.topk_ids, HC_NPY_I32, is, (void **)&ids, &err);
@@ -407,6 +409,9 @@ static int cmd_run(int argc, char **argv) {
     st = hc_cpu_moe(c, a.pos[1], x, T, xs[1], ids, w, topk, &y, &N, msg, sizeof msg);
     if (st) hc_fail(&err, st, "%s", msg);
     if (!st) st = hc_npy_write_f32(a.output, (uint64_t[]){T * topk, N}, 2, y, &err);
+    if (!st) printf("run: Y [%llu, %llu] = routed rows of '%s' for %llu tokens x top-%llu -> %s "
+                    "(cpu)\n", (unsigned long long)(T * topk), (unsigned long long)N, a.pos[1],
+                    (unsigned long long)T, (unsigned long long)topk, a.output);
 done:
     free(x), free(y), free(w), free(ids), free(file);
     hc_container_free(c);
