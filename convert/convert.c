@@ -3,6 +3,7 @@
  * tile layout as the writer reaches it (one module per thread in memory), and copy the
  * non-weight files so the output folder is servable. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <omp.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "hconvert.h"
 #include "jsonutil.h"
 #include "families.h"
+#include "moe.h"
 #include "quant.h"
 #include "shard.h"
 #include "tiles.h"
@@ -215,6 +217,20 @@ static int cmp_cw_name(const void *a, const void *b) {
     return strcmp(((const hc_cw_tensor *)a)->name, ((const hc_cw_tensor *)b)->name);
 }
 
+/* Scales that are not finite and positive: validate's errors, which convert refuses too. */
+static bool bad_scales(const hc_module *m, const hc_qtensor *q, hc_err *err) {
+    if (q->kind == HC_Q_PLAIN || !q->scales) return false;
+    uint64_t n = q->E * q->sn * q->sk, bad = 0;
+    for (uint64_t i = 0; i < n; i++) bad += !(q->scales[i] > 0 && q->scales[i] < HUGE_VAL);
+    if (q->global_div != 0 && !(q->global_div > 0 && q->global_div < HUGE_VAL)) bad++;
+    if (!bad) return false;
+    const hc_ck_entry *se = m->t[HC_ROLE_SCALE];
+    hc_fail(err, HC_INVALID, "tensor '%s': %llu of %llu scales are NaN, infinite, zero or "
+            "negative (run 'hconvert validate' for every problem)", se ? se->name : m->name,
+            (unsigned long long)bad, (unsigned long long)n);
+    return true;
+}
+
 /* Plans every module for every rank (in parallel; scales only). Refuses what validate
  * rejects, and with --tp what cannot be cut. */
 static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cps, hc_err *err) {
@@ -223,7 +239,11 @@ static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cp
             return hc_fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                            md->config_findings.v[i].message);
     hc_err *errs = calloc(md->n ? md->n : 1, sizeof *errs);
-    if (!errs) return hc_fail(err, HC_NOMEM, "out of memory");
+    hc_moe_shape *shapes = calloc(md->n ? md->n : 1, sizeof *shapes);
+    if (!errs || !shapes) {
+        free(errs), free(shapes);
+        return hc_fail(err, HC_NOMEM, "out of memory");
+    }
     unsigned tp = (unsigned)c->tp_size;
     int threads = c->threads > 0 ? c->threads : omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -236,7 +256,10 @@ static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cp
             hc_err_clear(&errs[i]);
             hc_fail(&errs[i], HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                     f.n ? f.v[0].message : "cannot decode");
+        } else if (bad_scales(m, &q, &errs[i])) {
+            hc_qtensor_free(&q);
         } else {
+            shapes[i] = (hc_moe_shape){true, q.kind, q.bits, q.N, q.K, q.gk};
             for (unsigned r = 0; r < tp && !errs[i].code; r++) {
                 hc_qtensor sh;
                 char why[160] = "";
@@ -257,7 +280,17 @@ static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cp
     hc_status st = HC_OK;
     for (size_t i = 0; i < md->n && !st; i++)
         if (errs[i].code) st = hc_fail(err, errs[i].code, "%s", errs[i].msg);
+    /* MoE layers: every expert present, all alike */
+    hc_findings moe = {0};
+    int layers = 0;
+    if (!st) hc_model_check_moe(md, shapes, &moe, &layers);
+    for (size_t i = 0; i < moe.n && !st; i++)
+        if (moe.v[i].severity == HC_SEV_ERROR)
+            st = hc_fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
+                         moe.v[i].message);
+    hc_findings_free(&moe);
     free(errs);
+    free(shapes);
     return st;
 }
 

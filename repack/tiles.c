@@ -156,14 +156,12 @@ static bool put_scale(double v, hc_dtype dt, uint8_t *dst) {
         back = f;
         break;
     }
-    case HC_DT_BF16: {
+    case HC_DT_BF16: { /* exact when the float's low 16 bits are zero (checked inline) */
         float f = (float)v;
         uint32_t u;
         memcpy(&u, &f, 4);
-        uint16_t h = (uint16_t)(u >> 16);
-        memcpy(dst, &h, 2);
-        hc_read_scalar(dst, dt, 0, &back);
-        break;
+        dst[0] = (uint8_t)(u >> 16), dst[1] = (uint8_t)(u >> 24);
+        return ((double)f == v || v != v) && (u & 0xFFFFu) == 0;
     }
     case HC_DT_F16: {
         /* the 65536 half values: find v's by construction (exact inputs only) */

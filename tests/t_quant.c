@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 #include "hconvert.h"
@@ -413,9 +414,40 @@ static void test_container_dequant_matches_source(void) {
            "tiles)\n", compared, tiled);
 }
 
+/* convert refuses every checkpoint validate rejects, and leaves no container behind. */
+static void test_convert_refuses_what_validate_rejects(void) {
+    char *list = NULL;
+    char **all = fixture_cases(&list);
+    int refused = 0;
+    for (char **cp = all; *cp; cp++) {
+        char ep[1200], src[1024], out[1024], file[1100];
+        snprintf(ep, sizeof ep, "%s/%s/expected.json", fixture("quant"), *cp);
+        cJSON *e = load_json(ep);
+        bool rejected = e && cJSON_GetObjectItem(cJSON_GetObjectItem(e, "validate"), "exit")->valueint;
+        cJSON_Delete(e);
+        if (!rejected) continue;
+        snprintf(src, sizeof src, "%s/%s", fixture("quant"), *cp);
+        snprintf(out, sizeof out, "%s/out", test_tmpdir());
+        hc_converter *cv = hc_converter_create();
+        hc_status st = hc_converter_run(cv, src, out);
+        if (st != HC_INVALID && st != HC_UNSUPPORTED)
+            CHECK_FAIL_("%s: convert returned %s (%s)", *cp, hc_status_name(st),
+                        hc_converter_errmsg(cv));
+        CHECK(hc_converter_errmsg(cv)[0] != 0);
+        snprintf(file, sizeof file, "%s/model.hconvert", out);
+        CHECK(access(file, F_OK) != 0);
+        hc_converter_free(cv);
+        refused++;
+    }
+    free(all);
+    free(list);
+    CHECK(refused >= 35);
+}
+
 void suite_quant(void) {
     RUN(test_element_decoders);
     RUN(test_every_format_fixture);
     RUN(test_hostile_configs_never_crash);
     RUN(test_container_dequant_matches_source);
+    RUN(test_convert_refuses_what_validate_rejects);
 }
