@@ -12,15 +12,6 @@
 #include "test.h"
 #include "validate.h"
 
-static cJSON *load_json(const char *path) {
-    char *t = NULL;
-    size_t n = 0;
-    hc_err err = {0};
-    if (hc_read_file(path, 1 << 24, &t, &n, &err)) return NULL;
-    cJSON *j = cJSON_ParseWithLength(t, n);
-    free(t);
-    return j;
-}
 
 /* Minimal .npy reader for the fixtures: little-endian float32, C order. */
 static float *load_npy(const char *path, uint64_t *shape, int *ndim) {
@@ -192,7 +183,7 @@ static void test_every_format_fixture(void) {
         const char *cas = *cp;
         char path[1024];
         snprintf(path, sizeof path, "%s/%s/expected.json", fixture("quant"), cas);
-        cJSON *e = load_json(path);
+        cJSON *e = test_load_json(path);
         if (!e) {
             CHECK_FAIL_("%s: cannot read expected.json", cas);
             continue;
@@ -307,7 +298,7 @@ static void test_hostile_configs_never_crash(void) {
         snprintf(q, sizeof q, "%s/model.safetensors", dir);
         copy_file(p, q);
         snprintf(p, sizeof p, "%s/config.json", src);
-        cJSON *cfg = load_json(p);
+        cJSON *cfg = test_load_json(p);
         CHECK(cfg != NULL);
         if (!cfg) continue;
         for (int l = 0;; l++) {
@@ -351,7 +342,7 @@ static void test_container_dequant_matches_source(void) {
         const char *cs = *cp;
         char ep[1200];
         snprintf(ep, sizeof ep, "%s/%s/expected.json", fixture("quant"), cs);
-        cJSON *e = load_json(ep);
+        cJSON *e = test_load_json(ep);
         if (e && cJSON_GetObjectItem(cJSON_GetObjectItem(e, "validate"), "exit")->valueint == 0)
             cases[ncases++] = cs;
         cJSON_Delete(e);
@@ -422,7 +413,7 @@ static void test_convert_refuses_what_validate_rejects(void) {
     for (char **cp = all; *cp; cp++) {
         char ep[1200], src[1024], out[1024], file[1100];
         snprintf(ep, sizeof ep, "%s/%s/expected.json", fixture("quant"), *cp);
-        cJSON *e = load_json(ep);
+        cJSON *e = test_load_json(ep);
         bool rejected = e && cJSON_GetObjectItem(cJSON_GetObjectItem(e, "validate"), "exit")->valueint;
         cJSON_Delete(e);
         if (!rejected) continue;

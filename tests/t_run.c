@@ -12,15 +12,6 @@
 #include "quant.h"
 #include "test.h"
 
-static cJSON *read_json(const char *path) {
-    char *t = NULL;
-    size_t n = 0;
-    hc_err err = {0};
-    if (hc_read_file(path, 1 << 24, &t, &n, &err)) return NULL;
-    cJSON *j = cJSON_ParseWithLength(t, n);
-    free(t);
-    return j;
-}
 
 /* W of module name (expert e of a fused tensor, or the module itself) as float64 [N][K]. */
 static double *weights_of(const hc_model *md, const char *name, uint64_t e, uint64_t *N,
@@ -63,7 +54,7 @@ static void run_case(const char *cas) {
     char dir[1024], path[1200], out[1024];
     snprintf(dir, sizeof dir, "%s/%s", fixture("quant"), cas);
     snprintf(path, sizeof path, "%s/run/index.json", dir);
-    cJSON *idx = read_json(path);
+    cJSON *idx = test_load_json(path);
     if (!idx) return;
     snprintf(out, sizeof out, "%s/out", test_tmpdir());
     hc_converter *cv = hc_converter_create();

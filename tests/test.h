@@ -57,6 +57,8 @@ uint64_t fnv1a64(const void *p, size_t n);
 /* The quantized fixture cases (tests/fixtures/quant/cases.txt): a NULL-terminated array of
  * names pointing into *buf; free both. */
 char **fixture_cases(char **buf);
+/* A JSON file parsed with cJSON (a cJSON *, to be deleted), or NULL. */
+struct cJSON *test_load_json(const char *path);
 
 void suite_base(void);
 void suite_safetensors(void);

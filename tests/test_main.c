@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "checkpoint.h"
 #include "test.h"
 
@@ -52,6 +54,16 @@ const char *test_tmpdir(void) {
         exit(3);
     }
     return buf;
+}
+
+struct cJSON *test_load_json(const char *path) {
+    char *t = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    if (hc_read_file(path, 1 << 24, &t, &n, &err)) return NULL;
+    cJSON *j = cJSON_ParseWithLength(t, n);
+    free(t);
+    return j;
 }
 
 char **fixture_cases(char **buf) {
