@@ -426,46 +426,50 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                     dst[kp] = (uint8_t)u;
                 }
             }
-            for (uint64_t kb = 0; kb < p->tiles_k; kb++) {
+            for (uint64_t kb = 0; kb < p->tiles_k; kb++) { /* the codes of every tile */
                 uint8_t *chunk = out + hc_tile_offset(p, e, nb, kb);
-                uint8_t *sc = chunk + p->code_bytes, *zp = sc + p->scale_bytes;
-                const uint8_t *tc = stripe + kb * HC_TILE_K;
                 if (direct && p->code_bits == 4) emit_nibbles(stripe, nstride, kb * HC_TILE_K, chunk);
-                else emit_codes(p->code_bits, tc, p->Kp, chunk);
-                for (unsigned r = 0; r < HC_TILE_N; r++) {
-                    uint64_t n = nb * HC_TILE_N + r;
-                    const uint8_t *rowcodes = tc + (uint64_t)r * p->Kp;
-                    if (direct && p->kind == HC_TL_MXFOLD) { /* the fold reads the row's codes */
-                        const uint8_t *nr = stripe + r * nstride + kb * HC_TILE_K / 2;
-                        for (unsigned c = 0; c < HC_TILE_K; c++)
-                            rowbuf[c] = c % 2 ? nr[c / 2] >> 4 : nr[c / 2] & 15;
-                        rowcodes = rowbuf;
-                    }
-                    for (unsigned j = 0; j < p->S; j++) {
-                        uint64_t kp = kb * HC_TILE_K + j * (p->g < HC_TILE_K ? p->g : HC_TILE_K);
-                        if (n >= q->N || kp >= q->K) continue; /* padding: scale 0, zero 0 */
-                        uint64_t grp = q->sk == 1 ? 0 : kp / q->gk; /* groups contiguous here */
-                        uint64_t si = (e * q->sn + n / q->gn) * q->sk + grp;
-                        if (p->kind == HC_TL_MXFOLD) continue;
-                        if (!put_scale(q->scales[si], p->scale_dtype, sc + ((uint64_t)r * p->S + j) * ss)) {
-                            free(stripe), free(rowbuf);
-                            return hc_fail(err, HC_INTERNAL, "scale %g is not exact as %s",
-                                           q->scales[si], hc_dtype_name(p->scale_dtype));
-                        }
-                        if (p->zeros) zp[r * p->S + j] = (uint8_t)q->zeros[si];
-                    }
+                else emit_codes(p->code_bits, stripe + kb * HC_TILE_K, p->Kp, chunk);
+                if (st) st->tiles++;
+            }
+            /* then the scales, row by row, so each row's scales are read in order */
+            for (unsigned r = 0; r < HC_TILE_N; r++) {
+                uint64_t n = nb * HC_TILE_N + r;
+                if (n >= q->N) break; /* padding rows: scale 0, zero 0 */
+                const double *srow = q->scales + (e * q->sn + n / q->gn) * q->sk;
+                const int32_t *zrow = q->zeros ? q->zeros + (e * q->sn + n / q->gn) * q->sk : NULL;
+                for (uint64_t kb = 0; kb < p->tiles_k; kb++) {
+                    uint8_t *chunk = out + hc_tile_offset(p, e, nb, kb);
+                    uint8_t *sc = chunk + p->code_bytes, *zp = sc + p->scale_bytes;
                     if (p->kind == HC_TL_MXFOLD) {
+                        const uint8_t *rowcodes = stripe + (uint64_t)r * p->Kp + kb * HC_TILE_K;
+                        if (direct) { /* the fold reads the row's codes */
+                            const uint8_t *nr = stripe + r * nstride + kb * HC_TILE_K / 2;
+                            for (unsigned c = 0; c < HC_TILE_K; c++)
+                                rowbuf[c] = c % 2 ? nr[c / 2] >> 4 : nr[c / 2] & 15;
+                            rowcodes = rowbuf;
+                        }
                         uint8_t ex[2] = {127, 127};
-                        for (unsigned j = 0; j < 2 && n < q->N; j++) {
+                        for (unsigned j = 0; j < 2; j++) {
                             uint64_t kp = kb * HC_TILE_K + j * 32;
-                            if (kp < q->K)
-                                ex[j] = (uint8_t)e8m0_of(q->scales[(e * q->sn + n) * q->sk + kp / 32]);
+                            if (kp < q->K) ex[j] = (uint8_t)e8m0_of(srow[kp / 32]);
                         }
                         hc_mxfold_row(ex, rowcodes, sc + (uint64_t)r * 4);
                         if (sc[(uint64_t)r * 4] == HC_MXFOLD_UNFOLDED && st) st->mx_unfolded++;
+                        continue;
+                    }
+                    for (unsigned j = 0; j < p->S; j++) {
+                        uint64_t kp = kb * HC_TILE_K + j * (p->g < HC_TILE_K ? p->g : HC_TILE_K);
+                        if (kp >= q->K) break; /* padding columns: scale 0, zero 0 */
+                        uint64_t grp = q->sk == 1 ? 0 : kp / q->gk; /* groups contiguous here */
+                        if (!put_scale(srow[grp], p->scale_dtype, sc + ((uint64_t)r * p->S + j) * ss)) {
+                            free(stripe), free(rowbuf);
+                            return hc_fail(err, HC_INTERNAL, "scale %g is not exact as %s",
+                                           srow[grp], hc_dtype_name(p->scale_dtype));
+                        }
+                        if (p->zeros) zp[r * p->S + j] = (uint8_t)zrow[grp];
                     }
                 }
-                if (st) st->tiles++;
             }
         }
     free(stripe), free(rowbuf);
