@@ -149,6 +149,7 @@ static hc_status check_unique(const hc_cw_tensor *t, size_t n, hc_err *err) {
 typedef struct {
     void *p;
     uint64_t cap;
+    uint64_t prev_off, prev_len; /* this thread's last large tensor, for bounded writeback */
 } fill_buf;
 
 static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan_t *p,
@@ -273,10 +274,18 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (size_t i = 0; i < n; i++) {
-        write_one(af.fd, af.tmp_path, &t[i], &p[i], &bufs[omp_get_thread_num()], &errs[i]);
-        /* start the disk on this tensor now, so the final fsync finds little left to do */
-        if (!errs[i].code && p[i].stored >= (1u << 20))
+        fill_buf *fb = &bufs[omp_get_thread_num()];
+        write_one(af.fd, af.tmp_path, &t[i], &p[i], fb, &errs[i]);
+        /* start the disk on this tensor now, and wait for this thread's previous one: the
+         * final fsync finds little left, and dirty pages stay bounded (no writeback stalls) */
+        if (!errs[i].code && p[i].stored >= (1u << 20)) {
             sync_file_range(af.fd, (off64_t)p[i].offset, (off64_t)p[i].stored, SYNC_FILE_RANGE_WRITE);
+            if (fb->prev_len)
+                sync_file_range(af.fd, (off64_t)fb->prev_off, (off64_t)fb->prev_len,
+                                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                    SYNC_FILE_RANGE_WAIT_AFTER);
+            fb->prev_off = p[i].offset, fb->prev_len = p[i].stored;
+        }
         if (o->progress) {
 #pragma omp critical(hc_cw_progress)
             {
