@@ -396,13 +396,21 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
     /* natural-order source codes are repacked without unpacking them (the fast path) */
     bool direct = !q->codes && q->packed && !pl->perm;
     if (!q->codes && !direct) return hc_fail(err, HC_INTERNAL, "tile pack needs decoded codes");
-    memset(out, 0, hc_tile_bytes(p));
     unsigned ss = p->kind == HC_TL_MXFOLD ? 0 : hc_dtype_bits(p->scale_dtype) / 8;
+    /* the source group of each (tile column block, scale column): no division per scale;
+     * -1 marks padding columns */
+    int64_t *grp_of = malloc(p->tiles_k * p->S * sizeof *grp_of);
+    if (!grp_of) return hc_fail(err, HC_NOMEM, "out of memory");
+    for (uint64_t kb = 0; kb < p->tiles_k; kb++)
+        for (unsigned j = 0; j < p->S; j++) {
+            uint64_t kp = kb * HC_TILE_K + j * (p->g < HC_TILE_K ? p->g : HC_TILE_K);
+            grp_of[kb * p->S + j] = kp >= q->K ? -1 : q->sk == 1 ? 0 : (int64_t)(kp / q->gk);
+        }
     /* one row stripe (64 rows x Kp codes) at a time: the source rows are read in order */
     uint8_t *stripe = malloc((size_t)(HC_TILE_N * p->Kp));
     uint8_t *rowbuf = malloc(HC_TILE_K);
     if (!stripe || !rowbuf) {
-        free(stripe), free(rowbuf);
+        free(stripe), free(rowbuf), free(grp_of);
         return hc_fail(err, HC_NOMEM, "out of memory for a tile stripe");
     }
     uint64_t nstride = p->code_bits == 4 ? p->Kp / 2 : p->Kp; /* stripe row, direct path */
@@ -428,6 +436,8 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
             }
             for (uint64_t kb = 0; kb < p->tiles_k; kb++) { /* the codes of every tile */
                 uint8_t *chunk = out + hc_tile_offset(p, e, nb, kb);
+                /* codes are all written below; scales, zero points and padding start at 0 */
+                memset(chunk + p->code_bytes, 0, (size_t)(p->chunk_bytes - p->code_bytes));
                 if (direct && p->code_bits == 4) emit_nibbles(stripe, nstride, kb * HC_TILE_K, chunk);
                 else emit_codes(p->code_bits, stripe + kb * HC_TILE_K, p->Kp, chunk);
                 if (st) st->tiles++;
@@ -459,11 +469,10 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                         continue;
                     }
                     for (unsigned j = 0; j < p->S; j++) {
-                        uint64_t kp = kb * HC_TILE_K + j * (p->g < HC_TILE_K ? p->g : HC_TILE_K);
-                        if (kp >= q->K) break; /* padding columns: scale 0, zero 0 */
-                        uint64_t grp = q->sk == 1 ? 0 : kp / q->gk; /* groups contiguous here */
+                        int64_t grp = grp_of[kb * p->S + j]; /* groups are contiguous here */
+                        if (grp < 0) break; /* padding columns: scale 0, zero 0 */
                         if (!put_scale(srow[grp], p->scale_dtype, sc + ((uint64_t)r * p->S + j) * ss)) {
-                            free(stripe), free(rowbuf);
+                            free(stripe), free(rowbuf), free(grp_of);
                             return hc_fail(err, HC_INTERNAL, "scale %g is not exact as %s",
                                            srow[grp], hc_dtype_name(p->scale_dtype));
                         }
@@ -472,6 +481,6 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                 }
             }
         }
-    free(stripe), free(rowbuf);
+    free(stripe), free(rowbuf), free(grp_of);
     return HC_OK;
 }
