@@ -209,6 +209,8 @@ static hc_status inspect_container(const char *file, bool json, bool tensors, FI
                 cJSON_AddStringToObject(o, "encoding", t->encoding == HC_ENC_ZSTD ? "zstd" : "raw");
                 cJSON_AddNumberToObject(o, "raw_length", (double)t->raw_length);
                 cJSON_AddStringToObject(o, "hash", hex);
+                if (t->layout_params)
+                    cJSON_AddItemToObject(o, "layout_params", cJSON_Parse(t->layout_params));
                 cJSON_AddItemToArray(a, o);
             }
         }
