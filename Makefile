@@ -10,13 +10,15 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
 # gcc warns that error messages may be cut at the buffer size: they are, on purpose
 WARN     += $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null \
               2>/dev/null && echo -Wno-format-truncation)
-INCS     := -Iinclude -Iruntime -Iformats -Irepack -Iconvert
+CUDA_HOME?= /usr/local/cuda
+INCS     := -Iinclude -Iruntime -Iformats -Irepack -Iconvert -I$(CUDA_HOME)/include
 BASEFLAGS:= -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCS) -fPIC -fopenmp
 CFLAGS   ?= -O2
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-LIBS     := -lzstd -lcjson -larchive -lxxhash -lm
+LIBS     := -lzstd -lcjson -larchive -lxxhash -lm -ldl
 
-RT_SRC   := $(wildcard runtime/*.c)
+KERNELS  := $(wildcard kernels/*.cu) runtime/layout_core.h
+RT_SRC   := $(wildcard runtime/*.c) $(BUILD)/gen/kernel_sources.c
 CV_SRC   := $(wildcard formats/*.c) $(wildcard repack/*.c) \
             $(filter-out convert/main.c,$(wildcard convert/*.c))
 CLI_SRC  := convert/main.c
@@ -37,7 +39,7 @@ STEST_OBJ:= $(call objs,$(BUILD)/san,$(TEST_SRC))
 
 DEPS_OK  := $(BUILD)/.deps-ok
 
-.PHONY: all deps test demo install clean bench fixtures fuzz
+.PHONY: all deps test demo install clean bench fixtures fuzz gpu-test
 all: $(BUILD)/hconvert $(BUILD)/libhcrt.a $(BUILD)/libhcrt.so $(BUILD)/libhconvert.a \
      $(BUILD)/libhconvert.so
 
@@ -46,6 +48,25 @@ $(DEPS_OK): .ci/install-deps.sh
 	@./.ci/install-deps.sh
 	@touch $@
 deps: $(DEPS_OK)
+
+# the kernel sources, built into the runtime library as strings (NVRTC compiles them at run time)
+$(BUILD)/gen/kernel_sources.c: $(KERNELS) Makefile
+	@mkdir -p $(dir $@)
+	@{ echo '/* generated from kernels/ and runtime/layout_core.h by the Makefile */'; \
+	  echo '#include "jit.h"'; \
+	  i=0; for f in $(KERNELS); do \
+	    echo "static const char src_$$i[] = {"; \
+	    od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	    echo "0};"; i=$$((i+1)); done; \
+	  echo 'const hc_kernel_source hc_kernel_sources[] = {'; \
+	  i=0; for f in $(KERNELS); do echo "{\"$$(basename $$f)\", src_$$i},"; i=$$((i+1)); done; \
+	  echo '{0, 0}};'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/san/$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(SANFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
@@ -59,7 +80,7 @@ $(BUILD)/libhcrt.a: $(RT_OBJ)
 $(BUILD)/libhconvert.a: $(CV_OBJ)
 	ar rcs $@ $^
 $(BUILD)/libhcrt.so: $(RT_OBJ)
-	$(CC) -shared -fopenmp -o $@ $^ -Wl,-soname,libhcrt.so.0 -lzstd -lcjson -lxxhash -lm
+	$(CC) -shared -fopenmp -o $@ $^ -Wl,-soname,libhcrt.so.0 -lzstd -lcjson -lxxhash -lm -ldl
 $(BUILD)/libhconvert.so: $(CV_OBJ) $(RT_OBJ)
 	$(CC) -shared -fopenmp -o $@ $^ -Wl,-soname,libhconvert.so.0 $(LIBS)
 
@@ -79,6 +100,12 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_O
 
 test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert
 	@sh tests/run.sh $(BUILD)
+
+# GPU tests: on a machine without a GPU they say so and pass
+$(BUILD)/gpu_test: tests/gpu/gpu_test.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
+	$(CC) $(BASEFLAGS) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
+gpu-test: $(BUILD)/gpu_test
+	@$(BUILD)/gpu_test
 
 demo: $(BUILD)/hconvert
 	@sh tests/demo.sh $(BUILD)/hconvert

@@ -128,6 +128,20 @@ hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t
 hc_status hc_linear_shape(hc_container *c, const char *name, uint64_t *n, uint64_t *k,
                           uint64_t *experts, char *msg, size_t msg_len);
 
+/* ---- GPU ---- */
+typedef struct hc_gpu hc_gpu;
+/* Loads the CUDA runtime and NVRTC (at run time: without them the CPU paths still work),
+ * picks device 0 and compiles (or loads from the cache) the kernels for its architecture.
+ * HC_UNSUPPORTED when there is no CUDA runtime, no NVRTC or no device. */
+hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len);
+void hc_gpu_free(hc_gpu *g); /* accepts NULL */
+const char *hc_gpu_arch(const hc_gpu *g); /* "sm_90a" */
+/* The reference GPU GEMM: Y = X W^T for the tiled layer NAME, float32 host buffers, the
+ * same arithmetic and order as hc_cpu_linear (bit-identical results). */
+hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
+                            const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
+                            char *msg, size_t msg_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 
 #include "elements.h"
 #include "jsonutil.h"
+#include "layout_core.h"
 
 static const char *const kind_names[] = {NULL, "int", "fp4", "mxfold", "fp8"};
 
@@ -115,20 +116,9 @@ hc_status hc_tile_params_parse(const cJSON *j, const char *layout, hc_tile_param
 
 void hc_tile_code_pos(unsigned code_bits, unsigned r, unsigned c, uint64_t *byte,
                       unsigned *shift) {
-    unsigned rb = r / 16, kb = c / 16, i = r % 16, j = c % 16;
-    unsigned lane = (i % 8) * 4 + (j % 8) / 2;
-    unsigned a = (j >= 8 ? 4u : 0u) + (i >= 8 ? 2u : 0u) + (j % 2); /* register a0..a7 */
-    if (code_bits == 4) {
-        /* one u32 per (lane, k16 step): a0 a2 a4 a6 in the low half-word's nibbles, a1 a3 a5
-         * a7 in the high one, so (x >> 4i) & 0x000F000F yields the pair (a2i, a2i+1) */
-        unsigned nib = (a % 2) * 4 + a / 2;
-        *byte = ((uint64_t)rb * 32 + lane) * 16 + kb * 4 + nib / 2;
-        *shift = (nib % 2) * 4;
-    } else {
-        unsigned v = rb * 2 + kb / 2;
-        *byte = ((uint64_t)v * 32 + lane) * 16 + (kb % 2) * 8 + a;
-        *shift = 0;
-    }
+    hc_u64 b;
+    hc_core_code_pos(code_bits, r, c, &b, shift);
+    *byte = b;
 }
 
 double hc_tile_scale(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned j) {
@@ -144,63 +134,38 @@ int hc_tile_zero(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsi
     return chunk[p->code_bytes + p->scale_bytes + r * p->S + j];
 }
 
-bool hc_e4m3_of_fp4(unsigned u, int d, uint8_t *out) {
-    static const int ex[8] = {0, -1, 0, 0, 1, 1, 2, 2}; /* |v| = (1 + f/2) 2^ex */
-    static const int fr[8] = {0, 0, 0, 1, 0, 1, 0, 1};
-    unsigned m = u & 7, s = (u & 8) << 4;
-    if (m == 0) {
-        *out = (uint8_t)s;
-        return true;
-    }
-    int e = ex[m] + d + 7; /* biased exponent */
-    if (e >= 1) {           /* normal; the mantissa is 000 or 100, never the NaN 111 */
-        if (e > 15) return false;
-        *out = (uint8_t)(s | (unsigned)e << 3 | (fr[m] ? 4u : 0u));
-        return true;
-    }
-    /* subnormal: value = q x 2^-9 with q = (2 + f) x 2^(e + 1), an integer in 1..7 */
-    int p2 = e + 1;
-    unsigned q;
-    if (p2 >= 0) q = (2u + (unsigned)fr[m]) << p2;
-    else if (p2 == -1 && !fr[m]) q = 1;
-    else return false;
-    if (q > 7) return false;
-    *out = (uint8_t)(s | q);
-    return true;
+bool hc_e4m3_of_fp4(unsigned u, int d, uint8_t *out) { return hc_core_e4m3_of_fp4(u, d, out); }
+
+void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c) {
+    memset(c, 0, sizeof *c);
+    c->kind = (unsigned)p->kind;
+    c->code_bits = p->code_bits;
+    c->S = p->S;
+    c->g = (unsigned)(p->g < HC_TILE_K ? p->g : HC_TILE_K);
+    c->scale_kind = p->scale_dtype == HC_DT_F32 ? 0 : p->scale_dtype == HC_DT_BF16 ? 1
+                    : p->scale_dtype == HC_DT_F16 ? 2 : p->scale_dtype == HC_DT_F8_E4M3 ? 3 : 4;
+    c->zeros = p->zeros;
+    c->zero_const = (unsigned)p->zero_const;
+    c->sign_magnitude = p->sign_magnitude;
+    c->global_div = p->global_div;
+    c->code_bytes = p->code_bytes, c->scale_bytes = p->scale_bytes, c->chunk_bytes = p->chunk_bytes;
+    c->tiles_n = p->tiles_n, c->tiles_k = p->tiles_k, c->N = p->N, c->K = p->K;
 }
 
 double hc_tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned c) {
-    unsigned u = hc_tile_code(p, chunk, r, c);
-    unsigned j = p->S > 1 ? c / (unsigned)p->g : 0;
-    switch (p->kind) {
-    case HC_TL_INT:
-        if (p->sign_magnitude) {
-            double q = (double)(u & 7);
-            return (u & 8 ? -q : q) * hc_tile_scale(p, chunk, r, j);
-        }
-        return ((double)u - (double)hc_tile_zero(p, chunk, r, j)) * hc_tile_scale(p, chunk, r, j);
-    case HC_TL_FP4: {
-        double s = hc_tile_scale(p, chunk, r, j);
-        return p->global_div != 0 ? hc_fp4_e2m1(u) * (s / p->global_div) : hc_fp4_e2m1(u) * s;
-    }
-    case HC_TL_FP8: return hc_fp8_e4m3(u) * hc_tile_scale(p, chunk, r, j);
-    case HC_TL_MXFOLD: {
-        const uint8_t *rec = chunk + p->code_bytes + (uint64_t)r * 4;
-        if (rec[0] == HC_MXFOLD_UNFOLDED) return hc_fp4_e2m1(u) * hc_e8m0(rec[1 + j]);
-        uint8_t b;
-        if (!hc_e4m3_of_fp4(u, (int8_t)rec[1 + j], &b)) return NAN;
-        return hc_fp8_e4m3(b) * ldexp(1.0, (int)rec[0] - 127);
-    }
-    }
-    return NAN;
+    hc_core_params cp;
+    hc_tile_core_params(p, &cp);
+    return hc_core_value(&cp, chunk, r, c);
 }
 
 void hc_tile_decode_stripe(const hc_tile_params *p, const uint8_t *tensor, uint64_t e,
                            uint64_t nb, float *out) {
+    hc_core_params cp;
+    hc_tile_core_params(p, &cp);
     for (uint64_t kb = 0; kb < p->tiles_k; kb++) {
         const uint8_t *chunk = tensor + hc_tile_offset(p, e, nb, kb);
         for (unsigned r = 0; r < HC_TILE_N; r++)
             for (unsigned c = 0; c < HC_TILE_K; c++)
-                out[r * p->Kp + kb * HC_TILE_K + c] = (float)hc_tile_value(p, chunk, r, c);
+                out[r * p->Kp + kb * HC_TILE_K + c] = (float)hc_core_value(&cp, chunk, r, c);
     }
 }

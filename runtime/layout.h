@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base.h"
+#include "layout_core.h"
 
 #define HC_TILE_N 64 /* weight rows per tile: the MMA M side (weights are the A operand) */
 #define HC_TILE_K 64 /* columns per tile: four k16 MMA steps */
@@ -81,6 +82,9 @@ int hc_tile_zero(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsi
 bool hc_e4m3_of_fp4(unsigned u, int d, uint8_t *out);
 /* mxfold per-row record: base exponent B (0xFF: unfolded row-tile) and group offsets. */
 #define HC_MXFOLD_UNFOLDED 0xFF
+
+/* The kernels' view of the parameters (layout_core.h). */
+void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c);
 
 /* Value of element (r, c) of tile chunk (already the effective weight, in float64). */
 double hc_tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned c);

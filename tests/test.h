@@ -68,5 +68,6 @@ void suite_quant(void);
 void suite_layout(void);
 void suite_run(void);
 void suite_tp(void);
+void suite_jit(void);
 
 #endif

@@ -96,6 +96,7 @@ int main(void) {
     suite_layout();
     suite_run();
     suite_tp();
+    suite_jit();
     if (tmp_root[0]) hc_remove_tree(tmp_root);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

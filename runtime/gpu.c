@@ -1,0 +1,190 @@
+/* gpu.c: the GPU side of the runtime: the CUDA runtime loaded at run time (dlopen, so the
+ * program starts and runs its CPU paths where there is no driver), kernels compiled by
+ * NVRTC for the device's exact architecture and loaded with cudaLibraryLoadData /
+ * cudaLibraryGetKernel, launched with cudaLaunchKernel. */
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base.h"
+#include "jit.h"
+#include "layout.h"
+
+static struct {
+    int loaded, failed;
+    cudaError_t (*count)(int *);
+    cudaError_t (*attr)(int *, enum cudaDeviceAttr, int);
+    cudaError_t (*set)(int);
+    cudaError_t (*malloc_)(void **, size_t);
+    cudaError_t (*free_)(void *);
+    cudaError_t (*memcpy_)(void *, const void *, size_t, enum cudaMemcpyKind);
+    cudaError_t (*lib_load)(cudaLibrary_t *, const void *, enum cudaJitOption *, void **,
+                            unsigned, enum cudaLibraryOption *, void **, unsigned);
+    cudaError_t (*lib_unload)(cudaLibrary_t);
+    cudaError_t (*lib_kernel)(cudaKernel_t *, cudaLibrary_t, const char *);
+    cudaError_t (*launch)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
+    cudaError_t (*sync)(void);
+    const char *(*errstr)(cudaError_t);
+} cu;
+static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
+
+struct hc_gpu {
+    int device;
+    char arch[16];
+    cudaLibrary_t lib;
+    cudaKernel_t gemm_ref;
+};
+
+static hc_status load_cudart(hc_err *err) {
+    pthread_mutex_lock(&cu_mu);
+    if (!cu.loaded && !cu.failed) {
+        static const char *const names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
+                                            "/usr/local/cuda/lib64/libcudart.so"};
+        void *h = NULL;
+        for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
+            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            *(void **)&cu.count = dlsym(h, "cudaGetDeviceCount");
+            *(void **)&cu.attr = dlsym(h, "cudaDeviceGetAttribute");
+            *(void **)&cu.set = dlsym(h, "cudaSetDevice");
+            *(void **)&cu.malloc_ = dlsym(h, "cudaMalloc");
+            *(void **)&cu.free_ = dlsym(h, "cudaFree");
+            *(void **)&cu.memcpy_ = dlsym(h, "cudaMemcpy");
+            *(void **)&cu.lib_load = dlsym(h, "cudaLibraryLoadData");
+            *(void **)&cu.lib_unload = dlsym(h, "cudaLibraryUnload");
+            *(void **)&cu.lib_kernel = dlsym(h, "cudaLibraryGetKernel");
+            *(void **)&cu.launch = dlsym(h, "cudaLaunchKernel");
+            *(void **)&cu.sync = dlsym(h, "cudaDeviceSynchronize");
+            *(void **)&cu.errstr = dlsym(h, "cudaGetErrorString");
+        }
+        cu.loaded = h && cu.count && cu.attr && cu.set && cu.malloc_ && cu.free_ && cu.memcpy_ &&
+                    cu.lib_load && cu.lib_unload && cu.lib_kernel && cu.launch && cu.sync &&
+                    cu.errstr;
+        cu.failed = !cu.loaded;
+    }
+    pthread_mutex_unlock(&cu_mu);
+    return cu.loaded ? HC_OK
+                     : hc_fail(err, HC_UNSUPPORTED, "the CUDA runtime (libcudart.so) cannot be loaded");
+}
+
+#define CU(call, what)                                                                       \
+    do {                                                                                     \
+        cudaError_t e_ = (call);                                                             \
+        if (e_ != cudaSuccess) {                                                             \
+            st = hc_fail(&err, HC_IO, "CUDA: %s: %s", what, cu.errstr(e_));                  \
+            goto out;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    hc_gpu *g = NULL;
+    void *cubin = NULL;
+    size_t size = 0;
+    *out = NULL;
+    int n = 0, maj = 0, min = 0;
+    st = load_cudart(&err);
+    if (st) goto out;
+    if (cu.count(&n) != cudaSuccess || n == 0) {
+        st = hc_fail(&err, HC_UNSUPPORTED, "no CUDA device");
+        goto out;
+    }
+    g = calloc(1, sizeof *g);
+    if (!g) {
+        st = hc_fail(&err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    CU(cu.set(0), "cudaSetDevice(0)");
+    CU(cu.attr(&maj, cudaDevAttrComputeCapabilityMajor, 0), "compute capability");
+    CU(cu.attr(&min, cudaDevAttrComputeCapabilityMinor, 0), "compute capability");
+    /* the exact architecture: sm_90a on Hopper (wgmma and setmaxnreg need the 'a') */
+    snprintf(g->arch, sizeof g->arch, "sm_%d%d%s", maj, min, maj == 9 && min == 0 ? "a" : "");
+    static const char *const opts[] = {"--fmad=false"};
+    st = hc_jit_compile("tile_gemm.cu", g->arch, opts, 1, &cubin, &size, &err);
+    if (st) goto out;
+    CU(cu.lib_load(&g->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
+    CU(cu.lib_kernel(&g->gemm_ref, g->lib, "hc_tile_gemm_ref"), "cudaLibraryGetKernel");
+out:
+    free(cubin);
+    if (st) {
+        if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
+        free(g);
+        return st;
+    }
+    *out = g;
+    return HC_OK;
+}
+
+void hc_gpu_free(hc_gpu *g) {
+    if (!g) return;
+    if (cu.loaded && g->lib) cu.lib_unload(g->lib);
+    free(g);
+}
+
+const char *hc_gpu_arch(const hc_gpu *g) { return g->arch; }
+
+hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
+                            const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
+                            char *msg, size_t msg_len) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    void *dw = NULL, *dx = NULL, *dy = NULL;
+    float *xp = NULL;
+    const hc_tensor_info *t = hc_container_find(c, name);
+    hc_tile_params p;
+    if (!t || !t->layout_params) {
+        st = hc_fail(&err, HC_UNSUPPORTED, "'%s' is not a tiled tensor (the GPU runs tiled "
+                     "layouts only)", name);
+        goto out;
+    }
+    cJSON *j = cJSON_Parse(t->layout_params);
+    st = hc_tile_params_parse(j, t->layout, &p, name, &err);
+    cJSON_Delete(j);
+    if (st) goto out;
+    if (k != p.K || n != p.N || expert >= p.E) {
+        st = hc_fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
+                     "N=%llu expert %u", name, (unsigned long long)p.N, (unsigned long long)p.K,
+                     (unsigned long long)p.E, (unsigned long long)k, (unsigned long long)n, expert);
+        goto out;
+    }
+    xp = malloc(m * k * sizeof *xp + 1);
+    if (!xp) {
+        st = hc_fail(&err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    const int32_t *perm = NULL;
+    if (p.perm) {
+        char pn[1100];
+        snprintf(pn, sizeof pn, "%s.perm", name);
+        const hc_tensor_info *pt = hc_container_find(c, pn);
+        if (!pt || pt->dtype != HC_DT_I32 || pt->length != k * 4) {
+            st = hc_fail(&err, HC_INVALID, "'%s' missing or not I32 [%llu]", pn, (unsigned long long)k);
+            goto out;
+        }
+        perm = hc_container_stored(c, pt);
+    }
+    for (uint64_t i = 0; i < m; i++)
+        for (uint64_t q = 0; q < k; q++) xp[i * k + q] = x[i * k + (perm ? (uint64_t)perm[q] : q)];
+    CU(cu.malloc_(&dw, t->length), "cudaMalloc(weights)");
+    CU(cu.malloc_(&dx, m * k * 4 + 4), "cudaMalloc(x)");
+    CU(cu.malloc_(&dy, m * n * 4 + 4), "cudaMalloc(y)");
+    CU(cu.memcpy_(dw, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice), "upload W");
+    CU(cu.memcpy_(dx, xp, m * k * 4, cudaMemcpyHostToDevice), "upload X");
+    hc_core_params cp;
+    hc_tile_core_params(&p, &cp);
+    unsigned long long e = expert, mm = m;
+    void *args[] = {&dw, &cp, &e, &dx, &mm, &dy};
+    dim3 grid = {(unsigned)((n + 127) / 128), (unsigned)m, 1}, block = {128, 1, 1};
+    CU(cu.launch((const void *)g->gemm_ref, grid, block, args, 0, 0), "launch hc_tile_gemm_ref");
+    CU(cu.sync(), "hc_tile_gemm_ref");
+    CU(cu.memcpy_(y, dy, m * n * 4, cudaMemcpyDeviceToHost), "download Y");
+out:
+    if (cu.loaded) cu.free_(dw), cu.free_(dx), cu.free_(dy);
+    free(xp);
+    if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
+    return st;
+}

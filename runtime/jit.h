@@ -1,0 +1,27 @@
+/* jit.h: NVRTC, loaded at run time (dlopen), compiling the kernels/ sources built into the
+ * library, with an on-disk cache of cubins keyed by source, options, NVRTC version and
+ * architecture. Needs no GPU: CI compiles every kernel variant through it. */
+#ifndef HC_JIT_H
+#define HC_JIT_H
+
+#include <stddef.h>
+
+#include "base.h"
+
+/* The kernel sources built into the library (generated from kernels/ by the Makefile). */
+typedef struct {
+    const char *name; /* file name, as #include sees it */
+    const char *text;
+} hc_kernel_source;
+extern const hc_kernel_source hc_kernel_sources[]; /* ends with {NULL, NULL} */
+
+/* Compiles source `main` (with every built-in file available as a header) for arch
+ * ("sm_90a") with extra options; returns a malloc'd cubin. Uses and fills the cache unless
+ * HC_JIT_NO_CACHE is set; HC_CACHE_DIR overrides the cache folder. HC_UNSUPPORTED when NVRTC
+ * cannot be loaded. */
+hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
+                         void **cubin, size_t *size, hc_err *err);
+/* NVRTC's version, or HC_UNSUPPORTED when it cannot be loaded. */
+hc_status hc_jit_version(int *major, int *minor, hc_err *err);
+
+#endif

@@ -1,0 +1,169 @@
+/* layout_core.h: the element-level rules of the tiled layouts (docs/layouts.md), written once
+ * for both the host (runtime/layout.c, the CPU executor) and the GPU kernels (compiled by
+ * NVRTC, which receives this file as a header): code positions and value decoding. */
+#ifndef HC_LAYOUT_CORE_H
+#define HC_LAYOUT_CORE_H
+
+#ifdef __CUDACC__
+#define HC_HD __host__ __device__ __forceinline__
+#else
+#define HC_HD static inline
+#endif
+
+typedef unsigned char hc_u8;
+typedef unsigned int hc_u32;
+typedef unsigned long long hc_u64;
+
+/* Byte offset and nibble shift of element (r, c) of a tile's code area. */
+HC_HD void hc_core_code_pos(unsigned bits, unsigned r, unsigned c, hc_u64 *byte, unsigned *shift) {
+    unsigned rb = r / 16, kb = c / 16, i = r % 16, j = c % 16;
+    unsigned lane = (i % 8) * 4 + (j % 8) / 2;
+    unsigned a = (j >= 8 ? 4u : 0u) + (i >= 8 ? 2u : 0u) + (j % 2);
+    if (bits == 4) {
+        unsigned nib = (a % 2) * 4 + a / 2;
+        *byte = ((hc_u64)rb * 32 + lane) * 16 + kb * 4 + nib / 2;
+        *shift = (nib % 2) * 4;
+    } else {
+        unsigned v = rb * 2 + kb / 2;
+        *byte = ((hc_u64)v * 32 + lane) * 16 + (kb % 2) * 8 + a;
+        *shift = 0;
+    }
+}
+
+HC_HD float hc_core_bits_f32(hc_u32 u) {
+    union {
+        hc_u32 u;
+        float f;
+    } x;
+    x.u = u;
+    return x.f;
+}
+
+HC_HD double hc_core_pow2(int e) { /* exact 2^e for e in -1074..1023 */
+    union {
+        hc_u64 u;
+        double d;
+    } x;
+    if (e >= -1022) {
+        x.u = (hc_u64)(e + 1023) << 52;
+        return x.d;
+    }
+    x.u = 1ull << (e + 1074);
+    return x.d;
+}
+
+HC_HD double hc_core_fp4(unsigned code) {
+    const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    double v = mag[code & 7];
+    return (code & 8) ? -v : v;
+}
+
+HC_HD double hc_core_e4m3(unsigned b) {
+    unsigned e = (b >> 3) & 15, m = b & 7;
+    double s = (b & 0x80) ? -1.0 : 1.0;
+    if (e == 15 && m == 7) return 0.0 / 0.0;
+    if (e == 0) return s * (double)m * hc_core_pow2(-9);
+    return s * (1.0 + (double)m / 8.0) * hc_core_pow2((int)e - 7);
+}
+
+HC_HD double hc_core_e8m0(unsigned b) {
+    b &= 0xFF;
+    return b == 0xFF ? 0.0 / 0.0 : hc_core_pow2((int)b - 127);
+}
+
+HC_HD double hc_core_f16(unsigned h) {
+    unsigned e = (h >> 10) & 31, m = h & 1023;
+    double s = (h & 0x8000) ? -1.0 : 1.0;
+    if (e == 31) return m ? 0.0 / 0.0 : s / 0.0;
+    if (e == 0) return s * (double)m * hc_core_pow2(-24);
+    return s * (1.0 + (double)m / 1024.0) * hc_core_pow2((int)e - 15);
+}
+
+/* E2M1 code u times 2^d as an E4M3 byte, when exact (the mxfold conversion). */
+HC_HD int hc_core_e4m3_of_fp4(unsigned u, int d, hc_u8 *out) {
+    const int ex[8] = {0, -1, 0, 0, 1, 1, 2, 2}; /* |v| = (1 + f/2) 2^ex */
+    const int fr[8] = {0, 0, 0, 1, 0, 1, 0, 1};
+    unsigned m = u & 7, s = (u & 8) << 4;
+    if (m == 0) {
+        *out = (hc_u8)s;
+        return 1;
+    }
+    int e = ex[m] + d + 7;
+    if (e >= 1) { /* normal; the mantissa is 000 or 100, never the NaN 111 */
+        if (e > 15) return 0;
+        *out = (hc_u8)(s | (unsigned)e << 3 | (fr[m] ? 4u : 0u));
+        return 1;
+    }
+    int p2 = e + 1; /* subnormal: q 2^-9 with q = (2 + f) 2^(e + 1) in 1..7 */
+    unsigned q;
+    if (p2 >= 0) q = (2u + (unsigned)fr[m]) << p2;
+    else if (p2 == -1 && !fr[m]) q = 1;
+    else return 0;
+    if (q > 7) return 0;
+    *out = (hc_u8)(s | q);
+    return 1;
+}
+
+/* What a kernel needs to read a tile chunk (filled from hc_tile_params on the host). */
+typedef struct {
+    unsigned kind;       /* 1 int, 2 fp4, 3 mxfold, 4 fp8 (hc_tile_kind) */
+    unsigned code_bits;  /* 4 or 8 */
+    unsigned S;          /* scale columns per tile row */
+    unsigned g;          /* scale group along K (S > 1: columns per scale column) */
+    unsigned scale_kind; /* 0 F32, 1 BF16, 2 F16, 3 E4M3, 4 E8M0 */
+    unsigned zeros;      /* a zero-point byte per scale entry */
+    unsigned zero_const;
+    unsigned sign_magnitude;
+    double global_div;   /* NVFP4 divisor, 0 when unused */
+    hc_u64 code_bytes, scale_bytes, chunk_bytes;
+    hc_u64 tiles_n, tiles_k, N, K;
+} hc_core_params;
+
+HC_HD double hc_core_scale(const hc_core_params *p, const hc_u8 *chunk, unsigned r, unsigned j) {
+    const hc_u8 *s = chunk + p->code_bytes;
+    hc_u64 i = (hc_u64)r * p->S + j;
+    switch (p->scale_kind) {
+    case 0: return hc_core_bits_f32((hc_u32)s[4 * i] | (hc_u32)s[4 * i + 1] << 8 |
+                                    (hc_u32)s[4 * i + 2] << 16 | (hc_u32)s[4 * i + 3] << 24);
+    case 1: return hc_core_bits_f32(((hc_u32)s[2 * i] | (hc_u32)s[2 * i + 1] << 8) << 16);
+    case 2: return hc_core_f16((unsigned)s[2 * i] | (unsigned)s[2 * i + 1] << 8);
+    case 3: return hc_core_e4m3(s[i]);
+    default: return hc_core_e8m0(s[i]);
+    }
+}
+
+/* The effective weight of element (r, c) of a tile chunk, in float64. */
+HC_HD double hc_core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned r, unsigned c) {
+    hc_u64 b;
+    unsigned sh;
+    hc_core_code_pos(p->code_bits, r, c, &b, &sh);
+    unsigned u = p->code_bits == 4 ? (chunk[b] >> sh) & 15u : chunk[b];
+    unsigned j = p->S > 1 ? c / p->g : 0;
+    switch (p->kind) {
+    case 1: {
+        double s = hc_core_scale(p, chunk, r, j);
+        if (p->sign_magnitude) {
+            double q = (double)(u & 7);
+            return (u & 8 ? -q : q) * s;
+        }
+        double z = p->zeros ? (double)chunk[p->code_bytes + p->scale_bytes + r * p->S + j]
+                            : (double)p->zero_const;
+        return ((double)u - z) * s;
+    }
+    case 2: {
+        double s = hc_core_scale(p, chunk, r, j);
+        return p->global_div != 0 ? hc_core_fp4(u) * (s / p->global_div) : hc_core_fp4(u) * s;
+    }
+    case 4: return hc_core_e4m3(u) * hc_core_scale(p, chunk, r, j);
+    case 3: {
+        const hc_u8 *rec = chunk + p->code_bytes + (hc_u64)r * 4;
+        if (rec[0] == 0xFF) return hc_core_fp4(u) * hc_core_e8m0(rec[1 + j]);
+        hc_u8 e;
+        if (!hc_core_e4m3_of_fp4(u, (int)(signed char)rec[1 + j], &e)) return 0.0 / 0.0;
+        return hc_core_e4m3(e) * hc_core_pow2((int)rec[0] - 127);
+    }
+    }
+    return 0.0 / 0.0;
+}
+
+#endif
