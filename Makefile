@@ -15,7 +15,14 @@ INCS     := -Iinclude -Iruntime -Iformats -Irepack -Iconvert -I$(CUDA_HOME)/incl
 BASEFLAGS:= -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCS) -fPIC -fopenmp
 CFLAGS   ?= -O2
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-LIBS     := -lzstd -lcjson -larchive -lxxhash -lm -ldl
+# HC_DEPS=folder: headers and libraries carried to a machine that cannot install packages
+# (the lent GPU machine: see bench/NOTES.md); include/ and lib/ inside it are used first
+HC_DEPS  ?=
+ifneq ($(HC_DEPS),)
+INCS     += -I$(HC_DEPS)/include
+LDEXTRA  := -L$(HC_DEPS)/lib -Wl,-rpath,$(abspath $(HC_DEPS))/lib
+endif
+LIBS     := $(LDEXTRA) -lzstd -lcjson -larchive -lxxhash -lm -ldl
 
 KERNELS  := $(wildcard kernels/*.cu) runtime/layout_core.h
 RT_SRC   := $(wildcard runtime/*.c) $(BUILD)/gen/kernel_sources.c
@@ -45,7 +52,7 @@ all: $(BUILD)/hconvert $(BUILD)/libhcrt.a $(BUILD)/libhcrt.so $(BUILD)/libhconve
 
 $(DEPS_OK): .ci/install-deps.sh
 	@mkdir -p $(BUILD)
-	@./.ci/install-deps.sh
+	@if [ -z "$(HC_DEPS)" ]; then ./.ci/install-deps.sh; fi
 	@touch $@
 deps: $(DEPS_OK)
 
@@ -80,7 +87,7 @@ $(BUILD)/libhcrt.a: $(RT_OBJ)
 $(BUILD)/libhconvert.a: $(CV_OBJ)
 	ar rcs $@ $^
 $(BUILD)/libhcrt.so: $(RT_OBJ)
-	$(CC) -shared -fopenmp -o $@ $^ -Wl,-soname,libhcrt.so.0 -lzstd -lcjson -lxxhash -lm -ldl
+	$(CC) -shared -fopenmp -o $@ $^ -Wl,-soname,libhcrt.so.0 $(LDEXTRA) -lzstd -lcjson -lxxhash -lm -ldl
 $(BUILD)/libhconvert.so: $(CV_OBJ) $(RT_OBJ)
 	$(CC) -shared -fopenmp -o $@ $^ -Wl,-soname,libhconvert.so.0 $(LIBS)
 
