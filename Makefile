@@ -12,7 +12,7 @@ WARN     += $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /d
               2>/dev/null && echo -Wno-format-truncation)
 CUDA_HOME?= /usr/local/cuda
 INCS     := -Iinclude -Iruntime -Iformats -Irepack -Iconvert -I$(CUDA_HOME)/include
-BASEFLAGS:= -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCS) -fPIC -fopenmp
+BASEFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCS) -fPIC -fopenmp
 CFLAGS   ?= -O2
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # HC_DEPS=folder: headers and libraries carried to a machine that cannot install packages
