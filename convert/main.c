@@ -351,10 +351,12 @@ static int cmd_run(int argc, char **argv) {
         return usage_error("--device '%s': expected cpu or gpu", a.device);
     if (!a.topk_ids != !a.topk_weights)
         return usage_error("%s", "--topk-ids and --topk-weights go together");
-    if (a.device && !strcmp(a.device, "gpu"))
-        return fail(HC_UNSUPPORTED, "--device gpu: the GPU runtime is not in this version; use "
-                                    "--device cpu");
+    bool gpu = a.device && !strcmp(a.device, "gpu");
+    if (gpu && a.topk_ids)
+        return fail(HC_UNSUPPORTED, "--device gpu with routing: the GPU MoE GEMM is not in this "
+                                    "version; use --device cpu");
     hc_err err = {0};
+    hc_gpu *g = NULL;
     char msg[HC_ERRMSG_MAX] = "";
     float *x = NULL, *y = NULL, *w = NULL;
     int32_t *ids = NULL;
@@ -388,11 +390,17 @@ static int cmd_run(int argc, char **argv) {
             st = hc_fail(&err, HC_NOMEM, "out of memory");
             goto done;
         }
-        st = hc_cpu_linear(c, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
+        if (gpu) { /* the reference GPU kernel (bit-identical to the CPU executor) */
+            st = hc_gpu_open(&g, msg, sizeof msg);
+            if (!st) st = hc_gpu_linear_ref(g, c, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
+        } else {
+            st = hc_cpu_linear(c, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
+        }
         if (st) hc_fail(&err, st, "%s", msg);
         else st = hc_npy_write_f32(a.output, (uint64_t[]){xs[0], N}, 2, y, &err);
-        if (!st) printf("run: Y [%llu, %llu] = X W^T of '%s' -> %s (cpu)\n",
-                        (unsigned long long)xs[0], (unsigned long long)N, a.pos[1], a.output);
+        if (!st) printf("run: Y [%llu, %llu] = X W^T of '%s' -> %s (%s)\n",
+                        (unsigned long long)xs[0], (unsigned long long)N, a.pos[1], a.output,
+                        gpu ? hc_gpu_arch(g) : "cpu");
         goto done;
     }
     st = hc_npy_read_2d(a.topk_ids, HC_NPY_I32, is, (void **)&ids, &err);
@@ -415,6 +423,7 @@ static int cmd_run(int argc, char **argv) {
 done:
     free(x), free(y), free(w), free(ids), free(file);
     hc_container_free(c);
+    hc_gpu_free(g);
     return st ? fail(st, err.msg) : 0;
 }
 

@@ -132,7 +132,8 @@ hc_status hc_linear_shape(hc_container *c, const char *name, uint64_t *n, uint64
 typedef struct hc_gpu hc_gpu;
 /* Loads the CUDA runtime and NVRTC (at run time: without them the CPU paths still work),
  * picks device 0 and compiles (or loads from the cache) the kernels for its architecture.
- * HC_UNSUPPORTED when there is no CUDA runtime, no NVRTC or no device. */
+ * HC_UNSUPPORTED when there is no CUDA runtime, no NVRTC or no device (or HC_NO_GPU is set
+ * in the environment). */
 hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len);
 void hc_gpu_free(hc_gpu *g); /* accepts NULL */
 const char *hc_gpu_arch(const hc_gpu *g); /* "sm_90a" */

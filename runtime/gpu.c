@@ -87,6 +87,10 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     size_t size = 0;
     *out = NULL;
     int n = 0, maj = 0, min = 0;
+    if (getenv("HC_NO_GPU")) { /* as if there were no device (tests of the fallback) */
+        st = hc_fail(&err, HC_UNSUPPORTED, "no CUDA device (HC_NO_GPU is set)");
+        goto out;
+    }
     st = load_cudart(&err);
     if (st) goto out;
     if (cu.count(&n) != cudaSuccess || n == 0) {

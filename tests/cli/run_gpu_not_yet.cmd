@@ -1,1 +1,0 @@
-$HC run out x --input x.npy -o y.npy --device gpu
