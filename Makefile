@@ -46,7 +46,7 @@ STEST_OBJ:= $(call objs,$(BUILD)/san,$(TEST_SRC))
 
 DEPS_OK  := $(BUILD)/.deps-ok
 
-.PHONY: all deps test demo install clean bench fixtures fuzz gpu-test
+.PHONY: all deps test demo install clean bench fixtures fuzz gpu-test bench-gpu
 all: $(BUILD)/hconvert $(BUILD)/libhcrt.a $(BUILD)/libhcrt.so $(BUILD)/libhconvert.a \
      $(BUILD)/libhconvert.so
 
@@ -113,11 +113,13 @@ $(BUILD)/gpu_test: tests/gpu/gpu_test.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.
 	$(CC) $(BASEFLAGS) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
 gpu-test: $(BUILD)/gpu_test
 	@$(BUILD)/gpu_test
+bench-gpu: $(BUILD)/bench/gpu_bench
+	@$(BUILD)/bench/gpu_bench
 
 demo: $(BUILD)/hconvert
 	@sh tests/demo.sh $(BUILD)/hconvert
 
-bench: $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC)) $(BUILD)/hconvert
+bench: $(patsubst bench/%.c,$(BUILD)/bench/%,$(filter-out bench/gpu_bench.c,$(BENCH_SRC))) $(BUILD)/hconvert
 	@sh bench/run.sh $(BUILD)
 
 fuzz: $(BUILD)/hconvert

@@ -143,6 +143,16 @@ hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32
                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
                             char *msg, size_t msg_len);
 
+/* The fast path (this version: 4-bit integer tiles, M <= 8): same results up to float32
+ * rounding of a different summation order. With reps > 0 the kernel is also timed (one
+ * warm-up, reps launches, CUDA events) and *us receives the time per launch. */
+hc_status hc_gpu_linear_fast(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
+                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
+                             int reps, double *us, char *msg, size_t msg_len);
+/* The peer for memory-bound kernels: a plain read of `bytes` on the device, in GB/s. */
+hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, char *msg,
+                             size_t msg_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,12 @@ static struct {
     cudaError_t (*launch)(const void *, dim3, dim3, void **, size_t, cudaStream_t);
     cudaError_t (*sync)(void);
     const char *(*errstr)(cudaError_t);
+    cudaError_t (*ev_create)(cudaEvent_t *);
+    cudaError_t (*ev_record)(cudaEvent_t, cudaStream_t);
+    cudaError_t (*ev_sync)(cudaEvent_t);
+    cudaError_t (*ev_elapsed)(float *, cudaEvent_t, cudaEvent_t);
+    cudaError_t (*ev_destroy)(cudaEvent_t);
+    cudaError_t (*memset_)(void *, int, size_t);
 } cu;
 static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -35,7 +41,7 @@ struct hc_gpu {
     int device;
     char arch[16];
     cudaLibrary_t lib;
-    cudaKernel_t gemm_ref;
+    cudaKernel_t gemm_ref, gemv_int4, stream_read;
 };
 
 static hc_status load_cudart(hc_err *err) {
@@ -59,10 +65,17 @@ static hc_status load_cudart(hc_err *err) {
             *(void **)&cu.launch = dlsym(h, "cudaLaunchKernel");
             *(void **)&cu.sync = dlsym(h, "cudaDeviceSynchronize");
             *(void **)&cu.errstr = dlsym(h, "cudaGetErrorString");
+            *(void **)&cu.ev_create = dlsym(h, "cudaEventCreate");
+            *(void **)&cu.ev_record = dlsym(h, "cudaEventRecord");
+            *(void **)&cu.ev_sync = dlsym(h, "cudaEventSynchronize");
+            *(void **)&cu.ev_elapsed = dlsym(h, "cudaEventElapsedTime");
+            *(void **)&cu.ev_destroy = dlsym(h, "cudaEventDestroy");
+            *(void **)&cu.memset_ = dlsym(h, "cudaMemset");
         }
         cu.loaded = h && cu.count && cu.attr && cu.set && cu.malloc_ && cu.free_ && cu.memcpy_ &&
                     cu.lib_load && cu.lib_unload && cu.lib_kernel && cu.launch && cu.sync &&
-                    cu.errstr;
+                    cu.errstr && cu.ev_create && cu.ev_record && cu.ev_sync && cu.ev_elapsed &&
+                    cu.ev_destroy && cu.memset_;
         cu.failed = !cu.loaded;
     }
     pthread_mutex_unlock(&cu_mu);
@@ -112,6 +125,8 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     if (st) goto out;
     CU(cu.lib_load(&g->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
     CU(cu.lib_kernel(&g->gemm_ref, g->lib, "hc_tile_gemm_ref"), "cudaLibraryGetKernel");
+    CU(cu.lib_kernel(&g->gemv_int4, g->lib, "hc_tile_gemv_int4"), "cudaLibraryGetKernel");
+    CU(cu.lib_kernel(&g->stream_read, g->lib, "hc_stream_read"), "cudaLibraryGetKernel");
 out:
     free(cubin);
     if (st) {
@@ -131,13 +146,16 @@ void hc_gpu_free(hc_gpu *g) {
 
 const char *hc_gpu_arch(const hc_gpu *g) { return g->arch; }
 
-hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
+/* Runs kernel `which` (0 reference, 1 fast path) reps times; us receives the median-free mean
+ * time of the timed repetitions (after one warm-up) when reps > 0. */
+static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
-                            char *msg, size_t msg_len) {
+                            int which, int reps, double *us, char *msg, size_t msg_len) {
     hc_err err = {0};
     hc_status st = HC_OK;
     void *dw = NULL, *dx = NULL, *dy = NULL;
     float *xp = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
     const hc_tensor_info *t = hc_container_find(c, name);
     hc_tile_params p;
     if (!t || !t->layout_params) {
@@ -153,6 +171,12 @@ hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32
         st = hc_fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
                      "N=%llu expert %u", name, (unsigned long long)p.N, (unsigned long long)p.K,
                      (unsigned long long)p.E, (unsigned long long)k, (unsigned long long)n, expert);
+        goto out;
+    }
+    bool fast = which == 1 && p.kind == HC_TL_INT && p.code_bits == 4 && m <= 8;
+    if (which == 1 && !fast) {
+        st = hc_fail(&err, HC_UNSUPPORTED, "'%s': no fast kernel for %s with M=%llu in this "
+                     "version", name, t->layout, (unsigned long long)m);
         goto out;
     }
     xp = malloc(m * k * sizeof *xp + 1);
@@ -178,17 +202,80 @@ hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32
     CU(cu.malloc_(&dy, m * n * 4 + 4), "cudaMalloc(y)");
     CU(cu.memcpy_(dw, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice), "upload W");
     CU(cu.memcpy_(dx, xp, m * k * 4, cudaMemcpyHostToDevice), "upload X");
+    CU(cu.memset_(dy, 0xFF, m * n * 4), "poison Y"); /* NaN where nothing is written */
     hc_core_params cp;
     hc_tile_core_params(&p, &cp);
     unsigned long long e = expert, mm = m;
     void *args[] = {&dw, &cp, &e, &dx, &mm, &dy};
     dim3 grid = {(unsigned)((n + 127) / 128), (unsigned)m, 1}, block = {128, 1, 1};
-    CU(cu.launch((const void *)g->gemm_ref, grid, block, args, 0, 0), "launch hc_tile_gemm_ref");
-    CU(cu.sync(), "hc_tile_gemm_ref");
+    if (fast) grid = (dim3){(unsigned)p.tiles_n, 1, 1};
+    const void *kern = fast ? (const void *)g->gemv_int4 : (const void *)g->gemm_ref;
+    CU(cu.launch(kern, grid, block, args, 0, 0), "launch");
+    CU(cu.sync(), fast ? "hc_tile_gemv_int4" : "hc_tile_gemm_ref");
+    if (reps > 0) {
+        CU(cu.ev_create(&e0), "event");
+        CU(cu.ev_create(&e1), "event");
+        CU(cu.ev_record(e0, 0), "event");
+        for (int r = 0; r < reps; r++) CU(cu.launch(kern, grid, block, args, 0, 0), "launch");
+        CU(cu.ev_record(e1, 0), "event");
+        CU(cu.ev_sync(e1), "event");
+        float ms = 0;
+        CU(cu.ev_elapsed(&ms, e0, e1), "event");
+        *us = (double)ms * 1e3 / reps;
+    }
     CU(cu.memcpy_(y, dy, m * n * 4, cudaMemcpyDeviceToHost), "download Y");
 out:
-    if (cu.loaded) cu.free_(dw), cu.free_(dx), cu.free_(dy);
+    if (cu.loaded) {
+        cu.free_(dw), cu.free_(dx), cu.free_(dy);
+        if (e0) cu.ev_destroy(e0);
+        if (e1) cu.ev_destroy(e1);
+    }
     free(xp);
+    if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
+    return st;
+}
+
+hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
+                            const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
+                            char *msg, size_t msg_len) {
+    return gpu_linear(g, c, name, expert, x, m, k, y, n, 0, 0, NULL, msg, msg_len);
+}
+
+hc_status hc_gpu_linear_fast(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
+                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
+                             int reps, double *us, char *msg, size_t msg_len) {
+    return gpu_linear(g, c, name, expert, x, m, k, y, n, 1, reps, us, msg, msg_len);
+}
+
+hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, char *msg,
+                             size_t msg_len) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    void *buf = NULL, *out = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    unsigned long long n16 = bytes / 16;
+    CU(cu.malloc_(&buf, bytes), "cudaMalloc");
+    CU(cu.malloc_(&out, 1 << 20), "cudaMalloc");
+    CU(cu.memset_(buf, 1, bytes), "cudaMemset");
+    void *args[] = {&buf, &n16, &out};
+    dim3 grid = {132 * 8, 1, 1}, block = {256, 1, 1};
+    CU(cu.launch((const void *)g->stream_read, grid, block, args, 0, 0), "launch");
+    CU(cu.ev_create(&e0), "event");
+    CU(cu.ev_create(&e1), "event");
+    CU(cu.ev_record(e0, 0), "event");
+    for (int r = 0; r < reps; r++)
+        CU(cu.launch((const void *)g->stream_read, grid, block, args, 0, 0), "launch");
+    CU(cu.ev_record(e1, 0), "event");
+    CU(cu.ev_sync(e1), "event");
+    float ms = 0;
+    CU(cu.ev_elapsed(&ms, e0, e1), "event");
+    *gbs = (double)bytes * reps / ((double)ms * 1e-3) / 1e9;
+out:
+    if (cu.loaded) {
+        cu.free_(buf), cu.free_(out);
+        if (e0) cu.ev_destroy(e0);
+        if (e1) cu.ev_destroy(e1);
+    }
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
 }

@@ -3,13 +3,46 @@
  * order, --fmad=false), for M = 7 and 33 and for every expert of fused tensors. Without a GPU
  * it says so and exits 0. Ends with "N passed, N failed". */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include "hconvert.h"
+#include "jit.h"
+#include "layout.h"
 #include "npy.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Cold compile (cache off) and warm load (cache hit) of the kernels, for the notes. */
+static void jit_times(const char *arch) {
+    static const char *const opts[] = {"--fmad=false"};
+    void *cubin = NULL;
+    size_t size = 0;
+    hc_err err = {0};
+    setenv("HC_JIT_NO_CACHE", "1", 1);
+    double t0 = now_s();
+    hc_status st = hc_jit_compile("tile_gemm.cu", arch, opts, 1, &cubin, &size, &err);
+    double cold = now_s() - t0;
+    unsetenv("HC_JIT_NO_CACHE");
+    free(cubin);
+    hc_jit_compile("tile_gemm.cu", arch, opts, 1, &cubin, &size, &err); /* fill the cache */
+    free(cubin);
+    t0 = now_s();
+    st |= hc_jit_compile("tile_gemm.cu", arch, opts, 1, &cubin, &size, &err);
+    double warm = now_s() - t0;
+    free(cubin);
+    printf("jit: tile_gemm.cu for %s: cold compile %.1f ms, warm cache load %.3f ms (%zu-byte "
+           "cubin)%s\n", arch, cold * 1e3, warm * 1e3, size, st ? " FAILED" : "");
+}
 
 static int passed, failed;
 
@@ -41,6 +74,43 @@ static void check_layer(hc_gpu *g, hc_container *c, const char *cas, const char 
                        (unsigned long long)m, (unsigned long long)n, (unsigned long long)k,
                        t->layout);
         passed += ok, failed += !ok;
+        /* the fast path where it exists: within twice the float32 summation bound */
+        hc_tile_params p;
+        cJSON *pj = cJSON_Parse(t->layout_params);
+        hc_err perr = {0};
+        bool have_p = hc_tile_params_parse(pj, t->layout, &p, name, &perr) == HC_OK;
+        cJSON_Delete(pj);
+        if (ok && have_p && p.kind == HC_TL_INT && p.code_bits == 4 && m <= 8) {
+            float *yf = malloc(m * n * 4 + 4);
+            int fok = hc_gpu_linear_fast(g, c, name, e, x, m, k, yf, n, 0, NULL, msg, sizeof msg) == HC_OK;
+            if (!fok) printf("FAIL %s %s: fast: %s\n", cas, name, msg);
+            const uint8_t *wb = hc_container_stored(c, t);
+            const int32_t *perm = NULL;
+            if (p.perm) {
+                char pn[600];
+                snprintf(pn, sizeof pn, "%s.perm", name);
+                perm = hc_container_stored(c, hc_container_find(c, pn));
+            }
+            uint64_t bad = 0;
+            for (uint64_t i = 0; fok && i < m; i++)
+                for (uint64_t r = 0; r < n; r++) {
+                    double sum = 0;
+                    for (uint64_t q = 0; q < k; q++) {
+                        const uint8_t *ch = wb + hc_tile_offset(&p, e, r / 64, q / 64);
+                        double wv = hc_tile_value(&p, ch, (unsigned)(r % 64), (unsigned)(q % 64));
+                        sum += fabs(wv * x[i * k + (perm ? (uint64_t)perm[q] : q)]);
+                    }
+                    double bound = 2 * ((double)k + 3) * ldexp(1.0, -24) * sum + 1e-30;
+                    if (!(fabs((double)yf[i * n + r] - (double)yc[i * n + r]) <= bound)) bad++;
+                }
+            if (fok && bad) printf("FAIL %s %s: fast path: %llu outputs beyond the bound\n", cas,
+                                   name, (unsigned long long)bad);
+            fok = fok && !bad;
+            if (fok) printf("ok   %s %s expert %u M=%llu fast path\n", cas, name, e,
+                            (unsigned long long)m);
+            passed += fok, failed += !fok;
+            free(yf);
+        }
         free(yc), free(yg);
     }
 }
@@ -58,6 +128,7 @@ int main(void) {
         return 1;
     }
     printf("GPU %s\n", hc_gpu_arch(g));
+    jit_times(hc_gpu_arch(g));
     FILE *f = fopen("tests/fixtures/quant/cases.txt", "r");
     char cas[256];
     while (f && fscanf(f, "%255s", cas) == 1) {
