@@ -19,75 +19,118 @@ extern "C" __global__ void hc_tile_gemm_ref(const hc_u8 *w, hc_core_params p, hc
     y[row * p.N + n] = acc;
 }
 
-// hc_tile_gemv_int4: small-M path for 4-bit integer tiles (tile64-int, code_bits 4), memory
-// bound: one block per 64-row stripe (and expert), four warps sharing its K tiles; each lane
-// loads its 16-byte fragment vectors (coalesced: a warp reads 512 contiguous bytes per row
-// block), decodes 8 codes per word and accumulates X W^T for its rows; lanes of a row group
-// and the warps then reduce. M <= HC_GEMV_MAX_M tokens.
-#define HC_GEMV_MAX_M 8
-extern "C" __global__ void __launch_bounds__(128)
-hc_tile_gemv_int4(const hc_u8 *w, hc_core_params p, hc_u64 expert, const float *x, hc_u64 m,
-                  float *y) {
-    __shared__ float red[4][64][HC_GEMV_MAX_M];
+// hc_tile_gemv_int4_m<M>: small-M path for 4-bit integer tiles (tile64-int, code_bits 4),
+// memory bound. One block per 64-row stripe (and expert); its four warps share the stripe's K
+// tiles. Each lane loads its four 16-byte fragment vectors of a tile (a warp reads 512
+// contiguous bytes per row block), takes the activations of its 16 columns once per tile, and
+// accumulates for its 8 rows; a row's scale and zero point are applied once per tile when the
+// layout has one scale column (S = 1), per element otherwise. Lanes of a row group, then the
+// warps, reduce. M (tokens, at most the variant's M) is a compile-time bound.
+/* The per-element path (several scale columns per tile), kept out of line: unrolled copies of
+ * the full decoder would make the kernel slow to compile. */
+__device__ __noinline__ float tile_value_slow(const hc_core_params *p, const hc_u8 *chunk,
+                                              unsigned r, unsigned c) {
+    return (float)hc_core_value(p, chunk, r, c);
+}
+
+template <int M>
+__device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &p, hc_u64 expert,
+                                          const float *x, hc_u64 m, float *y) {
+    __shared__ float red[4][64][M];
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const hc_u64 nb = blockIdx.x;
     const hc_u8 *stripe = w + ((expert * p.tiles_n + nb) * p.tiles_k) * p.chunk_bytes;
-    float acc[8][HC_GEMV_MAX_M]; /* rows rb*16 + lane/4 (+8) for rb 0..3 */
+    float acc[8][M]; /* rows rb*16 + lane/4 (+8) for rb 0..3 */
+#pragma unroll
     for (int i = 0; i < 8; i++)
-        for (int t = 0; t < HC_GEMV_MAX_M; t++) acc[i][t] = 0.0f;
+#pragma unroll
+        for (int t = 0; t < M; t++) acc[i][t] = 0.0f;
     for (hc_u64 kb = warp; kb < p.tiles_k; kb += 4) {
         const hc_u8 *chunk = stripe + kb * p.chunk_bytes;
         const uint4 *vec = (const uint4 *)chunk;
-        for (unsigned rb = 0; rb < 4; rb++) {
-            uint4 v = __ldg(&vec[rb * 32 + lane]);
-            unsigned words[4] = {v.x, v.y, v.z, v.w};
-            unsigned r0 = rb * 16 + lane / 4, r8 = r0 + 8;
-            for (unsigned ks = 0; ks < 4; ks++) {
-                unsigned wd = words[ks];
-                unsigned c0 = ks * 16 + (lane % 4) * 2;
-                hc_u64 k0 = kb * 64 + c0;
-                for (unsigned a = 0; a < 8; a++) {
-                    unsigned nib = (a % 2) * 4 + a / 2;
+        uint4 v[4];
+#pragma unroll
+        for (int rb = 0; rb < 4; rb++) v[rb] = __ldg(&vec[rb * 32 + lane]);
+        float s1[8], z1[8]; /* one scale column: per row, for the whole tile */
+        if (p.S == 1) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                unsigned r = (unsigned)(i / 2) * 16 + lane / 4 + (i % 2) * 8;
+                s1[i] = (float)hc_core_scale(&p, chunk, r, 0);
+                z1[i] = p.sign_magnitude ? 0.0f
+                        : p.zeros ? (float)chunk[p.code_bytes + p.scale_bytes + r] : (float)p.zero_const;
+            }
+        }
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const unsigned c0 = ks * 16 + (lane % 4) * 2;
+            float xv[4][M]; /* columns c0, c0 + 1, c0 + 8, c0 + 9 */
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                hc_u64 k = kb * 64 + c0 + (q & 1) + (q & 2 ? 8 : 0);
+#pragma unroll
+                for (int t = 0; t < M; t++)
+                    xv[q][t] = (k < p.K && (hc_u64)t < m) ? __ldg(&x[(hc_u64)t * p.K + k]) : 0.0f;
+            }
+#pragma unroll
+            for (int rb = 0; rb < 4; rb++) {
+                unsigned wd = ks == 0 ? v[rb].x : ks == 1 ? v[rb].y : ks == 2 ? v[rb].z : v[rb].w;
+#pragma unroll
+                for (int a = 0; a < 8; a++) {
+                    const int nib = (a % 2) * 4 + a / 2;
+                    const int ri = rb * 2 + ((a & 2) ? 1 : 0);
+                    const int q = (a & 1) + ((a & 4) ? 2 : 0);
                     unsigned u = (wd >> (4 * nib)) & 15u;
-                    unsigned r = (a & 2) ? r8 : r0;
-                    unsigned c = c0 + (a & 1) + ((a & 4) ? 8 : 0);
-                    hc_u64 k = k0 + (a & 1) + ((a & 4) ? 8 : 0);
-                    if (k >= p.K) continue;
-                    unsigned j = p.S > 1 ? c / p.g : 0;
-                    float s = (float)hc_core_scale(&p, chunk, r, j);
-                    float q;
-                    if (p.sign_magnitude) q = (u & 8) ? -(float)(u & 7) : (float)(u & 7);
-                    else q = (float)u - (float)(p.zeros ? chunk[p.code_bytes + p.scale_bytes + r * p.S + j]
-                                                         : p.zero_const);
-                    float wv = q * s;
-                    int ri = (int)rb * 2 + ((a & 2) ? 1 : 0);
-                    for (hc_u64 t = 0; t < m && t < HC_GEMV_MAX_M; t++)
-                        acc[ri][t] += wv * x[t * p.K + k];
+                    float wv;
+                    if (p.S == 1) {
+                        float cq = p.sign_magnitude ? ((u & 8) ? -(float)(u & 7) : (float)(u & 7))
+                                                    : (float)u - z1[ri];
+                        wv = cq * s1[ri];
+                    } else {
+                        unsigned r = (unsigned)rb * 16 + lane / 4 + ((a & 2) ? 8 : 0);
+                        unsigned c = c0 + (a & 1) + ((a & 4) ? 8 : 0);
+                        wv = tile_value_slow(&p, chunk, r, c);
+                    }
+#pragma unroll
+                    for (int t = 0; t < M; t++) acc[ri][t] = fmaf(wv, xv[q][t], acc[ri][t]);
                 }
             }
         }
     }
-    /* the four lanes of a row group hold parts of the same rows */
+#pragma unroll
     for (int i = 0; i < 8; i++)
-        for (int t = 0; t < HC_GEMV_MAX_M; t++) {
+#pragma unroll
+        for (int t = 0; t < M; t++) {
             float vsum = acc[i][t];
             vsum += __shfl_xor_sync(0xffffffffu, vsum, 1);
             vsum += __shfl_xor_sync(0xffffffffu, vsum, 2);
             acc[i][t] = vsum;
         }
     if (lane % 4 == 0)
+#pragma unroll
         for (int i = 0; i < 8; i++) {
             unsigned r = (unsigned)(i / 2) * 16 + lane / 4 + (i % 2) * 8;
-            for (int t = 0; t < HC_GEMV_MAX_M; t++) red[warp][r][t] = acc[i][t];
+#pragma unroll
+            for (int t = 0; t < M; t++) red[warp][r][t] = acc[i][t];
         }
     __syncthreads();
-    for (unsigned idx = threadIdx.x; idx < 64 * HC_GEMV_MAX_M; idx += blockDim.x) {
-        unsigned r = idx / HC_GEMV_MAX_M, t = idx % HC_GEMV_MAX_M;
+    for (unsigned idx = threadIdx.x; idx < 64 * M; idx += blockDim.x) {
+        unsigned r = idx / M, t = idx % M;
         hc_u64 n = nb * 64 + r;
-        if (n >= p.N || t >= m) continue;
-        y[t * p.N + n] = red[0][r][t] + red[1][r][t] + red[2][r][t] + red[3][r][t];
+        if (n < p.N && t < m) y[t * p.N + n] = red[0][r][t] + red[1][r][t] + red[2][r][t] + red[3][r][t];
     }
 }
+
+#define HC_GEMV_VARIANT(M)                                                                      \
+    extern "C" __global__ void __launch_bounds__(128)                                          \
+        hc_tile_gemv_int4_m##M(const hc_u8 *w, hc_core_params p, hc_u64 expert, const float *x, \
+                               hc_u64 m, float *y) {                                            \
+        gemv_int4<M>(w, p, expert, x, m, y);                                                    \
+    }
+HC_GEMV_VARIANT(1)
+HC_GEMV_VARIANT(2)
+HC_GEMV_VARIANT(4)
+HC_GEMV_VARIANT(8)
 
 // hc_stream_read: the bandwidth peer: every 16 bytes of a buffer read once (a grid-stride
 // loop), folded into one word per block so the reads cannot be removed.

@@ -41,7 +41,7 @@ struct hc_gpu {
     int device;
     char arch[16];
     cudaLibrary_t lib;
-    cudaKernel_t gemm_ref, gemv_int4, stream_read;
+    cudaKernel_t gemm_ref, gemv_int4[4], stream_read; /* gemv for M <= 1, 2, 4, 8 */
 };
 
 static hc_status load_cudart(hc_err *err) {
@@ -125,7 +125,9 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     if (st) goto out;
     CU(cu.lib_load(&g->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
     CU(cu.lib_kernel(&g->gemm_ref, g->lib, "hc_tile_gemm_ref"), "cudaLibraryGetKernel");
-    CU(cu.lib_kernel(&g->gemv_int4, g->lib, "hc_tile_gemv_int4"), "cudaLibraryGetKernel");
+    static const char *const gv[4] = {"hc_tile_gemv_int4_m1", "hc_tile_gemv_int4_m2",
+                                      "hc_tile_gemv_int4_m4", "hc_tile_gemv_int4_m8"};
+    for (int i = 0; i < 4; i++) CU(cu.lib_kernel(&g->gemv_int4[i], g->lib, gv[i]), gv[i]);
     CU(cu.lib_kernel(&g->stream_read, g->lib, "hc_stream_read"), "cudaLibraryGetKernel");
 out:
     free(cubin);
@@ -209,7 +211,8 @@ static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32
     void *args[] = {&dw, &cp, &e, &dx, &mm, &dy};
     dim3 grid = {(unsigned)((n + 127) / 128), (unsigned)m, 1}, block = {128, 1, 1};
     if (fast) grid = (dim3){(unsigned)p.tiles_n, 1, 1};
-    const void *kern = fast ? (const void *)g->gemv_int4 : (const void *)g->gemm_ref;
+    int variant = m <= 1 ? 0 : m <= 2 ? 1 : m <= 4 ? 2 : 3;
+    const void *kern = fast ? (const void *)g->gemv_int4[variant] : (const void *)g->gemm_ref;
     CU(cu.launch(kern, grid, block, args, 0, 0), "launch");
     CU(cu.sync(), fast ? "hc_tile_gemv_int4" : "hc_tile_gemm_ref");
     if (reps > 0) {
