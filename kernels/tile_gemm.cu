@@ -25,7 +25,9 @@ extern "C" __global__ void hc_tile_gemm_ref(const hc_u8 *w, hc_core_params p, hc
 // contiguous bytes per row block), takes the activations of its 16 columns once per tile, and
 // accumulates for its 8 rows; a row's scale and zero point are applied once per tile when the
 // layout has one scale column (S = 1), per element otherwise. Lanes of a row group, then the
-// warps, reduce. M (tokens, at most the variant's M) is a compile-time bound.
+// warps, reduce; with gridDim.y > 1 the K tiles are split over blocks whose partial sums are
+// added into y (zeroed by the caller) atomically. M (tokens, at most the variant's M) is a
+// compile-time bound.
 /* The per-element path (several scale columns per tile), kept out of line: unrolled copies of
  * the full decoder would make the kernel slow to compile. */
 __device__ __noinline__ float tile_value_slow(const hc_core_params *p, const hc_u8 *chunk,
@@ -45,7 +47,8 @@ __device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &
     for (int i = 0; i < 8; i++)
 #pragma unroll
         for (int t = 0; t < M; t++) acc[i][t] = 0.0f;
-    for (hc_u64 kb = warp; kb < p.tiles_k; kb += 4) {
+    /* split K over gridDim.y blocks (more loads in flight); partial sums meet in y by atomics */
+    for (hc_u64 kb = (hc_u64)blockIdx.y * 4 + warp; kb < p.tiles_k; kb += 4 * (hc_u64)gridDim.y) {
         const hc_u8 *chunk = stripe + kb * p.chunk_bytes;
         const uint4 *vec = (const uint4 *)chunk;
         uint4 v[4];
@@ -117,7 +120,10 @@ __device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &
     for (unsigned idx = threadIdx.x; idx < 64 * M; idx += blockDim.x) {
         unsigned r = idx / M, t = idx % M;
         hc_u64 n = nb * 64 + r;
-        if (n < p.N && t < m) y[t * p.N + n] = red[0][r][t] + red[1][r][t] + red[2][r][t] + red[3][r][t];
+        if (n >= p.N || t >= m) continue;
+        float sum = red[0][r][t] + red[1][r][t] + red[2][r][t] + red[3][r][t];
+        if (gridDim.y > 1) atomicAdd(&y[t * p.N + n], sum); /* y starts at zero */
+        else y[t * p.N + n] = sum;
     }
 }
 
