@@ -60,8 +60,8 @@ __device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &
             for (int i = 0; i < 8; i++) {
                 unsigned r = (unsigned)(i / 2) * 16 + lane / 4 + (i % 2) * 8;
                 s1[i] = (float)hc_core_scale(&p, chunk, r, 0);
-                z1[i] = p.sign_magnitude ? 0.0f
-                        : p.zeros ? (float)chunk[p.code_bytes + p.scale_bytes + r] : (float)p.zero_const;
+                z1[i] = 8388608.0f + (p.sign_magnitude ? 0.0f
+                        : p.zeros ? (float)chunk[p.code_bytes + p.scale_bytes + r] : (float)p.zero_const);
             }
         }
 #pragma unroll
@@ -86,8 +86,10 @@ __device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &
                     unsigned u = (wd >> (4 * nib)) & 15u;
                     float wv;
                     if (p.S == 1) {
-                        float cq = p.sign_magnitude ? ((u & 8) ? -(float)(u & 7) : (float)(u & 7))
-                                                    : (float)u - z1[ri];
+                        /* 2^23 + u by bits, then one subtraction: no int-to-float conversion */
+                        float f = __int_as_float(0x4B000000 | (int)(u & (p.sign_magnitude ? 7u : 15u)));
+                        float cq = p.sign_magnitude ? ((u & 8) ? 8388608.0f - f : f - 8388608.0f)
+                                                    : f - z1[ri];
                         wv = cq * s1[ri];
                     } else {
                         unsigned r = (unsigned)rb * 16 + lane / 4 + ((a & 2) ? 8 : 0);
