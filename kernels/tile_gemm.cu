@@ -3,6 +3,7 @@
 // through layout_core.h (the same code as the CPU executor) and summed in the same order, so
 // with --fmad=false its results equal the CPU executor's bit for bit.
 #include "layout_core.h"
+#include <cuda_fp16.h>
 
 extern "C" __global__ void hc_tile_gemm_ref(const hc_u8 *w, hc_core_params p, hc_u64 expert,
                                            const float *x, hc_u64 m, float *y) {
@@ -28,15 +29,22 @@ extern "C" __global__ void hc_tile_gemm_ref(const hc_u8 *w, hc_core_params p, hc
 // warps, reduce; with gridDim.y > 1 the K tiles are split over blocks whose partial sums are
 // added into y (zeroed by the caller) atomically. M (tokens, at most the variant's M) is a
 // compile-time bound.
-/* The per-element path (several scale columns per tile), kept out of line: unrolled copies of
- * the full decoder would make the kernel slow to compile. */
-__device__ __noinline__ float tile_value_slow(const hc_core_params *p, const hc_u8 *chunk,
-                                              unsigned r, unsigned c) {
-    return (float)hc_core_value(p, chunk, r, c);
+/* One scale of a tile row (S = 1): F32, BF16 or F16 bits from the chunk's scale area. */
+__device__ __forceinline__ float row_scale(const hc_u8 *sc, unsigned r, unsigned kind) {
+    if (kind == 0) return __ldg((const float *)sc + r);
+    unsigned short h = __ldg((const unsigned short *)sc + r);
+    if (kind == 1) return __int_as_float((int)((unsigned)h << 16));
+    return __half2float(__ushort_as_half(h));
 }
 
+/* The fields the small-M path reads (few, so few registers). */
+struct hc_gemv_params {
+    hc_u64 tiles_n, tiles_k, chunk_bytes, N, K;
+    unsigned code_bytes, scale_bytes, zero_const, zeros, sign_magnitude, scale_kind;
+};
+
 template <int M>
-__device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &p, hc_u64 expert,
+__device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_gemv_params &p, hc_u64 expert,
                                           const float *x, hc_u64 m, float *y) {
     __shared__ float red[4][64][M];
     const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -47,22 +55,30 @@ __device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &
     for (int i = 0; i < 8; i++)
 #pragma unroll
         for (int t = 0; t < M; t++) acc[i][t] = 0.0f;
-    /* split K over gridDim.y blocks (more loads in flight); partial sums meet in y by atomics */
-    for (hc_u64 kb = (hc_u64)blockIdx.y * 4 + warp; kb < p.tiles_k; kb += 4 * (hc_u64)gridDim.y) {
+    const hc_u64 step = 4 * (hc_u64)gridDim.y;
+    hc_u64 kb = (hc_u64)blockIdx.y * 4 + warp;
+    /* the next tile's fragment vectors are loaded before this one is used: two in flight */
+    uint4 nv[4];
+    if (kb < p.tiles_k)
+#pragma unroll
+        for (int rb = 0; rb < 4; rb++) nv[rb] = __ldg((const uint4 *)(stripe + kb * p.chunk_bytes) + rb * 32 + lane);
+    for (; kb < p.tiles_k; kb += step) {
         const hc_u8 *chunk = stripe + kb * p.chunk_bytes;
-        const uint4 *vec = (const uint4 *)chunk;
         uint4 v[4];
 #pragma unroll
-        for (int rb = 0; rb < 4; rb++) v[rb] = __ldg(&vec[rb * 32 + lane]);
-        float s1[8], z1[8]; /* one scale column: per row, for the whole tile */
-        if (p.S == 1) {
+        for (int rb = 0; rb < 4; rb++) v[rb] = nv[rb];
+        if (kb + step < p.tiles_k)
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                unsigned r = (unsigned)(i / 2) * 16 + lane / 4 + (i % 2) * 8;
-                s1[i] = (float)hc_core_scale(&p, chunk, r, 0);
-                z1[i] = 8388608.0f + (p.sign_magnitude ? 0.0f
-                        : p.zeros ? (float)chunk[p.code_bytes + p.scale_bytes + r] : (float)p.zero_const);
-            }
+            for (int rb = 0; rb < 4; rb++)
+                nv[rb] = __ldg((const uint4 *)(stripe + (kb + step) * p.chunk_bytes) + rb * 32 + lane);
+        const hc_u8 *sc = chunk + p.code_bytes;
+        float s1[8], z1[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            unsigned r = (unsigned)(i / 2) * 16 + lane / 4 + (i % 2) * 8;
+            s1[i] = row_scale(sc, r, p.scale_kind);
+            z1[i] = 8388608.0f + (p.sign_magnitude ? 0.0f
+                                  : p.zeros ? (float)sc[p.scale_bytes + r] : (float)p.zero_const);
         }
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
@@ -84,18 +100,11 @@ __device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &
                     const int ri = rb * 2 + ((a & 2) ? 1 : 0);
                     const int q = (a & 1) + ((a & 4) ? 2 : 0);
                     unsigned u = (wd >> (4 * nib)) & 15u;
-                    float wv;
-                    if (p.S == 1) {
-                        /* 2^23 + u by bits, then one subtraction: no int-to-float conversion */
-                        float f = __int_as_float(0x4B000000 | (int)(u & (p.sign_magnitude ? 7u : 15u)));
-                        float cq = p.sign_magnitude ? ((u & 8) ? 8388608.0f - f : f - 8388608.0f)
-                                                    : f - z1[ri];
-                        wv = cq * s1[ri];
-                    } else {
-                        unsigned r = (unsigned)rb * 16 + lane / 4 + ((a & 2) ? 8 : 0);
-                        unsigned c = c0 + (a & 1) + ((a & 4) ? 8 : 0);
-                        wv = tile_value_slow(&p, chunk, r, c);
-                    }
+                    /* 2^23 + u by bits, then one subtraction: no int-to-float conversion */
+                    float f = __int_as_float(0x4B000000 | (int)(u & (p.sign_magnitude ? 7u : 15u)));
+                    float cq = p.sign_magnitude ? ((u & 8) ? 8388608.0f - f : f - 8388608.0f)
+                                                : f - z1[ri];
+                    float wv = cq * s1[ri];
 #pragma unroll
                     for (int t = 0; t < M; t++) acc[ri][t] = fmaf(wv, xv[q][t], acc[ri][t]);
                 }
@@ -131,7 +140,7 @@ __device__ __forceinline__ void gemv_int4(const hc_u8 *w, const hc_core_params &
 
 #define HC_GEMV_VARIANT(M)                                                                      \
     extern "C" __global__ void __launch_bounds__(128)                                          \
-        hc_tile_gemv_int4_m##M(const hc_u8 *w, hc_core_params p, hc_u64 expert, const float *x, \
+        hc_tile_gemv_int4_m##M(const hc_u8 *w, hc_gemv_params p, hc_u64 expert, const float *x, \
                                hc_u64 m, float *y) {                                            \
         gemv_int4<M>(w, p, expert, x, m, y);                                                    \
     }

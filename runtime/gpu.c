@@ -175,7 +175,9 @@ static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32
                      (unsigned long long)p.E, (unsigned long long)k, (unsigned long long)n, expert);
         goto out;
     }
-    bool fast = which == 1 && p.kind == HC_TL_INT && p.code_bits == 4 && m <= 8;
+    bool fast = which == 1 && p.kind == HC_TL_INT && p.code_bits == 4 && m <= 8 && p.S == 1 &&
+                (p.scale_dtype == HC_DT_F32 || p.scale_dtype == HC_DT_BF16 ||
+                 p.scale_dtype == HC_DT_F16);
     if (which == 1 && !fast) {
         st = hc_fail(&err, HC_UNSUPPORTED, "'%s': no fast kernel for %s with M=%llu in this "
                      "version", name, t->layout, (unsigned long long)m);
@@ -216,7 +218,14 @@ static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32
     hc_core_params cp;
     hc_tile_core_params(&p, &cp);
     unsigned long long e = expert, mm = m;
-    void *args[] = {&dw, &cp, &e, &dx, &mm, &dy};
+    /* the small-M kernel's own, shorter parameter block (kernels/tile_gemm.cu) */
+    struct {
+        unsigned long long tiles_n, tiles_k, chunk_bytes, N, K;
+        unsigned code_bytes, scale_bytes, zero_const, zeros, sign_magnitude, scale_kind;
+    } gp = {p.tiles_n, p.tiles_k, p.chunk_bytes, p.N, p.K, (unsigned)p.code_bytes,
+            (unsigned)p.scale_bytes, (unsigned)p.zero_const, p.zeros, p.sign_magnitude,
+            cp.scale_kind};
+    void *args[] = {&dw, fast ? (void *)&gp : (void *)&cp, &e, &dx, &mm, &dy};
     dim3 grid = {(unsigned)((n + 127) / 128), (unsigned)m, 1}, block = {128, 1, 1};
     if (fast) grid = (dim3){(unsigned)p.tiles_n, ksplit, 1};
     int variant = m <= 1 ? 0 : m <= 2 ? 1 : m <= 4 ? 2 : 3;
