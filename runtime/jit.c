@@ -175,11 +175,17 @@ hc_status hc_jit_compile(const char *main, const char *arch, const char *const *
     if (r != NVRTC_SUCCESS) {
         size_t ls = 0;
         nv.log_size(prog, &ls);
-        char *log = malloc(ls + 1);
+        char *log = malloc(ls + 1), *errs = malloc(ls + 1);
         if (log) nv.log(prog, log), log[ls] = 0;
+        if (log && errs) { /* the error lines first: warnings would fill the message */
+            errs[0] = 0;
+            for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
+                if (strstr(line, "error")) strcat(strcat(errs, line), "; ");
+        }
         st = hc_fail(err, HC_INTERNAL, "NVRTC: '%s' for %s does not compile: %s", main, arch,
-                     log ? log : nv.errstr(r));
+                     errs && errs[0] ? errs : nv.errstr(r));
         free(log);
+        free(errs);
         goto out;
     }
     if (nv.cubin_size(prog, size) != NVRTC_SUCCESS || !(*cubin = malloc(*size)) ||
