@@ -2,6 +2,7 @@
  * I/O helpers shared by the runtime and the converter. */
 #include "base.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -165,6 +166,12 @@ static int cmp_name_key(const void *key, const void *elem) {
 
 const void *hc_find_by_name(const void *base, size_t n, size_t size, const char *name) {
     return n ? bsearch(name, base, n, size, cmp_name_key) : NULL;
+}
+
+void *hc_dlopen_first(const char *const *names, size_t n) {
+    void *h = NULL;
+    for (size_t i = 0; i < n && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    return h;
 }
 
 char *hc_strdup(const char *s) {

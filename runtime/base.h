@@ -58,6 +58,9 @@ bool hc_utf8_valid(const char *s, size_t n);
 /* Binary search in an array sorted by name whose elements start with a `const char *name`. */
 const void *hc_find_by_name(const void *base, size_t n, size_t size, const char *name);
 
+/* The first of the shared libraries that loads (dlopen, RTLD_LOCAL), or NULL. */
+void *hc_dlopen_first(const char *const *names, size_t n);
+
 char *hc_strdup(const char *s);
 char *hc_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *hc_basename(const char *path);

@@ -49,9 +49,7 @@ static hc_status load_cudart(hc_err *err) {
     if (!cu.loaded && !cu.failed) {
         static const char *const names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
                                             "/usr/local/cuda/lib64/libcudart.so"};
-        void *h = NULL;
-        for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
-            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        void *h = hc_dlopen_first(names, sizeof names / sizeof names[0]);
         if (h) {
             *(void **)&cu.count = dlsym(h, "cudaGetDeviceCount");
             *(void **)&cu.attr = dlsym(h, "cudaDeviceGetAttribute");

@@ -36,9 +36,7 @@ static hc_status load_nvrtc(hc_err *err) {
     if (!nv.loaded && !nv.failed) {
         static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
                                             "/usr/local/cuda/lib64/libnvrtc.so"};
-        void *h = NULL;
-        for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
-            h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        void *h = hc_dlopen_first(names, sizeof names / sizeof names[0]);
         if (h) {
             *(void **)&nv.create = dlsym(h, "nvrtcCreateProgram");
             *(void **)&nv.compile = dlsym(h, "nvrtcCompileProgram");
