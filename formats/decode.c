@@ -655,13 +655,15 @@ static void decode_tiles(dctx *c) {
         return;
     }
     const uint8_t *d = tdata(c, we);
+    hc_core_params cp;
+    hc_tile_core_params(&p, &cp);
     for (uint64_t e = 0; e < p.E; e++)
         for (uint64_t n = 0; n < p.N; n++)
             for (uint64_t kp = 0; kp < p.K; kp++) {
                 const uint8_t *chunk = d + hc_tile_offset(&p, e, n / HC_TILE_N, kp / HC_TILE_K);
                 uint64_t k = perm ? (uint64_t)perm[kp] : kp;
                 q->plain[(e * p.N + n) * p.K + k] =
-                    hc_tile_value(&p, chunk, (unsigned)(n % HC_TILE_N), (unsigned)(kp % HC_TILE_K));
+                    hc_core_value(&cp, chunk, (unsigned)(n % HC_TILE_N), (unsigned)(kp % HC_TILE_K));
             }
 }
 

@@ -1,7 +1,6 @@
 /* cpu.c: the CPU executor: Y = X W^T from a container's stored bytes (the CPU twin of the GPU
  * kernels). Row stripes of W are decoded through the layout code and multiplied with float32
  * accumulation; stripes run in parallel. */
-#include <cjson/cJSON.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,35 +20,16 @@ typedef struct {
 
 static hc_status find_linear(hc_container *c, const char *name, linear *L, hc_err *err) {
     memset(L, 0, sizeof *L);
-    L->t = hc_container_find(c, name);
-    if (L->t && strcmp(L->t->layout, "source")) {
-        cJSON *j = cJSON_Parse(L->t->layout_params);
-        hc_status st = hc_tile_params_parse(j, L->t->layout, &L->p, name, err);
-        cJSON_Delete(j);
-        if (st) return st;
+    const hc_tensor_info *t = hc_container_find(c, name);
+    if (t && t->layout_params) {
+        HC_TRY(hc_tile_layer(c, name, &L->t, &L->p, &L->perm, err));
         L->tiled = true;
         L->N = L->p.N, L->K = L->p.K, L->E = L->p.E;
-        if (L->p.perm) {
-            char pn[1024];
-            snprintf(pn, sizeof pn, "%s.perm", name);
-            const hc_tensor_info *pt = hc_container_find(c, pn);
-            if (!pt || pt->dtype != HC_DT_I32 || pt->encoding != HC_ENC_RAW || pt->ndim != 1 ||
-                pt->shape[0] != L->K)
-                return hc_fail(err, HC_INVALID, "tensor '%s': act-order permutation '%s' missing "
-                               "or not a raw I32 [%llu]", name, pn, (unsigned long long)L->K);
-            L->perm = hc_container_stored(c, pt);
-            for (uint64_t i = 0; i < L->K; i++)
-                if (L->perm[i] < 0 || (uint64_t)L->perm[i] >= L->K)
-                    return hc_fail(err, HC_INVALID, "tensor '%s': entry %llu out of range", pn,
-                                   (unsigned long long)i);
-        }
-        if (L->t->encoding != HC_ENC_RAW)
-            return hc_fail(err, HC_INVALID, "tensor '%s': tiled tensors are stored raw", name);
         return HC_OK;
     }
     char wn[1024];
     snprintf(wn, sizeof wn, "%s.weight", name);
-    const hc_tensor_info *w = L->t ? L->t : hc_container_find(c, wn);
+    const hc_tensor_info *w = t ? t : hc_container_find(c, wn);
     if (!w) return hc_fail(err, HC_NOTFOUND, "no linear layer '%s' (neither a tiled tensor nor "
                            "'%s')", name, wn);
     if (w->ndim != 2 || !(w->dtype == HC_DT_F16 || w->dtype == HC_DT_BF16 ||

@@ -156,16 +156,13 @@ static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32
     void *dw = NULL, *dx = NULL, *dy = NULL;
     float *xp = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
-    const hc_tensor_info *t = hc_container_find(c, name);
+    const hc_tensor_info *t;
     hc_tile_params p;
-    if (!t || !t->layout_params) {
+    const int32_t *perm;
+    st = hc_tile_layer(c, name, &t, &p, &perm, &err);
+    if (st == HC_NOTFOUND)
         st = hc_fail(&err, HC_UNSUPPORTED, "'%s' is not a tiled tensor (the GPU runs tiled "
                      "layouts only)", name);
-        goto out;
-    }
-    cJSON *j = cJSON_Parse(t->layout_params);
-    st = hc_tile_params_parse(j, t->layout, &p, name, &err);
-    cJSON_Delete(j);
     if (st) goto out;
     if (k != p.K || n != p.N || expert >= p.E) {
         st = hc_fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
@@ -185,17 +182,6 @@ static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32
     if (!xp) {
         st = hc_fail(&err, HC_NOMEM, "out of memory");
         goto out;
-    }
-    const int32_t *perm = NULL;
-    if (p.perm) {
-        char pn[1100];
-        snprintf(pn, sizeof pn, "%s.perm", name);
-        const hc_tensor_info *pt = hc_container_find(c, pn);
-        if (!pt || pt->dtype != HC_DT_I32 || pt->length != k * 4) {
-            st = hc_fail(&err, HC_INVALID, "'%s' missing or not I32 [%llu]", pn, (unsigned long long)k);
-            goto out;
-        }
-        perm = hc_container_stored(c, pt);
     }
     for (uint64_t i = 0; i < m; i++)
         for (uint64_t q = 0; q < k; q++) xp[i * k + q] = x[i * k + (perm ? (uint64_t)perm[q] : q)];

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base.h"
+#include "hcrt.h"
 #include "layout_core.h"
 
 #define HC_TILE_N 64 /* weight rows per tile: the MMA M side (weights are the A operand) */
@@ -92,5 +93,12 @@ double hc_tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, 
 /* Decodes rows [n0, n0 + 64) of expert e into out (64 x Kp floats, permuted column order). */
 void hc_tile_decode_stripe(const hc_tile_params *p, const uint8_t *tensor, uint64_t e,
                            uint64_t nb, float *out);
+
+/* The tiled layer NAME of a container, as both executors run it: its tensor (stored raw),
+ * its parsed layout_params, and for act-order its permutation NAME.perm (a raw I32 [K] whose
+ * every entry is a column index < K; NULL without act-order). HC_NOTFOUND when NAME is not
+ * a tiled tensor of the container. */
+hc_status hc_tile_layer(const hc_container *c, const char *name, const hc_tensor_info **t,
+                        hc_tile_params *p, const int32_t **perm, hc_err *err);
 
 #endif

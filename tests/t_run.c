@@ -7,7 +7,9 @@
 #include <stdlib.h>
 
 #include "checkpoint.h"
+#include "container_write.h"
 #include "hconvert.h"
+#include "layout.h"
 #include "npy.h"
 #include "quant.h"
 #include "test.h"
@@ -160,4 +162,85 @@ static void test_cpu_executor_matches_float64(void) {
     CHECK(moes >= 3);
 }
 
-void suite_run(void) { RUN(test_cpu_executor_matches_float64); }
+/* A container with one act-order int4 tiled layer "w" [64, 64] and its permutation "w.perm"
+ * (when perm is not NULL); returns the open container or NULL. */
+static hc_container *perm_container(const char *file, const int32_t *perm, uint8_t *tiles,
+                                    hc_tile_params *p) {
+    *p = (hc_tile_params){.kind = HC_TL_INT, .code_bits = 4, .src_bits = 4, .E = 1, .N = 64,
+                          .K = 64, .Np = 64, .Kp = 64, .g = 64, .scale_dtype = HC_DT_F32,
+                          .zero_const = 8, .perm = true};
+    if (!hc_tile_geometry(p) || hc_tile_bytes_of(p) > 4096) return NULL;
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (uint64_t i = 0; i < p->code_bytes; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        tiles[i] = (uint8_t)s;
+    }
+    for (uint64_t r = 0; r < 64; r++) { /* scales 2^-(r % 5) */
+        float f = ldexpf(1.0f, -(int)(r % 5));
+        memcpy(tiles + p->code_bytes + 4 * r, &f, 4);
+    }
+    cJSON *lp = hc_tile_params_json(p);
+    hc_cw_tensor t[2] = {
+        {.name = "w", .dtype = HC_DT_U8, .ndim = 4, .shape = {1, 1, 1, p->chunk_bytes},
+         .padded_shape = {1, 1, 1, p->chunk_bytes}, .layout = HC_LAYOUT_INT,
+         .layout_version = HC_LAYOUT_VERSION, .data = tiles, .size = p->chunk_bytes,
+         .layout_params = lp},
+        {.name = "w.perm", .dtype = HC_DT_I32, .ndim = 1, .shape = {64}, .padded_shape = {64},
+         .layout = "source", .layout_version = 1, .data = perm, .size = 256},
+    };
+    hc_cw_options o = {.source_format = "test", .target = "tiles", .tp_size = 1};
+    char path[600], msg[1024] = "";
+    snprintf(path, sizeof path, "%s/%s", test_tmpdir(), file);
+    hc_err err = {0};
+    hc_container *c = NULL;
+    if (hc_container_write(path, t, perm ? 2 : 1, &o, &err) ||
+        hc_container_open(path, 1, &c, msg, sizeof msg))
+        CHECK_FAIL_("%s: %s%s", file, err.msg, msg);
+    cJSON_Delete(lp);
+    return c;
+}
+
+/* Act-order: the executor gathers X through NAME.perm; a permutation that is missing or holds
+ * a column outside [0, K) is refused with the tensor named, not read out of bounds. */
+static void test_act_order_permutation(void) {
+    int32_t perm[64];
+    for (int i = 0; i < 64; i++) perm[i] = (i * 37 + 5) % 64; /* 37 is odd: a permutation */
+    static uint8_t tiles[4096];
+    hc_tile_params p;
+    float x[64], y[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)((i * 13) % 17) - 8.0f;
+    char msg[1024] = "";
+    hc_container *c = perm_container("perm_ok.hconvert", perm, tiles, &p);
+    if (c) {
+        CHECK_EQ_INT(hc_cpu_linear(c, "w", 0, x, 1, 64, y, 64, msg, sizeof msg), HC_OK);
+        uint64_t bad = 0;
+        for (unsigned n = 0; n < 64; n++) { /* stored column kp holds source column perm[kp] */
+            double ref = 0, mag = 0;
+            for (unsigned kp = 0; kp < 64; kp++) {
+                double w = hc_tile_value(&p, tiles, n, kp);
+                ref += w * x[perm[kp]], mag += fabs(w * x[perm[kp]]);
+            }
+            if (fabs(y[n] - ref) > 66 * ldexp(mag, -24)) bad++;
+        }
+        CHECK_EQ_U64(bad, 0);
+        hc_container_free(c);
+    }
+    perm[17] = 64;
+    c = perm_container("perm_range.hconvert", perm, tiles, &p);
+    if (c) {
+        CHECK_EQ_INT(hc_cpu_linear(c, "w", 0, x, 1, 64, y, 64, msg, sizeof msg), HC_INVALID);
+        CHECK_CONTAINS(msg, "'w.perm': entry 17 out of range");
+        hc_container_free(c);
+    }
+    c = perm_container("perm_missing.hconvert", NULL, tiles, &p);
+    if (c) {
+        CHECK_EQ_INT(hc_cpu_linear(c, "w", 0, x, 1, 64, y, 64, msg, sizeof msg), HC_INVALID);
+        CHECK_CONTAINS(msg, "act-order permutation 'w.perm' missing");
+        hc_container_free(c);
+    }
+}
+
+void suite_run(void) {
+    RUN(test_cpu_executor_matches_float64);
+    RUN(test_act_order_permutation);
+}
