@@ -109,10 +109,15 @@ test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert
 	@sh tests/run.sh $(BUILD)
 
 # GPU tests: on a machine without a GPU they say so and pass
-$(BUILD)/gpu_test: tests/gpu/gpu_test.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
+$(BUILD)/gpu_test: tests/gpu/gpu_test.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
 	$(CC) $(BASEFLAGS) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
 gpu-test: $(BUILD)/gpu_test
 	@$(BUILD)/gpu_test
+# the GPU benchmark links cuBLASLt and the CUDA runtime directly (its peer; the library does not)
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart
+$(BUILD)/bench/gpu_bench: bench/gpu_bench.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) -Wno-strict-prototypes -Itests/gpu -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
 bench-gpu: $(BUILD)/bench/gpu_bench
 	@$(BUILD)/bench/gpu_bench
 

@@ -1,50 +1,181 @@
-/* gpu_bench.c: the GPU small-M path (4-bit integer tiles) on the lent GPU: weight bytes per
- * second at M = 1..8 beside the device's plain stream-read rate measured in the same run.
- * Large M and cuBLASLt come with the tensor-core kernels (issue 5). */
+/* gpu_bench.c (make bench-gpu): the fast kernels on the lent GPU beside their peers, measured in
+ * the same run: the device's stream-read bandwidth, and cuBLASLt bf16 GEMM on the same shapes.
+ * Layers: int4 g128 (BF16 scales) and MXFP4 (folded) at N=28672 K=8192 and N=K=8192, M from 1
+ * to 8192. Weights rotate through several copies (experts of one tensor) of at least 200 MB
+ * in all, past the 60 MB L2; cuBLASLt's bf16 weights rotate likewise. Each number is the median
+ * of per-launch CUDA-event times after a warm-up; ours is also timed as CUDA-graph replays
+ * (the kernels alone, no host launch cost), the number printed first. Small M prints weight
+ * bytes per second
+ * (tile bytes: codes + scales), large M TFLOP/s (2 M N K / time). */
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "benchutil.h"
-#include "container_write.h"
 #include "hconvert.h"
-#include "layout.h"
+#include "tile_synth.h"
 
-static void bench_die(const char *what, const char *msg) {
+static void die(const char *what, const char *msg) {
     fprintf(stderr, "gpu_bench: %s: %s\n", what, msg);
     exit(1);
 }
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_));                         \
+    } while (0)
+#define LT(call)                                                                           \
+    do {                                                                                   \
+        cublasStatus_t s_ = (call);                                                        \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
+            char b_[32];                                                                   \
+            snprintf(b_, sizeof b_, "status %d", (int)s_);                                 \
+            die(#call, b_);                                                                \
+        }                                                                                  \
+    } while (0)
 
-/* A container holding one random int4 tiled tensor [N, K], group 128, BF16 scales. */
-static void make_container(const char *path, uint64_t N, uint64_t K) {
-    hc_tile_params p = {.kind = HC_TL_INT, .code_bits = 4, .src_bits = 4, .E = 1, .N = N, .K = K,
-                        .Np = (N + 63) / 64 * 64, .Kp = (K + 63) / 64 * 64, .g = 128,
-                        .scale_dtype = HC_DT_BF16, .zero_const = 8};
-    if (!hc_tile_geometry(&p)) bench_die("geometry", "bad");
-    uint64_t bytes = hc_tile_bytes_of(&p);
-    uint8_t *d = malloc(bytes);
-    uint64_t s = 0x9e3779b97f4a7c15ull;
-    for (uint64_t i = 0; i < bytes; i++) {
-        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-        d[i] = (uint8_t)s;
+static int cmp_f(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+#define REPS 30
+/* Median per-launch time in microseconds of fn(i) for i = 0..REPS-1 (after 3 warm-ups). */
+typedef void (*launch_fn)(void *ctx, int i);
+static double time_us(launch_fn fn, void *ctx) {
+    cudaEvent_t ev[REPS + 1];
+    for (int i = 0; i <= REPS; i++) CK(cudaEventCreate(&ev[i]));
+    for (int i = 0; i < 3; i++) fn(ctx, i);
+    CK(cudaDeviceSynchronize());
+    for (int i = 0; i < REPS; i++) {
+        CK(cudaEventRecord(ev[i], 0));
+        fn(ctx, i);
     }
-    for (uint64_t t = 0; t < p.tiles_n * p.tiles_k; t++) /* sane scales: bf16 ~0.01 */
-        for (uint64_t i = 0; i < p.scale_bytes / 2; i++) {
-            uint8_t *sc = d + t * p.chunk_bytes + p.code_bytes + 2 * i;
-            sc[0] = (uint8_t)(i * 7), sc[1] = 0x3C;
-        }
-    cJSON *lp = hc_tile_params_json(&p);
-    hc_cw_tensor t = {.name = "w", .dtype = HC_DT_U8, .ndim = 4,
-                      .shape = {1, p.tiles_n, p.tiles_k, p.chunk_bytes},
-                      .padded_shape = {1, p.tiles_n, p.tiles_k, p.chunk_bytes},
-                      .layout = HC_LAYOUT_INT, .layout_version = HC_LAYOUT_VERSION, .data = d,
-                      .size = bytes, .layout_params = lp};
-    hc_cw_options o = {.source_format = "bench", .target = "tiles", .tp_size = 1};
-    hc_err err = {0};
-    if (hc_container_write(path, &t, 1, &o, &err)) bench_die("write", err.msg);
-    cJSON_Delete(lp);
-    free(d);
+    CK(cudaEventRecord(ev[REPS], 0));
+    CK(cudaEventSynchronize(ev[REPS]));
+    CK(cudaGetLastError());
+    float t[REPS];
+    for (int i = 0; i < REPS; i++) CK(cudaEventElapsedTime(&t[i], ev[i], ev[i + 1]));
+    for (int i = 0; i <= REPS; i++) cudaEventDestroy(ev[i]);
+    qsort(t, REPS, sizeof t[0], cmp_f);
+    return (double)t[REPS / 2] * 1e3;
+}
+
+typedef struct {
+    hc_gpu_model *md;
+    uint32_t copies;
+    void *x, *y;
+    uint64_t m, n, k;
+    cudaStream_t s;
+} ours_ctx;
+static void ours(void *vc, int i) {
+    ours_ctx *c = vc;
+    char msg[512];
+    if (hc_gpu_linear(c->md, "w", (uint32_t)i % c->copies, c->x, c->m, c->k, c->y, c->n, c->s,
+                      msg, sizeof msg))
+        die("hc_gpu_linear", msg);
+}
+
+static double wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The kernel time without the host: REPS launches captured in a CUDA graph, the median of 7
+ * replays, per launch. *host_us receives the host's own cost of one hc_gpu_linear call. */
+static double graph_us(ours_ctx *c, double *host_us) {
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    c->s = s;
+    for (int i = 0; i < 3; i++) ours(c, i); /* warm-up: workspaces grown, nothing to allocate */
+    CK(cudaStreamSynchronize(s));
+    double t0 = wall();
+    for (int i = 0; i < REPS; i++) ours(c, i);
+    *host_us = (wall() - t0) / REPS * 1e6;
+    CK(cudaStreamSynchronize(s));
+    cudaGraph_t gr;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < REPS; i++) ours(c, i);
+    CK(cudaStreamEndCapture(s, &gr));
+    CK(cudaGraphInstantiate(&ge, gr, 0));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    float t[7];
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int r = 0; r < 7; r++) {
+        CK(cudaEventRecord(a, s));
+        CK(cudaGraphLaunch(ge, s));
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&t[r], a, b));
+    }
+    CK(cudaGetLastError());
+    qsort(t, 7, sizeof t[0], cmp_f);
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    cudaGraphExecDestroy(ge), cudaGraphDestroy(gr);
+    cudaStreamDestroy(s);
+    c->s = NULL;
+    return (double)t[3] * 1e3 / REPS;
+}
+
+typedef struct {
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+    void *w[2], *x, *y, *ws;
+    size_t ws_bytes;
+} lt_ctx;
+static void lt_run(void *vc, int i) {
+    lt_ctx *c = vc;
+    float one = 1.0f, zero = 0.0f;
+    LT(cublasLtMatmul(c->h, c->op, &one, c->w[i % 2], c->a, c->x, c->b, &zero, c->y, c->c, c->y,
+                      c->c, &c->algo, c->ws, c->ws_bytes, 0));
+}
+
+/* cuBLASLt bf16 (fp32 accumulation): Y[M,N] = X[M,K] W^T, column-major as Y^T = W X^T. */
+static double lt_time(cublasLtHandle_t h, void *w0, void *w1, void *x, void *y, void *ws,
+                      size_t ws_bytes, uint64_t m, uint64_t n, uint64_t k) {
+    lt_ctx c = {.h = h, .w = {w0, w1}, .x = x, .y = y, .ws = ws, .ws_bytes = ws_bytes};
+    LT(cublasLtMatmulDescCreate(&c.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(c.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT(cublasLtMatrixLayoutCreate(&c.a, CUDA_R_16BF, k, n, k));
+    LT(cublasLtMatrixLayoutCreate(&c.b, CUDA_R_16BF, k, m, k));
+    LT(cublasLtMatrixLayoutCreate(&c.c, CUDA_R_16BF, n, m, n));
+    cublasLtMatmulPreference_t pref;
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                            &ws_bytes, sizeof ws_bytes));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    LT(cublasLtMatmulAlgoGetHeuristic(h, c.op, c.a, c.b, c.c, c.c, pref, 1, &res, &found));
+    if (!found) die("cuBLASLt", "no algorithm");
+    c.algo = res.algo;
+    double us = time_us(lt_run, &c);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(c.a), cublasLtMatrixLayoutDestroy(c.b);
+    cublasLtMatrixLayoutDestroy(c.c), cublasLtMatmulDescDestroy(c.op);
+    return us;
+}
+
+static void fill_bf16(void *dev, uint64_t count, uint64_t seed) {
+    uint16_t *h = malloc(count * 2);
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
+    for (uint64_t i = 0; i < count; i++) { /* uniform-ish in (-1, 1), never zero-filled */
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        h[i] = (uint16_t)(0x3C00 + (s >> 40) % 0x380) | (uint16_t)((s >> 63) << 15);
+    }
+    CK(cudaMemcpy(dev, h, count * 2, cudaMemcpyHostToDevice));
+    free(h);
 }
 
 int main(void) {
@@ -55,33 +186,75 @@ int main(void) {
         return 0;
     }
     double stream = 0;
-    if (hc_gpu_stream_read(g, 2ull << 30, 20, &stream, msg, sizeof msg)) bench_die("stream", msg);
+    if (hc_gpu_stream_read(g, 2ull << 30, 20, &stream, msg, sizeof msg)) die("stream", msg);
     printf("gpu_bench on %s: stream read (2 GiB, 20 passes): %.0f GB/s\n", hc_gpu_arch(g), stream);
+    cublasLtHandle_t lt;
+    LT(cublasLtCreate(&lt));
     static const uint64_t shapes[][2] = {{28672, 8192}, {8192, 8192}};
-    for (int sh = 0; sh < 2; sh++) {
-        uint64_t N = shapes[sh][0], K = shapes[sh][1];
-        char path[256];
-        snprintf(path, sizeof path, "/tmp/hc-gpu-bench-%d.hconvert", (int)getpid());
-        make_container(path, N, K);
-        hc_container *c = NULL;
-        if (hc_container_open(path, 0, &c, msg, sizeof msg)) bench_die("open", msg);
-        const hc_tensor_info *t = hc_container_find(c, "w");
-        float *x = malloc(8 * K * 4), *y = malloc(8 * N * 4);
-        for (uint64_t i = 0; i < 8 * K; i++) x[i] = (float)((i * 37) % 17) / 16.0f - 0.5f;
-        for (uint64_t m = 1; m <= 8; m *= 2) {
-            double us = 0;
-            if (hc_gpu_linear_fast(g, c, "w", 0, x, m, K, y, N, 50, &us, msg, sizeof msg))
-                bench_die("gemv", msg);
-            double gbs = (double)t->length / (us * 1e-6) / 1e9;
-            printf("int4 g128 N=%llu K=%llu M=%llu: %8.1f us  %6.0f GB/s of weights (%.0f%% of "
-                   "the stream read; %.1f MB of tiles)\n", (unsigned long long)N,
-                   (unsigned long long)K, (unsigned long long)m, us, gbs, 100 * gbs / stream,
-                   (double)t->length / 1e6);
+    static const uint64_t all_ms[] = {1, 2, 4, 8, 16, 64, 256, 1024, 4096, 8192};
+    static const uint64_t quick_ms[] = {1, 16, 4096};
+    bool quick = getenv("HC_BENCH_QUICK") != NULL; /* for profiling runs */
+    const uint64_t *ms = quick ? quick_ms : all_ms;
+    size_t nms = quick ? 3 : 10;
+    const synth_spec *specs[2] = {&synth_specs[0], &synth_specs[7]}; /* int4 g128, mxfold */
+    size_t ws_bytes = 64ull << 20;
+    void *ws, *x, *y;
+    CK(cudaMalloc(&ws, ws_bytes));
+    CK(cudaMalloc(&x, 8192ull * 8192 * 2));
+    CK(cudaMalloc(&y, 8192ull * 28672 * 2));
+    fill_bf16(x, 8192ull * 8192, 1);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/hc-gpu-bench-%d.hconvert", (int)getpid());
+    printf("%-14s %-12s %5s | %9s %8s %6s | %9s %8s %6s | %s\n", "layer", "N x K", "M", "ours us",
+           "GB/s", "TFLOPs", "cuBLAS us", "GB/s", "TFLOPs", "ours/peer");
+    for (int si = 0; si < (quick ? 1 : 2); si++)
+        for (int hi = 0; hi < 2; hi++) {
+            uint64_t N = shapes[hi][0], K = shapes[hi][1];
+            uint64_t one = N * K / 2 + (N / 64) * (K / 64) * 128; /* about a copy's bytes */
+            uint32_t copies = (uint32_t)((200ull << 20) / one + 1);
+            if (synth_container(path, specs[si], copies, N, K, false, 3 + si, msg, sizeof msg))
+                die("synth", msg);
+            hc_container *c = NULL;
+            hc_gpu_model *md = NULL;
+            if (hc_container_open(path, 0, &c, msg, sizeof msg) ||
+                hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg))
+                die("load", msg);
+            uint64_t layers, bytes;
+            double secs;
+            hc_gpu_model_stats(md, &layers, &bytes, &secs);
+            double wbytes = (double)bytes / copies;
+            printf("%s N=%llu K=%llu: %u copies, upload %.2f GB in %.2f s = %.2f GB/s\n",
+                   specs[si]->label, (unsigned long long)N, (unsigned long long)K, copies,
+                   (double)bytes / 1e9, secs, (double)bytes / secs / 1e9);
+            void *wb[2];
+            CK(cudaMalloc(&wb[0], N * K * 2));
+            CK(cudaMalloc(&wb[1], N * K * 2));
+            fill_bf16(wb[0], N * K, 11), fill_bf16(wb[1], N * K, 12);
+            for (size_t mi = 0; mi < nms; mi++) {
+                uint64_t M = ms[mi];
+                ours_ctx oc = {md, copies, x, y, M, N, K, NULL};
+                double eager = time_us(ours, &oc), host = 0;
+                double us = graph_us(&oc, &host);
+                double pus = lt_time(lt, wb[0], wb[1], x, y, ws, ws_bytes, M, N, K);
+                double fl = 2.0 * (double)M * (double)N * (double)K;
+                printf("%-14.14s %5llux%-6llu %5llu | %9.1f %8.0f %6.1f | %9.1f %8.0f %6.1f | "
+                       "%.2fx%s\n", specs[si]->label, (unsigned long long)N,
+                       (unsigned long long)K, (unsigned long long)M, us, wbytes / us * 1e-3,
+                       fl / us * 1e-6, pus, (double)N * K * 2 / pus * 1e-3, fl / pus * 1e-6,
+                       pus / us, "");
+                printf("    (ours eager, one launch after another: %.1f us; host cost of a call "
+                       "%.1f us)\n", eager, host);
+                if (M == 1)
+                    printf("    M=1: %.0f GB/s of weights = %.0f%% of the stream read\n",
+                           wbytes / us * 1e-3, 100.0 * wbytes / us * 1e-3 / stream);
+            }
+            cudaFree(wb[0]), cudaFree(wb[1]);
+            hc_gpu_model_free(md);
+            hc_container_free(c);
+            unlink(path);
         }
-        free(x), free(y);
-        hc_container_free(c);
-        unlink(path);
-    }
+    cublasLtDestroy(lt);
+    cudaFree(ws), cudaFree(x), cudaFree(y);
     hc_gpu_free(g);
     return 0;
 }

@@ -390,9 +390,13 @@ static int cmd_run(int argc, char **argv) {
             st = hc_fail(&err, HC_NOMEM, "out of memory");
             goto done;
         }
-        if (gpu) { /* the reference GPU kernel (bit-identical to the CPU executor) */
+        if (gpu) { /* the tensor-core kernels: bf16 activations, float32 accumulation */
+            hc_gpu_model *md = NULL;
             st = hc_gpu_open(&g, msg, sizeof msg);
-            if (!st) st = hc_gpu_linear_ref(g, c, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
+            if (!st) st = hc_gpu_model_load(g, c, a.pos[1], &md, msg, sizeof msg);
+            if (!st)
+                st = hc_gpu_linear_host(md, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
+            hc_gpu_model_free(md);
         } else {
             st = hc_cpu_linear(c, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
         }
@@ -401,6 +405,7 @@ static int cmd_run(int argc, char **argv) {
         if (!st) printf("run: Y [%llu, %llu] = X W^T of '%s' -> %s (%s)\n",
                         (unsigned long long)xs[0], (unsigned long long)N, a.pos[1], a.output,
                         gpu ? hc_gpu_arch(g) : "cpu");
+        if (!st && gpu) fprintf(stderr, "run: the GPU rounds X to bf16 and returns bf16 Y\n");
         goto done;
     }
     st = hc_npy_read_2d(a.topk_ids, HC_NPY_I32, is, (void **)&ids, &err);

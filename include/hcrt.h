@@ -143,12 +143,33 @@ hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32
                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
                             char *msg, size_t msg_len);
 
-/* The fast path (this version: 4-bit integer tiles, M <= 8): same results up to float32
- * rounding of a different summation order. With reps > 0 the kernel is also timed (one
- * warm-up, reps launches, CUDA events) and *us receives the time per launch. */
-hc_status hc_gpu_linear_fast(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
-                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
-                             int reps, double *us, char *msg, size_t msg_len);
+/* ---- GPU: layers resident on the device, bf16 activations ---- */
+typedef struct hc_gpu_model hc_gpu_model;
+/* Uploads the tiled layers of container c (every one, or only the layer named `only`) and their
+ * act-order permutations with plain cudaMalloc + cudaMemcpy, bytes exactly as stored, and
+ * builds (or loads from the cache) the kernels their layouts need, so that the first
+ * hc_gpu_linear compiles nothing. */
+hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu_model **out,
+                            char *msg, size_t msg_len);
+void hc_gpu_model_free(hc_gpu_model *m); /* accepts NULL */
+/* Layers uploaded, bytes uploaded and the seconds the upload took. */
+void hc_gpu_model_stats(const hc_gpu_model *m, uint64_t *layers, uint64_t *bytes,
+                        double *seconds);
+/* Y = X W^T for the layer NAME (expert `expert` of a fused tensor, else 0) on the tensor cores:
+ * x is device memory holding bf16 [m, k] (row-major, the source's column order: act-order
+ * layers gather through their permutation on the device), y device memory receiving bf16
+ * [m, n]; float32 accumulation. Queued on `stream` (a cudaStream_t; NULL is the default
+ * stream) and asynchronous: launch errors are returned, errors inside the kernel surface at the
+ * next synchronisation. M <= 16 takes the memory-bound path, larger M the tiled one. A model
+ * keeps one workspace: order the calls on one model (one stream, or synchronise between). */
+hc_status hc_gpu_linear(hc_gpu_model *m, const char *name, uint32_t expert, const void *x,
+                        uint64_t m_tokens, uint64_t k, void *y, uint64_t n, void *stream,
+                        char *msg, size_t msg_len);
+/* hc_gpu_linear over host float32 buffers: x is rounded to bf16 (nearest even), uploaded, the
+ * output (poisoned first) computed, synchronised and widened back to float32. */
+hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t expert, const float *x,
+                             uint64_t m_tokens, uint64_t k, float *y, uint64_t n, char *msg,
+                             size_t msg_len);
 /* The peer for memory-bound kernels: a plain read of `bytes` on the device, in GB/s. */
 hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, char *msg,
                              size_t msg_len);

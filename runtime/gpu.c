@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base.h"
 #include "jit.h"
@@ -34,14 +35,23 @@ static struct {
     cudaError_t (*ev_elapsed)(float *, cudaEvent_t, cudaEvent_t);
     cudaError_t (*ev_destroy)(cudaEvent_t);
     cudaError_t (*memset_)(void *, int, size_t);
+    cudaError_t (*func_attr)(const void *, enum cudaFuncAttribute, int);
+    cudaError_t (*occupancy)(int *, const void *, int, size_t);
+    cudaError_t (*last_error)(void);
 } cu;
 static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
+#define HC_CODECS 7 /* codec numbers 1..6 of hc_mma_params (layout_core.h) */
+
 struct hc_gpu {
-    int device;
+    int device, sms;
     char arch[16];
     cudaLibrary_t lib;
-    cudaKernel_t gemm_ref, gemv_int4[4], stream_read; /* gemv for M <= 1, 2, 4, 8 */
+    cudaKernel_t gemm_ref, stream_read, gather;
+    pthread_mutex_t mu; /* guards the lazily built per-codec modules */
+    cudaLibrary_t mma_lib[HC_CODECS];
+    cudaKernel_t gemv[HC_CODECS][2], gemm[HC_CODECS]; /* gemv for M <= 8, 16 */
+    int gemv_blocks[HC_CODECS][2];                   /* resident blocks per SM (4-stage smem) */
 };
 
 static hc_status load_cudart(hc_err *err) {
@@ -69,11 +79,14 @@ static hc_status load_cudart(hc_err *err) {
             *(void **)&cu.ev_elapsed = dlsym(h, "cudaEventElapsedTime");
             *(void **)&cu.ev_destroy = dlsym(h, "cudaEventDestroy");
             *(void **)&cu.memset_ = dlsym(h, "cudaMemset");
+            *(void **)&cu.func_attr = dlsym(h, "cudaFuncSetAttribute");
+            *(void **)&cu.occupancy = dlsym(h, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+            *(void **)&cu.last_error = dlsym(h, "cudaGetLastError");
         }
         cu.loaded = h && cu.count && cu.attr && cu.set && cu.malloc_ && cu.free_ && cu.memcpy_ &&
                     cu.lib_load && cu.lib_unload && cu.lib_kernel && cu.launch && cu.sync &&
                     cu.errstr && cu.ev_create && cu.ev_record && cu.ev_sync && cu.ev_elapsed &&
-                    cu.ev_destroy && cu.memset_;
+                    cu.ev_destroy && cu.memset_ && cu.func_attr && cu.occupancy && cu.last_error;
         cu.failed = !cu.loaded;
     }
     pthread_mutex_unlock(&cu_mu);
@@ -123,10 +136,10 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     if (st) goto out;
     CU(cu.lib_load(&g->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
     CU(cu.lib_kernel(&g->gemm_ref, g->lib, "hc_tile_gemm_ref"), "cudaLibraryGetKernel");
-    static const char *const gv[4] = {"hc_tile_gemv_int4_m1", "hc_tile_gemv_int4_m2",
-                                      "hc_tile_gemv_int4_m4", "hc_tile_gemv_int4_m8"};
-    for (int i = 0; i < 4; i++) CU(cu.lib_kernel(&g->gemv_int4[i], g->lib, gv[i]), gv[i]);
     CU(cu.lib_kernel(&g->stream_read, g->lib, "hc_stream_read"), "cudaLibraryGetKernel");
+    CU(cu.lib_kernel(&g->gather, g->lib, "hc_gather_x"), "cudaLibraryGetKernel");
+    CU(cu.attr(&g->sms, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
+    pthread_mutex_init(&g->mu, NULL);
 out:
     free(cubin);
     if (st) {
@@ -141,21 +154,22 @@ out:
 void hc_gpu_free(hc_gpu *g) {
     if (!g) return;
     if (cu.loaded && g->lib) cu.lib_unload(g->lib);
+    for (int i = 0; i < HC_CODECS; i++)
+        if (cu.loaded && g->mma_lib[i]) cu.lib_unload(g->mma_lib[i]);
+    if (g->sms) pthread_mutex_destroy(&g->mu);
     free(g);
 }
 
 const char *hc_gpu_arch(const hc_gpu *g) { return g->arch; }
 
-/* Runs kernel `which` (0 reference, 1 fast path) reps times; us receives the median-free mean
- * time of the timed repetitions (after one warm-up) when reps > 0. */
-static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
+/* The reference kernel over host float32 buffers (weights uploaded for the call). */
+hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
-                            int which, int reps, double *us, char *msg, size_t msg_len) {
+                            char *msg, size_t msg_len) {
     hc_err err = {0};
     hc_status st = HC_OK;
     void *dw = NULL, *dx = NULL, *dy = NULL;
     float *xp = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
     const hc_tensor_info *t;
     hc_tile_params p;
     const int32_t *perm;
@@ -170,15 +184,14 @@ static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32
                      (unsigned long long)p.E, (unsigned long long)k, (unsigned long long)n, expert);
         goto out;
     }
-    bool fast = which == 1 && p.kind == HC_TL_INT && p.code_bits == 4 && m <= 8 && p.S == 1 &&
-                (p.scale_dtype == HC_DT_F32 || p.scale_dtype == HC_DT_BF16 ||
-                 p.scale_dtype == HC_DT_F16);
-    if (which == 1 && !fast) {
-        st = hc_fail(&err, HC_UNSUPPORTED, "'%s': no fast kernel for %s with M=%llu in this "
-                     "version", name, t->layout, (unsigned long long)m);
+    uint64_t xb, yb;
+    if (!hc_mul_u64(m, k, &xb) || !hc_mul_u64(xb, 4, &xb) || !hc_mul_u64(m, n, &yb) ||
+        !hc_mul_u64(yb, 4, &yb) || m > 65535) {
+        st = hc_fail(&err, HC_INVALID, "'%s': M=%llu is too large for the reference kernel",
+                     name, (unsigned long long)m);
         goto out;
     }
-    xp = malloc(m * k * sizeof *xp + 1);
+    xp = malloc(xb + 1);
     if (!xp) {
         st = hc_fail(&err, HC_NOMEM, "out of memory");
         goto out;
@@ -186,72 +199,305 @@ static hc_status gpu_linear(hc_gpu *g, hc_container *c, const char *name, uint32
     for (uint64_t i = 0; i < m; i++)
         for (uint64_t q = 0; q < k; q++) xp[i * k + q] = x[i * k + (perm ? (uint64_t)perm[q] : q)];
     CU(cu.malloc_(&dw, t->length), "cudaMalloc(weights)");
-    CU(cu.malloc_(&dx, m * k * 4 + 4), "cudaMalloc(x)");
-    CU(cu.malloc_(&dy, m * n * 4 + 4), "cudaMalloc(y)");
+    CU(cu.malloc_(&dx, xb + 4), "cudaMalloc(x)");
+    CU(cu.malloc_(&dy, yb + 4), "cudaMalloc(y)");
     CU(cu.memcpy_(dw, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice), "upload W");
-    CU(cu.memcpy_(dx, xp, m * k * 4, cudaMemcpyHostToDevice), "upload X");
-    /* poisoned (NaN where nothing is written), or zero for the split-K atomics */
-    unsigned ksplit = 1;
-    if (fast) {
-        uint64_t want = (2048 + p.tiles_n - 1) / p.tiles_n; /* about 2048 blocks in flight */
-        uint64_t most = (p.tiles_k + 3) / 4;                /* each warp keeps a tile */
-        ksplit = (unsigned)(want < most ? want : most);
-        if (ksplit < 1) ksplit = 1;
-    }
-    CU(cu.memset_(dy, ksplit > 1 ? 0 : 0xFF, m * n * 4), "initialise Y");
+    CU(cu.memcpy_(dx, xp, xb, cudaMemcpyHostToDevice), "upload X");
+    CU(cu.memset_(dy, 0xFF, yb), "poison Y"); /* NaN wherever nothing is written */
     hc_core_params cp;
     hc_tile_core_params(&p, &cp);
     unsigned long long e = expert, mm = m;
-    /* the small-M kernel's own, shorter parameter block (kernels/tile_gemm.cu) */
-    struct {
-        unsigned long long tiles_n, tiles_k, chunk_bytes, N, K;
-        unsigned code_bytes, scale_bytes, zero_const, zeros, sign_magnitude, scale_kind;
-    } gp = {p.tiles_n, p.tiles_k, p.chunk_bytes, p.N, p.K, (unsigned)p.code_bytes,
-            (unsigned)p.scale_bytes, (unsigned)p.zero_const, p.zeros, p.sign_magnitude,
-            cp.scale_kind};
-    void *args[] = {&dw, fast ? (void *)&gp : (void *)&cp, &e, &dx, &mm, &dy};
+    void *args[] = {&dw, &cp, &e, &dx, &mm, &dy};
     dim3 grid = {(unsigned)((n + 127) / 128), (unsigned)m, 1}, block = {128, 1, 1};
-    if (fast) grid = (dim3){(unsigned)p.tiles_n, ksplit, 1};
-    int variant = m <= 1 ? 0 : m <= 2 ? 1 : m <= 4 ? 2 : 3;
-    const void *kern = fast ? (const void *)g->gemv_int4[variant] : (const void *)g->gemm_ref;
-    CU(cu.launch(kern, grid, block, args, 0, 0), "launch");
-    CU(cu.sync(), fast ? "hc_tile_gemv_int4" : "hc_tile_gemm_ref");
-    if (reps > 0) { /* (y accumulates over the timed launches; it is reset and rerun below) */
-        CU(cu.ev_create(&e0), "event");
-        CU(cu.ev_create(&e1), "event");
-        CU(cu.ev_record(e0, 0), "event");
-        for (int r = 0; r < reps; r++) CU(cu.launch(kern, grid, block, args, 0, 0), "launch");
-        CU(cu.ev_record(e1, 0), "event");
-        CU(cu.ev_sync(e1), "event");
-        float ms = 0;
-        CU(cu.ev_elapsed(&ms, e0, e1), "event");
-        *us = (double)ms * 1e3 / reps;
-        CU(cu.memset_(dy, ksplit > 1 ? 0 : 0xFF, m * n * 4), "initialise Y");
-        CU(cu.launch(kern, grid, block, args, 0, 0), "launch");
-        CU(cu.sync(), "rerun");
-    }
-    CU(cu.memcpy_(y, dy, m * n * 4, cudaMemcpyDeviceToHost), "download Y");
+    CU(cu.launch((const void *)g->gemm_ref, grid, block, args, 0, 0), "launch");
+    CU(cu.sync(), "hc_tile_gemm_ref");
+    CU(cu.memcpy_(y, dy, yb, cudaMemcpyDeviceToHost), "download Y");
 out:
-    if (cu.loaded) {
-        cu.free_(dw), cu.free_(dx), cu.free_(dy);
-        if (e0) cu.ev_destroy(e0);
-        if (e1) cu.ev_destroy(e1);
-    }
+    if (cu.loaded) cu.free_(dw), cu.free_(dx), cu.free_(dy);
     free(xp);
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
 }
 
-hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
-                            const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
-                            char *msg, size_t msg_len) {
-    return gpu_linear(g, c, name, expert, x, m, k, y, n, 0, 0, NULL, msg, msg_len);
+/* ---- the fast kernels (kernels/tile_mma.cu), one module per codec, built on first use ---- */
+static unsigned codec_of(const hc_tile_params *p) {
+    switch (p->kind) {
+    case HC_TL_INT:
+        if (p->code_bits == 8) return 3;
+        return p->sign_magnitude ? 2 : 1;
+    case HC_TL_FP4: return 4;
+    case HC_TL_MXFOLD: return 5;
+    case HC_TL_FP8: return 6;
+    }
+    return 0;
 }
 
-hc_status hc_gpu_linear_fast(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
-                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
-                             int reps, double *us, char *msg, size_t msg_len) {
-    return gpu_linear(g, c, name, expert, x, m, k, y, n, 1, reps, us, msg, msg_len);
+static const char *const codec_names[HC_CODECS] = {
+    NULL, "int4", "int4 sign-magnitude", "int8", "fp4 (E2M1)", "mxfold", "fp8 (E4M3)"};
+
+static hc_status codec_module(hc_gpu *g, unsigned codec, hc_err *perr) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    void *cubin = NULL;
+    size_t size = 0;
+    pthread_mutex_lock(&g->mu);
+    if (g->mma_lib[codec]) goto out;
+    char def[32];
+    snprintf(def, sizeof def, "-DHC_CODEC=%u", codec);
+    const char *opts[] = {def, "-std=c++17"};
+    st = hc_jit_compile("tile_mma.cu", g->arch, opts, 2, &cubin, &size, &err);
+    if (st) goto out;
+    cudaLibrary_t lib = NULL;
+    CU(cu.lib_load(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData(tile_mma)");
+    CU(cu.lib_kernel(&g->gemv[codec][0], lib, "hc_mma_gemv_t8"), "hc_mma_gemv_t8");
+    CU(cu.lib_kernel(&g->gemv[codec][1], lib, "hc_mma_gemv_t16"), "hc_mma_gemv_t16");
+    CU(cu.lib_kernel(&g->gemm[codec], lib, "hc_mma_gemm"), "hc_mma_gemm");
+    /* every chunk size (at most 5376 bytes) fits: 4 warps x 4 stages, or 3 x (2 chunks + 16K) */
+    CU(cu.func_attr((const void *)g->gemv[codec][0], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                    16 * 5376), "shared memory of hc_mma_gemv_t8");
+    CU(cu.func_attr((const void *)g->gemv[codec][1], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                    16 * 5376), "shared memory of hc_mma_gemv_t16");
+    CU(cu.func_attr((const void *)g->gemm[codec], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                    3 * (2 * 5376 + 16384)), "shared memory of hc_mma_gemm");
+    g->mma_lib[codec] = lib;
+out:
+    pthread_mutex_unlock(&g->mu);
+    free(cubin);
+    if (st) {
+        *perr = err;
+        hc_err_prefix(perr, "kernels for %s tiles: ", codec_names[codec]);
+    }
+    return st;
+}
+
+typedef struct {
+    char *name;
+    hc_tile_params p;
+    unsigned codec;
+    void *w;    /* the tensor's stored bytes, as in the container */
+    void *perm; /* NAME.perm (I32 [K]) or NULL */
+} gpu_layer;
+
+struct hc_gpu_model {
+    hc_gpu *g;
+    gpu_layer *l;
+    size_t n;
+    uint64_t bytes;
+    double seconds;
+    pthread_mutex_t mu; /* guards the workspaces' growth */
+    void *ws, *cnt, *xg;
+    size_t ws_bytes, cnt_n, xg_bytes;
+};
+
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void hc_gpu_model_free(hc_gpu_model *m) {
+    if (!m) return;
+    for (size_t i = 0; i < m->n; i++) {
+        if (cu.loaded) cu.free_(m->l[i].w), cu.free_(m->l[i].perm);
+        free(m->l[i].name);
+    }
+    if (cu.loaded) cu.free_(m->ws), cu.free_(m->cnt), cu.free_(m->xg);
+    pthread_mutex_destroy(&m->mu);
+    free(m->l);
+    free(m);
+}
+
+hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu_model **out,
+                            char *msg, size_t msg_len) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    *out = NULL;
+    size_t nt = hc_container_tensor_count(c);
+    hc_gpu_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        if (msg && msg_len) snprintf(msg, msg_len, "out of memory");
+        return HC_NOMEM;
+    }
+    m->g = g;
+    pthread_mutex_init(&m->mu, NULL);
+    if (!(m->l = calloc(nt + 1, sizeof *m->l))) {
+        st = hc_fail(&err, HC_NOMEM, "out of memory");
+        goto fail;
+    }
+    double t0 = wall_s();
+    for (size_t i = 0; i < nt; i++) {
+        const hc_tensor_info *t = hc_container_tensor(c, i);
+        if (!t->layout_params || (only && strcmp(only, t->name))) continue;
+        gpu_layer *L = &m->l[m->n];
+        const int32_t *perm;
+        st = hc_tile_layer(c, t->name, &t, &L->p, &perm, &err);
+        if (st) goto fail;
+        L->codec = codec_of(&L->p);
+        if (!L->codec) {
+            st = hc_fail(&err, HC_UNSUPPORTED, "'%s': layout %s has no GPU kernel", t->name,
+                         t->layout);
+            goto fail;
+        }
+        L->name = hc_strdup(t->name);
+        if (!L->name) {
+            st = hc_fail(&err, HC_NOMEM, "out of memory");
+            goto fail;
+        }
+        m->n++;
+        CU(cu.malloc_(&L->w, t->length), "cudaMalloc(weights)");
+        CU(cu.memcpy_(L->w, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice),
+           "upload of weights");
+        m->bytes += t->length;
+        if (perm) {
+            CU(cu.malloc_(&L->perm, L->p.K * 4), "cudaMalloc(perm)");
+            CU(cu.memcpy_(L->perm, perm, L->p.K * 4, cudaMemcpyHostToDevice), "upload of perm");
+            m->bytes += L->p.K * 4;
+        }
+        st = codec_module(g, L->codec, &err);
+        if (st) goto fail;
+    }
+    m->seconds = wall_s() - t0;
+    if (only && m->n == 0) {
+        st = hc_fail(&err, HC_NOTFOUND, "'%s' is not a tiled tensor of the container (the GPU "
+                     "runs tiled layouts only)", only);
+        goto fail;
+    }
+    *out = m;
+    return HC_OK;
+out:
+fail:
+    hc_gpu_model_free(m);
+    if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
+    return st;
+}
+
+void hc_gpu_model_stats(const hc_gpu_model *m, uint64_t *layers, uint64_t *bytes,
+                        double *seconds) {
+    if (layers) *layers = m->n;
+    if (bytes) *bytes = m->bytes;
+    if (seconds) *seconds = m->seconds;
+}
+
+/* Grows a device buffer (contents lost) to at least `want` bytes; zeroed when `zero`. */
+static hc_status grow(void **buf, size_t *have, size_t want, bool zero, hc_err *perr) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    if (*have >= want) return HC_OK;
+    CU(cu.sync(), "synchronise before growing a workspace");
+    cu.free_(*buf);
+    *buf = NULL, *have = 0;
+    CU(cu.malloc_(buf, want), "cudaMalloc(workspace)");
+    if (zero) CU(cu.memset_(*buf, 0, want), "cudaMemset(workspace)");
+    *have = want;
+out:
+    if (st) *perr = err;
+    return st;
+}
+
+hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, const void *x,
+                        uint64_t m, uint64_t k, void *y, uint64_t n, void *stream, char *msg,
+                        size_t msg_len) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    bool locked = false;
+    hc_gpu *g = md->g;
+    gpu_layer *L = NULL;
+    for (size_t i = 0; i < md->n && !L; i++)
+        if (!strcmp(md->l[i].name, name)) L = &md->l[i];
+    if (!L) {
+        st = hc_fail(&err, HC_NOTFOUND, "'%s' is not a layer of this GPU model", name);
+        goto out;
+    }
+    const hc_tile_params *p = &L->p;
+    if (k != p->K || n != p->N || expert >= p->E) {
+        st = hc_fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
+                     "N=%llu expert %u", name, (unsigned long long)p->N, (unsigned long long)p->K,
+                     (unsigned long long)p->E, (unsigned long long)k, (unsigned long long)n,
+                     expert);
+        goto out;
+    }
+    if (m == 0) goto out;
+    if (!x || !y || m > 0x7FFFFFFFull * 128) {
+        st = hc_fail(&err, HC_INVALID, "'%s': %s", name, !x || !y ? "null activation or output"
+                     : "M is too large");
+        goto out;
+    }
+    cudaStream_t s = (cudaStream_t)stream;
+    pthread_mutex_lock(&md->mu);
+    locked = true;
+    hc_mma_params mp = {p->tiles_n, p->tiles_k, p->chunk_bytes, p->N, p->K, p->K,
+                        (unsigned)p->code_bytes, (unsigned)p->scale_bytes, p->S,
+                        p->S == 1 ? 2u : p->S == 2 ? 1u : 0u, 0, p->zeros,
+                        (unsigned)p->zero_const, (float)p->global_div};
+    hc_core_params cp;
+    hc_tile_core_params(p, &cp);
+    mp.scale_kind = cp.scale_kind;
+    bool small = m <= 16;
+    /* activations the kernels cannot read in place go through hc_gather_x: act-order
+     * permutations, and shapes or addresses off the kernels' vector width */
+    bool gather = L->perm || (small ? (k % 2 || (uintptr_t)x % 4) : (k % 8 || (uintptr_t)x % 16));
+    const void *xin = x;
+    if (gather) {
+        uint64_t xb;
+        if (!hc_mul_u64(m, p->Kp, &xb) || !hc_mul_u64(xb, 2, &xb)) {
+            st = hc_fail(&err, HC_INVALID, "'%s': M=%llu overflows the activation buffer", name,
+                         (unsigned long long)m);
+            goto out;
+        }
+        st = grow(&md->xg, &md->xg_bytes, xb, false, &err);
+        if (st) goto out;
+        unsigned long long mm = m, kk = k, ld = p->Kp;
+        void *args[] = {(void *)&x, &mm, &kk, &L->perm, &md->xg, &ld};
+        uint64_t blocks = (m * p->Kp + 255) / 256;
+        dim3 grid = {(unsigned)(blocks < 4096 ? blocks : 4096), 1, 1}, block = {256, 1, 1};
+        CU(cu.launch((const void *)g->gather, grid, block, args, 0, s), "launch hc_gather_x");
+        xin = md->xg;
+        mp.ldx = p->Kp;
+    }
+    unsigned long long e = expert, mm = m;
+    if (small) {
+        int t16 = m > 8;
+        size_t smem = 4 * 4 * p->chunk_bytes;
+        if (!g->gemv_blocks[L->codec][t16]) {
+            int b = 0;
+            if (cu.occupancy(&b, (const void *)g->gemv[L->codec][t16], 128, smem) != cudaSuccess || b < 1)
+                b = 2;
+            g->gemv_blocks[L->codec][t16] = b;
+        }
+        /* K split over blocks until the chip is full, each warp keeping a few tiles */
+        uint64_t resident = (uint64_t)g->sms * (uint64_t)g->gemv_blocks[L->codec][t16];
+        uint64_t want = (resident + p->tiles_n - 1) / p->tiles_n;
+        uint64_t most = (p->tiles_k + 15) / 16; /* at least about four tiles per warp */
+        unsigned ksplit = (unsigned)(want < most ? want : most);
+        if (ksplit < 1) ksplit = 1;
+        if (ksplit > 1) {
+            size_t tok = t16 ? 16 : 8;
+            st = grow(&md->ws, &md->ws_bytes, (size_t)ksplit * p->tiles_n * 64 * tok * 4, false,
+                      &err);
+            if (!st) st = grow(&md->cnt, &md->cnt_n, p->tiles_n * 4, true, &err);
+            if (st) goto out;
+        }
+        void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt};
+        dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {128, 1, 1};
+        CU(cu.launch((const void *)g->gemv[L->codec][t16], grid, block, args, smem, s),
+           "launch hc_mma_gemv");
+    } else {
+        size_t smem = 3 * (2 * p->chunk_bytes + 16384);
+        void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y};
+        dim3 grid = {(unsigned)((p->tiles_n + 1) / 2), (unsigned)((m + 127) / 128), 1};
+        dim3 block = {256, 1, 1};
+        if (grid.y > 65535) {
+            st = hc_fail(&err, HC_INVALID, "'%s': M=%llu exceeds %u tokens per launch", name,
+                         (unsigned long long)m, 65535u * 128);
+            goto out;
+        }
+        CU(cu.launch((const void *)g->gemm[L->codec], grid, block, args, smem, s),
+           "launch hc_mma_gemm");
+    }
+out:
+    if (locked) pthread_mutex_unlock(&md->mu);
+    if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
+    return st;
 }
 
 hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, char *msg,
@@ -283,6 +529,51 @@ out:
         if (e0) cu.ev_destroy(e0);
         if (e1) cu.ev_destroy(e1);
     }
+    if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
+    return st;
+}
+
+static uint16_t bf16_rne(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
+}
+
+hc_status hc_gpu_linear_host(hc_gpu_model *md, const char *name, uint32_t expert, const float *x,
+                             uint64_t m, uint64_t k, float *y, uint64_t n, char *msg,
+                             size_t msg_len) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    void *dx = NULL, *dy = NULL;
+    uint16_t *hx = NULL, *hy = NULL;
+    uint64_t xe, ye;
+    if (!hc_mul_u64(m, k, &xe) || !hc_mul_u64(m, n, &ye) || xe > (1ull << 40) ||
+        ye > (1ull << 40)) {
+        st = hc_fail(&err, HC_INVALID, "'%s': M=%llu is too large", name, (unsigned long long)m);
+        goto out;
+    }
+    hx = malloc(xe * 2 + 2), hy = malloc(ye * 2 + 2);
+    if (!hx || !hy) {
+        st = hc_fail(&err, HC_NOMEM, "out of memory");
+        goto out;
+    }
+    for (uint64_t i = 0; i < xe; i++) hx[i] = bf16_rne(x[i]);
+    CU(cu.malloc_(&dx, xe * 2 + 16), "cudaMalloc(x)");
+    CU(cu.malloc_(&dy, ye * 2 + 16), "cudaMalloc(y)");
+    CU(cu.memcpy_(dx, hx, xe * 2, cudaMemcpyHostToDevice), "upload X");
+    CU(cu.memset_(dy, 0xFF, ye * 2), "poison Y"); /* NaN wherever nothing is written */
+    st = hc_gpu_linear(md, name, expert, dx, m, k, dy, n, NULL, err.msg, sizeof err.msg);
+    if (st) goto out;
+    CU(cu.sync(), name);
+    CU(cu.memcpy_(hy, dy, ye * 2, cudaMemcpyDeviceToHost), "download Y");
+    for (uint64_t i = 0; i < ye; i++) {
+        uint32_t u = (uint32_t)hy[i] << 16;
+        memcpy(&y[i], &u, 4);
+    }
+out:
+    if (cu.loaded) cu.free_(dx), cu.free_(dy);
+    free(hx), free(hy);
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
 }

@@ -166,4 +166,18 @@ HC_HD double hc_core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned
     return 0.0 / 0.0;
 }
 
+/* The fast kernels' parameters (kernels/tile_mma.cu), filled by runtime/gpu.c: the fields a
+ * tile's decode needs and nothing else, so the kernels keep few registers. codec: 1 int 4-bit
+ * offset codes, 2 int 4-bit sign-magnitude, 3 int 8-bit offset codes, 4 E2M1 (tile64-fp4),
+ * 5 E2M1 with folded group exponents (tile64-mxfold), 6 E4M3 (tile64-fp8). */
+typedef struct {
+    hc_u64 tiles_n, tiles_k, chunk_bytes, N, K;
+    hc_u64 ldx;          /* activation row stride, in elements */
+    unsigned code_bytes, scale_bytes, S;
+    unsigned lgs;        /* log2 of the k16 steps per scale group: 0, 1 or 2 */
+    unsigned scale_kind; /* as hc_core_params */
+    unsigned zeros, zero_const;
+    float global_div;    /* NVFP4 divisor of the scales, 0 when unused */
+} hc_mma_params;
+
 #endif

@@ -15,6 +15,7 @@
 #include "jit.h"
 #include "layout.h"
 #include "npy.h"
+#include "tile_synth.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -22,29 +23,213 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Cold compile (cache off) and warm load (cache hit) of the kernels, for the notes. */
-static void jit_times(const char *arch) {
-    static const char *const opts[] = {"--fmad=false"};
+/* Cold compile (cache off) and warm load (cache hit) of a kernel module, for the notes. */
+static void jit_time(const char *arch, const char *file, const char *const *opts, int nopts) {
     void *cubin = NULL;
     size_t size = 0;
     hc_err err = {0};
     setenv("HC_JIT_NO_CACHE", "1", 1);
     double t0 = now_s();
-    hc_status st = hc_jit_compile("tile_gemm.cu", arch, opts, 1, &cubin, &size, &err);
+    hc_status st = hc_jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
     double cold = now_s() - t0;
     unsetenv("HC_JIT_NO_CACHE");
     free(cubin);
-    hc_jit_compile("tile_gemm.cu", arch, opts, 1, &cubin, &size, &err); /* fill the cache */
+    hc_jit_compile(file, arch, opts, nopts, &cubin, &size, &err); /* fill the cache */
     free(cubin);
     t0 = now_s();
-    st |= hc_jit_compile("tile_gemm.cu", arch, opts, 1, &cubin, &size, &err);
+    st |= hc_jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
     double warm = now_s() - t0;
     free(cubin);
-    printf("jit: tile_gemm.cu for %s: cold compile %.1f ms, warm cache load %.3f ms (%zu-byte "
-           "cubin)%s\n", arch, cold * 1e3, warm * 1e3, size, st ? " FAILED" : "");
+    printf("jit: %s %s for %s: cold compile %.1f ms, warm cache load %.3f ms (%zu-byte cubin)%s\n",
+           file, nopts ? opts[0] : "", arch, cold * 1e3, warm * 1e3, size, st ? " FAILED" : "");
+}
+
+static void jit_times(const char *arch) {
+    static const char *const ref[] = {"--fmad=false"}, *const mma[] = {"-DHC_CODEC=1", "-std=c++17"};
+    jit_time(arch, "tile_gemm.cu", ref, 1);
+    jit_time(arch, "tile_mma.cu", mma, 2);
 }
 
 static int passed, failed;
+
+static float bf16_round(float f) { /* nearest even, as hc_gpu_linear_host rounds */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1)) & 0xFFFF0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* The layer's weights of one expert as float64 [N][K] in source column order (the act-order
+ * permutation undone), from the tile decoder of the CPU twin. */
+static double *dense_weights(hc_container *c, const char *name, uint32_t e, hc_tile_params *p) {
+    const hc_tensor_info *t;
+    const int32_t *perm;
+    hc_err err = {0};
+    if (hc_tile_layer(c, name, &t, p, &perm, &err)) return NULL;
+    double *w = calloc(p->N * p->K + 1, sizeof *w);
+    const uint8_t *wb = hc_container_stored(c, t);
+    for (uint64_t r = 0; w && r < p->N; r++)
+        for (uint64_t q = 0; q < p->K; q++) {
+            const uint8_t *ch = wb + hc_tile_offset(p, e, r / 64, q / 64);
+            w[r * p->K + (perm ? (uint64_t)perm[q] : q)] =
+                hc_tile_value(p, ch, (unsigned)(r % 64), (unsigned)(q % 64));
+        }
+    return w;
+}
+
+/* |y - ref| within: the bf16 rounding of the output, float32 accumulation (four times the
+ * round-to-nearest bound: the tensor cores' adds are not all IEEE), and for M > 16 (weights
+ * rounded to bf16 after scaling) 2^-8 of the sum of |products|. */
+static bool within(double y, double ref, double sabs, uint64_t k, uint64_t m) {
+    double bound = ldexp(fabs(ref), -8) + 4.0 * ((double)k + 3) * ldexp(sabs, -24) +
+                   (m > 16 ? ldexp(sabs, -8) : 0.0) + 1e-30;
+    return fabs(y - ref) <= bound;
+}
+
+/* Compares y [m][n] with float64 sums over w and xb (bf16-rounded activations): every output
+ * when the work is small, else `samples` random ones plus the first and last token's rows.
+ * Returns the number of outputs beyond the bound; *checked counts those compared. */
+static uint64_t compare_f64(const float *y, const double *w, const float *xb, uint64_t m,
+                            uint64_t n, uint64_t k, uint64_t *checked, uint64_t *rng) {
+    uint64_t bad = 0, cnt = 0;
+    bool all = m * n * k <= 400000000ull;
+    uint64_t total = all ? m * n : 4096 + 2 * n;
+    for (uint64_t i = 0; i < total; i++) {
+        uint64_t t, r;
+        if (all) t = i / n, r = i % n;
+        else if (i < 2 * n) t = i < n ? 0 : m - 1, r = i % n;
+        else {
+            *rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
+            t = *rng % m, r = (*rng >> 20) % n;
+        }
+        double ref = 0, sabs = 0;
+        for (uint64_t q = 0; q < k; q++) {
+            double pr = w[r * k + q] * (double)xb[t * k + q];
+            ref += pr, sabs += fabs(pr);
+        }
+        bad += !within((double)y[t * n + r], ref, sabs, k, m);
+        cnt++;
+    }
+    *checked = cnt;
+    return bad;
+}
+
+/* The fast kernels on a fixture layer: against the float64 reference (bf16 activations), and
+ * the same results twice (no races in the split-K reduction). */
+static void check_fast(hc_gpu *g, hc_container *c, const char *cas, const char *name,
+                       uint32_t e, const float *x, uint64_t m, uint64_t k, uint64_t n) {
+    char msg[1024];
+    hc_gpu_model *md = NULL;
+    hc_tile_params p;
+    double *w = dense_weights(c, name, e, &p);
+    float *xb = malloc(m * k * 4 + 4), *y = malloc(m * n * 4 + 4), *y2 = malloc(m * n * 4 + 4);
+    int ok = w && xb && y && y2;
+    for (uint64_t i = 0; ok && i < m * k; i++) xb[i] = bf16_round(x[i]);
+    if (ok && hc_gpu_model_load(g, c, name, &md, msg, sizeof msg)) {
+        printf("FAIL %s %s: model load: %s\n", cas, name, msg);
+        ok = 0;
+    }
+    static const uint64_t ms[] = {1, 0};
+    for (int v = 0; ok && v < 2; v++) {
+        uint64_t mm = ms[v] ? ms[v] : m;
+        uint64_t checked = 0, rng = 1, bad;
+        if (hc_gpu_linear_host(md, name, e, xb, mm, k, y, n, msg, sizeof msg) ||
+            hc_gpu_linear_host(md, name, e, xb, mm, k, y2, n, msg, sizeof msg)) {
+            printf("FAIL %s %s: fast path: %s\n", cas, name, msg);
+            ok = 0;
+            break;
+        }
+        bad = compare_f64(y, w, xb, mm, n, k, &checked, &rng);
+        int fok = bad == 0 && memcmp(y, y2, mm * n * 4) == 0;
+        if (!fok) printf("FAIL %s %s expert %u M=%llu fast path: %llu of %llu beyond the bound%s\n",
+                         cas, name, e, (unsigned long long)mm, (unsigned long long)bad,
+                         (unsigned long long)checked,
+                         memcmp(y, y2, mm * n * 4) ? ", and two runs differ" : "");
+        else printf("ok   %s %s expert %u M=%llu fast path (%s)\n", cas, name, e,
+                    (unsigned long long)mm, mm <= 16 ? "small-M" : "tiled");
+        passed += fok, failed += !fok;
+    }
+    if (!ok) failed++;
+    hc_gpu_model_free(md);
+    free(w), free(xb), free(y), free(y2);
+}
+
+/* Every layout x M in {1, 7, 16, 64, 333, 4096} x shapes (N=640 K=2880; N=200 K=70 with two
+ * experts and an act-order permutation) on fresh random data: against the float64 reference
+ * and, up to M=333, the CPU executor run on the same bf16 activations. */
+static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
+    static const struct {
+        uint64_t n, k, e;
+        bool perm;
+    } shapes[] = {{640, 2880, 1, false}, {200, 70, 2, true}};
+    static const uint64_t ms[] = {1, 7, 16, 64, 333, 4096};
+    char path[256], msg[1024];
+    snprintf(path, sizeof path, "/tmp/hc-gpu-synth-%d.hconvert", (int)getpid());
+    uint64_t rng = seed;
+    for (size_t si = 0; si < SYNTH_SPECS; si++)
+        for (size_t hi = 0; hi < 2; hi++) {
+            const synth_spec *sp = &synth_specs[si];
+            uint64_t N = shapes[hi].n, K = shapes[hi].k, E = shapes[hi].e;
+            hc_container *c = NULL;
+            hc_gpu_model *md = NULL;
+            if (synth_container(path, sp, E, N, K, shapes[hi].perm, seed + si * 7 + hi, msg,
+                                sizeof msg) ||
+                hc_container_open(path, 1, &c, msg, sizeof msg) ||
+                hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) {
+                printf("FAIL synthetic %s: %s\n", sp->label, msg);
+                failed++;
+                hc_container_free(c);
+                continue;
+            }
+            uint32_t e = (uint32_t)(E - 1);
+            hc_tile_params p;
+            double *w = dense_weights(c, "w", e, &p);
+            for (size_t mi = 0; w && mi < sizeof ms / sizeof ms[0]; mi++) {
+                uint64_t M = ms[mi], checked = 0;
+                float *x = malloc(M * K * 4), *y = malloc(M * N * 4), *yc = malloc(M * N * 4);
+                for (uint64_t i = 0; i < M * K; i++) {
+                    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                    x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
+                }
+                double t0 = now_s();
+                int ok = hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg) == HC_OK;
+                double dt = now_s() - t0;
+                if (!ok) printf("FAIL synthetic %s N=%llu K=%llu M=%llu: %s\n", sp->label,
+                                (unsigned long long)N, (unsigned long long)K,
+                                (unsigned long long)M, msg);
+                uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, &checked, &rng) : 0;
+                uint64_t badc = 0;
+                if (ok && M <= 333) { /* the CPU executor on the same activations */
+                    if (hc_cpu_linear(c, "w", e, x, M, K, yc, N, msg, sizeof msg)) {
+                        printf("FAIL synthetic %s: cpu: %s\n", sp->label, msg);
+                        ok = 0;
+                    }
+                    for (uint64_t i = 0; ok && i < M * N; i++) {
+                        double sabs = 0;
+                        const float *xr = x + (i / N) * K;
+                        const double *wr = w + (i % N) * K;
+                        for (uint64_t q = 0; q < K; q++) sabs += fabs(wr[q] * (double)xr[q]);
+                        badc += !within((double)y[i], (double)yc[i], 2 * sabs, K, M);
+                    }
+                }
+                int fine = ok && !bad && !badc;
+                printf("%s synthetic %-28s N=%-4llu K=%-4llu E=%llu%s M=%-4llu %s: %llu checked, "
+                       "%llu beyond the float64 bound, %llu beyond the CPU executor's (%.1f ms)\n",
+                       fine ? "ok  " : "FAIL", sp->label, (unsigned long long)N,
+                       (unsigned long long)K, (unsigned long long)E,
+                       shapes[hi].perm ? " perm" : "", (unsigned long long)M,
+                       M <= 16 ? "small-M" : "tiled", (unsigned long long)checked,
+                       (unsigned long long)bad, (unsigned long long)badc, dt * 1e3);
+                passed += fine, failed += !fine;
+                free(x), free(y), free(yc);
+            }
+            free(w);
+            hc_gpu_model_free(md);
+            hc_container_free(c);
+        }
+    unlink(path);
+}
 
 static void check_layer(hc_gpu *g, hc_container *c, const char *cas, const char *name,
                         const float *x, uint64_t m, uint64_t k) {
@@ -74,48 +259,7 @@ static void check_layer(hc_gpu *g, hc_container *c, const char *cas, const char 
                        (unsigned long long)m, (unsigned long long)n, (unsigned long long)k,
                        t->layout);
         passed += ok, failed += !ok;
-        /* the fast path where it exists: within twice the float32 summation bound */
-        hc_tile_params p;
-        cJSON *pj = cJSON_Parse(t->layout_params);
-        hc_err perr = {0};
-        bool have_p = hc_tile_params_parse(pj, t->layout, &p, name, &perr) == HC_OK;
-        cJSON_Delete(pj);
-        if (ok && have_p && p.kind == HC_TL_INT && p.code_bits == 4 && m <= 8) {
-            float *yf = malloc(m * n * 4 + 4);
-            hc_status fst = hc_gpu_linear_fast(g, c, name, e, x, m, k, yf, n, 0, NULL, msg, sizeof msg);
-            if (fst == HC_UNSUPPORTED) { /* no fast kernel for this layout yet */
-                free(yf);
-                continue;
-            }
-            int fok = fst == HC_OK;
-            if (!fok) printf("FAIL %s %s: fast: %s\n", cas, name, msg);
-            const uint8_t *wb = hc_container_stored(c, t);
-            const int32_t *perm = NULL;
-            if (p.perm) {
-                char pn[600];
-                snprintf(pn, sizeof pn, "%s.perm", name);
-                perm = hc_container_stored(c, hc_container_find(c, pn));
-            }
-            uint64_t bad = 0;
-            for (uint64_t i = 0; fok && i < m; i++)
-                for (uint64_t r = 0; r < n; r++) {
-                    double sum = 0;
-                    for (uint64_t q = 0; q < k; q++) {
-                        const uint8_t *ch = wb + hc_tile_offset(&p, e, r / 64, q / 64);
-                        double wv = hc_tile_value(&p, ch, (unsigned)(r % 64), (unsigned)(q % 64));
-                        sum += fabs(wv * x[i * k + (perm ? (uint64_t)perm[q] : q)]);
-                    }
-                    double bound = 2 * ((double)k + 3) * ldexp(1.0, -24) * sum + 1e-30;
-                    if (!(fabs((double)yf[i * n + r] - (double)yc[i * n + r]) <= bound)) bad++;
-                }
-            if (fok && bad) printf("FAIL %s %s: fast path: %llu outputs beyond the bound\n", cas,
-                                   name, (unsigned long long)bad);
-            fok = fok && !bad;
-            if (fok) printf("ok   %s %s expert %u M=%llu fast path\n", cas, name, e,
-                            (unsigned long long)m);
-            passed += fok, failed += !fok;
-            free(yf);
-        }
+        if (ok) check_fast(g, c, cas, name, e, x, m, k, n);
         free(yc), free(yg);
     }
 }
@@ -179,6 +323,9 @@ int main(void) {
         if (system(rm) != 0) printf("warning: cannot remove %s\n", out);
     }
     if (f) fclose(f);
+    uint64_t seed = (uint64_t)time(NULL);
+    printf("synthetic layers, seed %llu\n", (unsigned long long)seed);
+    synthetic_sweep(g, seed);
     hc_gpu_free(g);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -1,0 +1,150 @@
+/* tile_synth.h: containers holding one random tiled layer of any layout (docs/layouts.md), for
+ * the GPU tests and benchmarks: random codes, random but finite scales of the layout's scale
+ * type, random zero points, padded rows with scale 0 and padded columns with code 0 (as the
+ * converter writes them), optionally several experts and an act-order permutation. */
+#ifndef HC_TILE_SYNTH_H
+#define HC_TILE_SYNTH_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "container_write.h"
+#include "layout.h"
+
+typedef struct {
+    const char *label;
+    hc_tile_kind kind;
+    unsigned code_bits;
+    bool sign_magnitude, zeros;
+    hc_dtype scale_dtype; /* ignored for mxfold */
+    uint64_t g;           /* layout group along K */
+    double global_div;    /* NVFP4, else 0 */
+} synth_spec;
+
+static uint64_t synth_rng(uint64_t *s) {
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+/* A scale of the given type, positive, in about [2^-7, 2^-5), as stored bytes. */
+static void synth_scale(hc_dtype dt, uint64_t *rng, uint8_t *out) {
+    uint64_t r = synth_rng(rng);
+    switch (dt) {
+    case HC_DT_F32: {
+        float f = (float)(1.0 + (double)(r % 1000) / 1000.0) / 128.0f;
+        memcpy(out, &f, 4);
+        break;
+    }
+    case HC_DT_BF16: out[0] = (uint8_t)r, out[1] = 0x3C; break;                 /* ~2^-7 */
+    case HC_DT_F16: out[0] = (uint8_t)r, out[1] = (uint8_t)(0x20 | (r >> 8 & 3)); break; /* ~2^-7 */
+    case HC_DT_F8_E4M3: out[0] = (uint8_t)(0x20 + r % 24); break;                /* 2^-3..2^0 */
+    default: out[0] = (uint8_t)(118 + r % 8); break;                              /* E8M0 */
+    }
+}
+
+/* Writes `path`: layer "w" of spec s, [E, N, K], with a random permutation when perm. */
+static int synth_container(const char *path, const synth_spec *s, uint64_t E, uint64_t N,
+                           uint64_t K, bool perm, uint64_t seed, char *msg, size_t msg_len) {
+    hc_tile_params p = {.kind = s->kind, .code_bits = s->code_bits,
+                        .src_bits = s->kind == HC_TL_INT ? s->code_bits : s->code_bits,
+                        .E = E, .N = N, .K = K, .Np = (N + 63) / 64 * 64,
+                        .Kp = (K + 63) / 64 * 64, .g = s->g,
+                        .scale_dtype = s->kind == HC_TL_MXFOLD ? HC_DT_U8 : s->scale_dtype,
+                        .zeros = s->zeros, .zero_const = s->code_bits == 4 ? 8 : 128,
+                        .global_div = s->global_div, .perm = perm,
+                        .sign_magnitude = s->sign_magnitude};
+    if (!hc_tile_geometry(&p)) {
+        snprintf(msg, msg_len, "%s: bad geometry", s->label);
+        return -1;
+    }
+    uint64_t bytes = hc_tile_bytes_of(&p), rng = seed * 0x9e3779b97f4a7c15ull + 1;
+    uint8_t *d = calloc(1, bytes);
+    int32_t *pm = perm ? malloc(K * 4) : NULL;
+    if (!d || (perm && !pm)) {
+        free(d), free(pm);
+        snprintf(msg, msg_len, "out of memory");
+        return -1;
+    }
+    hc_core_params cp;
+    hc_tile_core_params(&p, &cp);
+    for (uint64_t e = 0; e < E; e++)
+        for (uint64_t nb = 0; nb < p.tiles_n; nb++)
+            for (uint64_t kb = 0; kb < p.tiles_k; kb++) {
+                uint8_t *ch = d + hc_tile_offset(&p, e, nb, kb);
+                for (unsigned r = 0; r < 64; r++)
+                    for (unsigned c = 0; c < 64; c++) {
+                        if (nb * 64 + r >= N || kb * 64 + c >= K) continue; /* padding: 0 */
+                        unsigned u = (unsigned)synth_rng(&rng) & (s->code_bits == 4 ? 15 : 255);
+                        if (s->kind == HC_TL_FP8 && (u & 0x7F) == 0x7F) u--; /* not NaN */
+                        hc_u64 b;
+                        unsigned sh;
+                        hc_core_code_pos(s->code_bits, r, c, &b, &sh);
+                        ch[b] |= (uint8_t)(u << sh);
+                    }
+                for (unsigned r = 0; r < 64 && nb * 64 + r < N; r++) {
+                    if (s->kind == HC_TL_MXFOLD) {
+                        uint8_t *rec = ch + p.code_bytes + r * 4;
+                        uint64_t x = synth_rng(&rng);
+                        if (x % 8 == 0) { /* an unfolded row-tile: raw E8M0 exponents */
+                            rec[0] = HC_MXFOLD_UNFOLDED, rec[1] = (uint8_t)(118 + x / 8 % 10);
+                            rec[2] = (uint8_t)(118 + x / 128 % 10);
+                        } else { /* base and offsets in -8..6: always exact */
+                            rec[0] = (uint8_t)(118 + x / 8 % 10);
+                            rec[1] = (uint8_t)(int8_t)((int)(x / 128 % 15) - 8);
+                            rec[2] = (uint8_t)(int8_t)((int)(x / 4096 % 15) - 8);
+                        }
+                        continue;
+                    }
+                    unsigned ss = hc_dtype_bits(p.scale_dtype) / 8;
+                    for (unsigned j = 0; j < p.S; j++) {
+                        synth_scale(p.scale_dtype, &rng, ch + p.code_bytes + (r * p.S + j) * ss);
+                        if (p.zeros)
+                            ch[p.code_bytes + p.scale_bytes + r * p.S + j] =
+                                (uint8_t)(synth_rng(&rng) & (s->code_bits == 4 ? 15 : 255));
+                    }
+                }
+            }
+    if (pm) { /* a random permutation of 0..K-1 */
+        for (uint64_t i = 0; i < K; i++) pm[i] = (int32_t)i;
+        for (uint64_t i = K - 1; i > 0; i--) {
+            uint64_t j = synth_rng(&rng) % (i + 1);
+            int32_t t = pm[i];
+            pm[i] = pm[j], pm[j] = t;
+        }
+    }
+    static const char *const ids[] = {NULL, HC_LAYOUT_INT, HC_LAYOUT_FP4, HC_LAYOUT_MXFOLD,
+                                      HC_LAYOUT_FP8};
+    cJSON *lp = hc_tile_params_json(&p);
+    hc_cw_tensor t[2] = {{.name = "w", .dtype = HC_DT_U8, .ndim = 4,
+                          .shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
+                          .padded_shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
+                          .layout = ids[s->kind], .layout_version = HC_LAYOUT_VERSION, .data = d,
+                          .size = bytes, .layout_params = lp},
+                         {.name = "w.perm", .dtype = HC_DT_I32, .ndim = 1, .shape = {K},
+                          .padded_shape = {K}, .layout = "source", .data = pm, .size = K * 4}};
+    hc_cw_options o = {.source_format = "synthetic", .target = "tiles", .tp_size = 1};
+    hc_err err = {0};
+    hc_status st = hc_container_write(path, t, perm ? 2 : 1, &o, &err);
+    if (st) snprintf(msg, msg_len, "%s: write: %s", s->label, err.msg);
+    cJSON_Delete(lp);
+    free(d), free(pm);
+    return st ? -1 : 0;
+}
+
+/* The layouts the converter writes, one spec each (with the scale types and groups seen). */
+static const synth_spec synth_specs[] = {
+    {"int4 g128 bf16 sym", HC_TL_INT, 4, false, false, HC_DT_BF16, 128, 0},
+    {"int4 g32 f16 zero points", HC_TL_INT, 4, false, true, HC_DT_F16, 32, 0},
+    {"int4 g64 f32 sign-magnitude", HC_TL_INT, 4, true, false, HC_DT_F32, 64, 0},
+    {"int8 g16 f32 zero points", HC_TL_INT, 8, false, true, HC_DT_F32, 16, 0},
+    {"int8 channel bf16", HC_TL_INT, 8, false, false, HC_DT_BF16, 64, 0},
+    {"nvfp4 g16 e4m3 global", HC_TL_FP4, 4, false, false, HC_DT_F8_E4M3, 16, 448.0 * 6.0},
+    {"mxfp4 g32 e8m0 (fallback)", HC_TL_FP4, 4, false, false, HC_DT_F8_E8M0, 32, 0},
+    {"mxfp4 folded", HC_TL_MXFOLD, 4, false, false, HC_DT_U8, 32, 0},
+    {"fp8 block128 f32", HC_TL_FP8, 8, false, false, HC_DT_F32, 128, 0},
+    {"fp8 channel bf16", HC_TL_FP8, 8, false, false, HC_DT_BF16, 64, 0},
+};
+#define SYNTH_SPECS (sizeof synth_specs / sizeof synth_specs[0])
+
+#endif
