@@ -25,10 +25,62 @@
 #define HC_CODEC 1
 #endif
 #define HC_CODE_BITS ((HC_CODEC == 3 || HC_CODEC == 6) ? 8 : 4)
-#define HC_GEMV_STAGES 4
+/* Tuning knobs, set by the host through NVRTC options (runtime/gpu.c; bench/NOTES.md has the
+ * measurements behind the defaults). */
+#ifndef HC_GEMV_STAGES
+#define HC_GEMV_STAGES 4 /* tiles of a warp's pipeline (HC_GEMV_STAGES - 1 in flight) */
+#endif
+#ifndef HC_GEMV_MINB
+#define HC_GEMV_MINB 4 /* launch bounds: resident blocks per SM the registers must allow */
+#endif
+#ifndef HC_GEMV_BIAS
+#define HC_GEMV_BIAS 0 /* int4: codes biased by 128 with the zero point in a second mma */
+#endif
+#ifndef HC_GEMV_XG
+#define HC_GEMV_XG 0 /* small M: activations straight from global memory (else staged) */
+#endif
+#ifndef HC_GEMV_BULK
+#define HC_GEMV_BULK 0 /* small M: whole chunks by one bulk copy on an mbarrier (sm_90) */
+#endif
+#if HC_GEMV_BULK && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
+#undef HC_GEMV_BULK
+#define HC_GEMV_BULK 0
+#endif
+#ifndef HC_WGMMA_DB
+#define HC_WGMMA_DB 0 /* wgmma: A double-buffered, one block per SM (else two, serialised) */
+#endif
 #define HC_GEMM_STAGES 3
+#define HC_WGMMA_STAGES (HC_WGMMA_DB ? 4 : 3)
 
 typedef unsigned short hc_u16;
+/* Layer specialisation: with -DHC_SK (scale kind), -DHC_LGS (log2 k16 steps per scale group),
+ * -DHC_ZP (zero points per entry) the host builds one module per kind of layer a model holds,
+ * so the tile geometry is constant and the decode has no run-time branches; without them the
+ * module reads those fields from hc_mma_params (one module per codec, any layer). */
+#ifdef HC_SK
+#define P_SK HC_SK
+#define P_LGS HC_LGS
+#define P_ZEROS HC_ZP
+#define P_S (1u << (2 - HC_LGS))
+#define P_CODE_BYTES (64u * 64u * HC_CODE_BITS / 8u)
+#if HC_CODEC == 5
+#define P_SCALE_BYTES 256u
+#else
+#define P_SCALE_BYTES (64u * P_S * (HC_SK == 0 ? 4u : HC_SK <= 2 ? 2u : 1u))
+#endif
+#define P_CB ((hc_u64)((P_CODE_BYTES + P_SCALE_BYTES + (HC_ZP ? 64u * P_S : 0u) + 127u) / 128u * 128u))
+#else
+#define P_SK p.scale_kind
+#define P_LGS p.lgs
+#define P_ZEROS p.zeros
+#define P_S p.S
+#define P_CODE_BYTES p.code_bytes
+#define P_SCALE_BYTES p.scale_bytes
+#define P_CB p.chunk_bytes
+#endif
+
+/* dynamic shared memory of every kernel here (its layout is each kernel's own) */
+extern __shared__ __align__(1024) hc_u8 hc_smem[];
 
 __device__ __forceinline__ unsigned bf2_fma(unsigned a, unsigned b, unsigned c) {
     unsigned d;
@@ -73,15 +125,15 @@ template <int N> __device__ __forceinline__ void cp_wait() {
 __device__ __forceinline__ float tile_scale(const hc_u8 *ch, const hc_mma_params &p, unsigned r,
                                             unsigned j) {
 #if HC_CODEC == 5
-    const hc_u8 *rec = ch + p.code_bytes + r * 4; /* base exponent B, offsets d0, d1 */
+    const hc_u8 *rec = ch + P_CODE_BYTES + r * 4; /* base exponent B, offsets d0, d1 */
     int e = rec[0] == 0xFF ? (int)rec[1 + j] : (int)rec[0] + (int)(signed char)rec[1 + j];
     if (e <= 0) return e == 0 ? __uint_as_float(0x00400000u) : 0.0f; /* 2^-127 */
     return e >= 255 ? __uint_as_float(0x7FC00000u) : __uint_as_float((unsigned)e << 23);
 #else
-    const hc_u8 *s = ch + p.code_bytes;
-    unsigned i = r * p.S + j;
+    const hc_u8 *s = ch + P_CODE_BYTES;
+    unsigned i = r * P_S + j;
     float v;
-    switch (p.scale_kind) {
+    switch (P_SK) {
     case 0: v = ((const float *)s)[i]; break;
     case 1: v = __uint_as_float((unsigned)((const hc_u16 *)s)[i] << 16); break;
     case 2: v = f32_of_f16(((const hc_u16 *)s)[i]); break;
@@ -108,7 +160,14 @@ __device__ __forceinline__ float tile_scale(const hc_u8 *ch, const hc_mma_params
 
 __device__ __forceinline__ unsigned tile_zero(const hc_u8 *ch, const hc_mma_params &p, unsigned r,
                                               unsigned j) {
-    return p.zeros ? ch[p.code_bytes + p.scale_bytes + r * p.S + j] : p.zero_const;
+    return P_ZEROS ? ch[P_CODE_BYTES + P_SCALE_BYTES + r * P_S + j] : p.zero_const;
+}
+
+/* (a & b) | c in one LOP3 (the compiler otherwise spends two on two immediates) */
+__device__ __forceinline__ unsigned lop_and_or(unsigned a, unsigned b, unsigned c) {
+    unsigned d;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
 }
 
 /* ---- codes -> exact bf16x2 pairs ----
@@ -118,8 +177,8 @@ __device__ __forceinline__ unsigned tile_zero(const hc_u8 *ch, const hc_mma_para
 __device__ __forceinline__ unsigned exact_pair(unsigned w0, unsigned w1, int t, unsigned zb) {
 #if HC_CODEC == 1
     (void)w1;
-    unsigned q = ((w0 >> (4 * t)) & 0x000F000Fu) | 0x43004300u; /* 128 + u */
-    return bf2_fma(q, 0x3F803F80u, zb);                          /* - (128 + z): exact */
+    unsigned q = lop_and_or(w0 >> (4 * t), 0x000F000Fu, 0x43004300u); /* 128 + u */
+    return bf2_fma(q, 0x3F803F80u, zb);                               /* - (128 + z): exact */
 #elif HC_CODEC == 2
     (void)w1, (void)zb;
     unsigned s = w0 >> (4 * t);
@@ -191,37 +250,114 @@ __device__ __forceinline__ frag_words words_of(const rb_codes &v, int ks) {
 #endif
 
 /* ================= small M ================= */
+/* A stage of a warp's pipeline: the tile chunk, then the tile's activations [TOK][64] bf16
+ * (the 128-byte rows swizzled by 16-byte pieces: piece q of token t at t * 128 + (q ^ t % 8) *
+ * 16, so ldmatrix reads them without bank conflicts). Rows of tokens >= m are zeroed once. */
 template <int TOK>
 __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                           hc_u64 expert, const hc_u16 *__restrict__ x, hc_u64 m,
                                           hc_u16 *__restrict__ y, float *__restrict__ ws,
                                           unsigned *__restrict__ cnt) {
     constexpr int MT = TOK / 8;
-    extern __shared__ __align__(128) hc_u8 hc_smem[];
     hc_u8 *smem = hc_smem;
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned g = lane >> 2, c = lane & 3;
-    const hc_u64 nb = blockIdx.x, cb = p.chunk_bytes;
+    const hc_u64 nb = blockIdx.x, cb = P_CB, sb = cb + (HC_GEMV_XG ? 0 : TOK * 128);
     const hc_u8 *stripe = w + (expert * p.tiles_n + nb) * p.tiles_k * cb;
-    hc_u8 *mine = smem + (hc_u64)warp * HC_GEMV_STAGES * cb;
+    hc_u8 *mine = smem + (hc_u64)warp * HC_GEMV_STAGES * sb;
     const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
     const long nt = kb0 < p.tiles_k ? (long)((p.tiles_k - kb0 + step - 1) / step) : 0;
-    const unsigned pieces = (unsigned)(cb / 16);
-    const unsigned gmask = (1u << p.lgs) - 1;
+    const unsigned live = (unsigned)(m < TOK ? m : TOK), xpieces = live * 8;
+    const unsigned gmask = (1u << P_LGS) - 1;
+    /* activation rows of absent tokens stay zero in every stage */
+    for (unsigned q = lane; !HC_GEMV_XG && q < HC_GEMV_STAGES * (TOK - live) * 8; q += 32) {
+        unsigned st = q / ((TOK - live) * 8), r = q % ((TOK - live) * 8);
+        *(uint4 *)(mine + st * sb + cb + (live + r / 8) * 128 + (r % 8) * 16) = make_uint4(0, 0, 0, 0);
+    }
 
-    float acc[4][MT][4], part[4][MT][4];
+    float acc[4][MT][4], part[MT][4];
 #pragma unroll
     for (int rb = 0; rb < 4; rb++)
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) acc[rb][mt][e] = part[rb][mt][e] = 0.0f;
+            for (int e = 0; e < 4; e++) acc[rb][mt][e] = 0.0f;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
+#if HC_CODEC == 1 && HC_GEMV_BIAS
+    /* the codes enter biased by 128; -(128 + z) x goes into the same sums (one more mma) */
+    const unsigned zc = (0xC300u | p.zero_const) * 0x10001u;
+#endif
 
+#if HC_GEMV_BULK
+    /* one mbarrier per stage; lane 0 copies a whole stage (chunk, activation rows) with bulk
+     * copies that complete on it (the host pads K to 64 for this: rows are whole) */
+    __shared__ __align__(8) unsigned long long bars[4][HC_GEMV_STAGES];
+    if (lane == 0)
+        for (int s = 0; s < HC_GEMV_STAGES; s++)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bars[warp][s])));
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncwarp();
     auto issue = [&](long i) {
-        const hc_u8 *src = stripe + (kb0 + (hc_u64)i * step) * cb;
-        hc_u8 *dst = mine + (hc_u64)(i % HC_GEMV_STAGES) * cb;
-        for (unsigned q = lane; q < pieces; q += 32) cp16(dst + q * 16, src + q * 16, 16);
+        if (lane) return;
+        const hc_u64 kb = kb0 + (hc_u64)i * step;
+        hc_u8 *dst = mine + (hc_u64)(i % HC_GEMV_STAGES) * sb;
+        unsigned bar = smem_addr(&bars[warp][i % HC_GEMV_STAGES]);
+        unsigned bytes = (unsigned)cb + (HC_GEMV_XG ? 0 : live * 128);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                     : "memory");
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                     "%2, [%3];" ::"r"(smem_addr(dst)), "l"(stripe + kb * cb), "r"((unsigned)cb),
+                     "r"(bar)
+                     : "memory");
+        for (unsigned t = 0; !HC_GEMV_XG && t < live; t++)
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+                         "[%1], 128, [%2];" ::"r"(smem_addr(dst + cb + t * 128)),
+                         "l"(x + t * p.ldx + kb * 64), "r"(bar)
+                         : "memory");
     };
+    auto wait = [&](long i) {
+        unsigned bar = smem_addr(&bars[warp][i % HC_GEMV_STAGES]), phase = (unsigned)(i / HC_GEMV_STAGES) & 1, done = 0;
+        while (!done)
+            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(phase) : "memory");
+    };
+#define HC_XSW(t, pc) ((pc) * 16) /* bulk copies write plain rows */
+#else
+#define HC_XSW(t, pc) (((pc) ^ ((t) & 7)) * 16)
+    auto wait = [&](long) {
+        cp_wait<HC_GEMV_STAGES - 1>();
+        __syncwarp();
+    };
+    /* this lane's pieces: chunk bytes lane * 16 + 512 q; activation piece lane (+ 32) */
+    const unsigned mine_s = smem_addr(mine);
+    const hc_u8 *lsrc = stripe + kb0 * cb + lane * 16;
+    const hc_u64 src_step = step * cb;
+    auto issue = [&](long i) {
+        const hc_u8 *src = lsrc + (hc_u64)i * src_step;
+        const unsigned dst = mine_s + (unsigned)((i % HC_GEMV_STAGES) * sb) + lane * 16;
+#pragma unroll
+        for (unsigned q = 0; q < (cb + 511) / 512; q++)
+            if (lane * 16 + q * 512 < cb)
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + q * 512),
+                             "l"(src + q * 512));
+        if (HC_GEMV_XG) return;
+        const hc_u64 kb = kb0 + (hc_u64)i * step;
+#pragma unroll
+        for (unsigned h = 0; h < (TOK * 8 + 31) / 32; h++) { /* TOK x 8 pieces of 16 bytes */
+            unsigned q = lane + h * 32, t = q >> 3, pc = q & 7;
+            hc_u64 k = kb * 64 + pc * 8;
+            bool ok = k < p.K;
+            if (q < xpieces)
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                             ::"r"(dst - lane * 16 + (unsigned)cb + t * 128 + ((pc ^ (t & 7)) * 16)),
+                             "l"(ok ? x + t * p.ldx + k : x), "r"(ok ? 16 : 0));
+        }
+    };
+#endif
+    __syncwarp();
 #pragma unroll
     for (int s = 0; s < HC_GEMV_STAGES - 1; s++) {
         if (s < nt) issue(s);
@@ -231,55 +367,86 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         __syncwarp(); /* every lane is done with the stage about to be refilled */
         if (i + HC_GEMV_STAGES - 1 < nt) issue(i + HC_GEMV_STAGES - 1);
         cp_commit();
-        /* the activations of this tile (B fragments), loaded while the codes arrive */
-        const hc_u64 k0 = (kb0 + (hc_u64)i * step) * 64 + 2 * c;
         unsigned b[4][MT][2];
+#if HC_GEMV_XG
+        { /* B fragments straight from global memory (x is small and stays in the caches) */
+            const hc_u64 k0 = (kb0 + (hc_u64)i * step) * 64 + 2 * c;
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++)
+            for (int ks = 0; ks < 4; ks++)
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                hc_u64 tok = mt * 8 + g, k = k0 + ks * 16;
-                const unsigned *xr = (const unsigned *)(x + tok * p.ldx);
-                bool live = tok < m;
-                b[ks][mt][0] = live && k < p.K ? __ldg(xr + k / 2) : 0u;
-                b[ks][mt][1] = live && k + 8 < p.K ? __ldg(xr + (k + 8) / 2) : 0u;
+                for (int mt = 0; mt < MT; mt++) {
+                    hc_u64 tok = mt * 8 + g, k = k0 + ks * 16;
+                    const unsigned *xr = (const unsigned *)(x + tok * p.ldx);
+                    b[ks][mt][0] = tok < m && k < p.K ? __ldg(xr + k / 2) : 0u;
+                    b[ks][mt][1] = tok < m && k + 8 < p.K ? __ldg(xr + (k + 8) / 2) : 0u;
+                }
+        }
+#endif
+        wait(i);
+        const hc_u8 *ch = mine + (hc_u64)(i % HC_GEMV_STAGES) * sb;
+#if !HC_GEMV_XG
+        const hc_u8 *xs = ch + cb;
+        /* B fragments: ldmatrix x4 = 8 tokens x 32 columns (two k16 steps) */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                unsigned t = mt * 8 + (lane & 7), pc = h * 4 + (lane >> 3);
+                unsigned addr = smem_addr(xs + t * 128 + HC_XSW(t, pc));
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                             : "=r"(b[2 * h][mt][0]), "=r"(b[2 * h][mt][1]),
+                               "=r"(b[2 * h + 1][mt][0]), "=r"(b[2 * h + 1][mt][1])
+                             : "r"(addr));
             }
-        cp_wait<HC_GEMV_STAGES - 1>();
-        __syncwarp();
-        const hc_u8 *ch = mine + (hc_u64)(i % HC_GEMV_STAGES) * cb;
-        rb_codes v[4];
+#endif
 #pragma unroll
-        for (int rb = 0; rb < 4; rb++) load_codes(ch, rb, lane, v[rb]);
+        for (int rb = 0; rb < 4; rb++) {
+            rb_codes v;
+            load_codes(ch, rb, lane, v);
+#if HC_CODEC == 1 && HC_GEMV_BIAS
+            unsigned za[4] = {zc, zc, zc, zc};
+#endif
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) {
-            const unsigned j = (unsigned)ks >> p.lgs;
+            for (int ks = 0; ks < 4; ks++) {
+                const unsigned j = (unsigned)ks >> P_LGS;
+                frag_words f = words_of(v, ks);
+                unsigned a[4];
+#if HC_CODEC == 1 && HC_GEMV_BIAS
+                /* 128 + u by one mask-and-merge per pair */
 #pragma unroll
-            for (int rb = 0; rb < 4; rb++) {
+                for (int t = 0; t < 4; t++) a[t] = lop_and_or(f.w0 >> (4 * t), 0x000F000Fu, 0x43004300u);
+                if (P_ZEROS && (ks & gmask) == 0) {
+                    unsigned z0 = (0xC300u | tile_zero(ch, p, rb * 16 + g, j)) * 0x10001u;
+                    unsigned z1 = (0xC300u | tile_zero(ch, p, rb * 16 + g + 8, j)) * 0x10001u;
+                    za[0] = za[2] = z0, za[1] = za[3] = z1;
+                }
+#else
                 unsigned z0 = 0, z1 = 0;
 #if HC_HAS_ZERO
                 z0 = zero_operand(tile_zero(ch, p, rb * 16 + g, j));
                 z1 = zero_operand(tile_zero(ch, p, rb * 16 + g + 8, j));
 #endif
-                frag_words f = words_of(v[rb], ks);
-                unsigned a[4];
 #pragma unroll
                 for (int t = 0; t < 4; t++) a[t] = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
+#endif
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++) mma_bf16(part[rb][mt], a, b[ks][mt][0], b[ks][mt][1]);
-            }
-            if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
-#pragma unroll
-                for (int rb = 0; rb < 4; rb++) {
+                for (int mt = 0; mt < MT; mt++) {
+                    mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
+#if HC_CODEC == 1 && HC_GEMV_BIAS
+                    mma_bf16(part[mt], za, b[ks][mt][0], b[ks][mt][1]);
+#endif
+                }
+                if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
                     float s0 = tile_scale(ch, p, rb * 16 + g, j);
                     float s1 = tile_scale(ch, p, rb * 16 + g + 8, j);
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
-                        acc[rb][mt][0] = fmaf(part[rb][mt][0], s0, acc[rb][mt][0]);
-                        acc[rb][mt][1] = fmaf(part[rb][mt][1], s0, acc[rb][mt][1]);
-                        acc[rb][mt][2] = fmaf(part[rb][mt][2], s1, acc[rb][mt][2]);
-                        acc[rb][mt][3] = fmaf(part[rb][mt][3], s1, acc[rb][mt][3]);
+                        acc[rb][mt][0] = fmaf(part[mt][0], s0, acc[rb][mt][0]);
+                        acc[rb][mt][1] = fmaf(part[mt][1], s0, acc[rb][mt][1]);
+                        acc[rb][mt][2] = fmaf(part[mt][2], s1, acc[rb][mt][2]);
+                        acc[rb][mt][3] = fmaf(part[mt][3], s1, acc[rb][mt][3]);
 #pragma unroll
-                        for (int e = 0; e < 4; e++) part[rb][mt][e] = 0.0f;
+                        for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
                     }
                 }
             }
@@ -287,6 +454,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     }
     cp_wait<0>();
     __syncthreads(); /* the pipelines' memory becomes the reduction buffer */
+#undef HC_XSW
     float *red = (float *)smem; /* [warp][row][token] */
 #pragma unroll
     for (int rb = 0; rb < 4; rb++)
@@ -328,12 +496,14 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     if (threadIdx.x == 0) cnt[nb] = 0; /* ready for the next launch */
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+/* Dynamic shared memory: 4 warps x HC_GEMV_STAGES x (chunk_bytes + TOK x 128), x 16-byte
+ * aligned with K % 8 == 0 (the host gathers otherwise). */
+extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t8(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                    hc_u16 *y, float *ws, unsigned *cnt) {
     gemv_body<8>(w, p, expert, x, m, y, ws, cnt);
 }
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t16(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                     hc_u16 *y, float *ws, unsigned *cnt) {
     gemv_body<16>(w, p, expert, x, m, y, ws, cnt);
@@ -345,12 +515,11 @@ extern "C" __global__ void __launch_bounds__(128)
 extern "C" __global__ void __launch_bounds__(256)
     hc_mma_gemm(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
                 const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y) {
-    extern __shared__ __align__(128) hc_u8 hc_smem[];
     hc_u8 *smem = hc_smem;
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const unsigned g = lane >> 2, c = lane & 3;
     const unsigned wr = warp & 3, wc = warp >> 2; /* 32-row quarter, 64-token half */
-    const hc_u64 cb = p.chunk_bytes, stage_bytes = 2 * cb + 16384;
+    const hc_u64 cb = P_CB, stage_bytes = 2 * cb + 16384;
     const hc_u64 nb0 = (hc_u64)blockIdx.x * 2, tok0 = (hc_u64)blockIdx.y * 128;
     const bool two = nb0 + 1 < p.tiles_n;
     const unsigned cpieces = (unsigned)(cb / 16);
@@ -412,7 +581,7 @@ extern "C" __global__ void __launch_bounds__(256)
                                "=r"(b[2 * mp + 1][1])
                              : "r"(addr));
             }
-            const unsigned j = (unsigned)ks >> p.lgs;
+            const unsigned j = (unsigned)ks >> P_LGS;
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 const unsigned r0 = ((wr & 1) * 2 + i) * 16 + g;
@@ -446,4 +615,143 @@ extern "C" __global__ void __launch_bounds__(256)
                 hc_u64 tok = tok0 + wc * 64 + mt * 8 + 2 * c + (e & 1);
                 if (n < p.N && tok < m) y[tok * p.N + n] = bf16_of(acc[i][mt][e]);
             }
+}
+
+/* ================= large M on Hopper: wgmma (sm_90a) ================= */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HC_WGMMA 1
+/* d[64] += A (this warp's 16 rows of the warpgroup's 64, bf16 in registers) x B (128 tokens x
+ * k16, bf16 in shared memory, K-major rows of 128 bytes with the 128-byte swizzle). */
+__device__ __forceinline__ void wgmma_m64n128k16(float *d, const unsigned *a, hc_u64 desc) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, "
+                 "%67}, %68, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+__device__ __forceinline__ hc_u64 b_desc(const void *p) {
+    hc_u64 a = smem_addr(p);
+    return ((a & 0x3FFFF) >> 4) | (1ull << 16) | ((hc_u64)(1024 >> 4) << 32) | (1ull << 62);
+}
+#endif
+
+/* M > 16 on sm_90a: a block of two warpgroups computes 128 weight rows (warpgroup w: stripe
+ * 2 blockIdx.x + w) x 128 tokens. Per K tile: each warp decodes its row block's A fragments
+ * (scaled, rounded to bf16) into registers, then four wgmma m64n128k16 read the shared
+ * activation tile (written by cp.async in the layout the 128-byte swizzle expects: 16-byte
+ * piece p of token t at t * 128 + (p ^ (t % 8)) * 16). Same stages and arguments as
+ * hc_mma_gemm; shared memory 1024 + HC_WGMMA_STAGES x round1024(16384 + 2 chunk_bytes). The
+ * wgmma of a tile overlaps the decode of the next (A double-buffered in registers). */
+extern "C" __global__ void __launch_bounds__(256, HC_WGMMA_DB ? 1 : 2)
+    hc_wgmma_gemm(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
+                  const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y) {
+#ifdef HC_WGMMA
+    hc_u8 *smem = (hc_u8 *)(((size_t)hc_smem + 1023) & ~(size_t)1023);
+    const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const unsigned g = lane >> 2, c = lane & 3;
+    const unsigned wg = warp >> 2, rb = warp & 3;
+    const hc_u64 cb = P_CB, stage_bytes = (16384 + 2 * cb + 1023) / 1024 * 1024;
+    const hc_u64 nb0 = (hc_u64)blockIdx.x * 2, tok0 = (hc_u64)blockIdx.y * 128;
+    const bool two = nb0 + 1 < p.tiles_n;
+    const unsigned cpieces = (unsigned)(cb / 16);
+    const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * p.tiles_k * cb;
+    const hc_u64 sstride = p.tiles_k * cb;
+
+    float d[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) d[i] = 0.0f;
+
+    auto issue = [&](hc_u64 kb) {
+        hc_u8 *st = smem + (kb % HC_WGMMA_STAGES) * stage_bytes;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            unsigned q = tid + i * 256, t = q >> 3, pc = q & 7;
+            hc_u64 tok = tok0 + t, k = kb * 64 + pc * 8;
+            bool ok = tok < m && k < p.K;
+            cp16(st + t * 128 + ((pc ^ (t & 7)) * 16), ok ? x + tok * p.ldx + k : x, ok ? 16 : 0);
+        }
+        for (unsigned q = tid; q < 2 * cpieces; q += 256) {
+            unsigned s = q >= cpieces;
+            if (s && !two) continue;
+            unsigned qq = q - s * cpieces;
+            cp16(st + 16384 + s * cb + qq * 16, wsrc + s * sstride + kb * cb + qq * 16, 16);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < 2; s++) { /* two tiles ahead (with double buffering, the fourth stage
+                                     is the one the previous tile's wgmma may still read) */
+        if ((hc_u64)s < p.tiles_k) issue(s);
+        cp_commit();
+    }
+    const unsigned r0 = rb * 16 + g;
+    auto step = [&](hc_u64 kb, unsigned (&a)[4][4]) {
+        cp_wait<1>();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads(); /* tile kb is here; every warp's wgmma of tile kb - 2 (kb - 1 without
+                            double buffering) is done */
+        if (kb + 2 < p.tiles_k) issue(kb + 2);
+        cp_commit();
+        const hc_u8 *st = smem + (kb % HC_WGMMA_STAGES) * stage_bytes;
+        const hc_u8 *ch = st + 16384 + wg * cb;
+        rb_codes v;
+        load_codes(ch, rb, lane, v);
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const unsigned j = (unsigned)ks >> P_LGS;
+            float s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
+            unsigned z0 = 0, z1 = 0;
+#if HC_HAS_ZERO
+            z0 = zero_operand(tile_zero(ch, p, r0, j));
+            z1 = zero_operand(tile_zero(ch, p, r0 + 8, j));
+#endif
+            frag_words f = words_of(v, ks);
+#pragma unroll
+            for (int t = 0; t < 4; t++) {
+                unsigned e = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
+                float sc = t & 1 ? s1 : s0;
+                a[ks][t] = bf2_pack(__uint_as_float(e << 16) * sc, __uint_as_float(e & 0xFFFF0000u) * sc);
+            }
+        }
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) wgmma_m64n128k16(d, a[ks], b_desc(st + ks * 32));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#if HC_WGMMA_DB
+        /* this tile's wgmma runs on while the next tile is decoded (into the other registers) */
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+#else
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+    };
+    unsigned a0[4][4];
+    hc_u64 kb = 0;
+#if HC_WGMMA_DB
+    unsigned a1[4][4];
+    for (; kb + 1 < p.tiles_k; kb += 2) {
+        step(kb, a0);
+        step(kb + 1, a1);
+    }
+#endif
+    for (; kb < p.tiles_k; kb++) step(kb, a0);
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    cp_wait<0>();
+    const hc_u64 n0 = (nb0 + wg) * 64 + r0;
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            hc_u64 n = n0 + (e >= 2 ? 8 : 0), tok = tok0 + i * 8 + 2 * c + (e & 1);
+            if (n < p.N && tok < m && (wg == 0 || two)) y[tok * p.N + n] = bf16_of(d[i * 4 + e]);
+        }
+#else
+    (void)w, (void)p, (void)expert, (void)x, (void)m, (void)y;
+    __trap(); /* the host launches this kernel on sm_90a only */
+#endif
 }

@@ -41,18 +41,42 @@ static struct {
 } cu;
 static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
-#define HC_CODECS 7 /* codec numbers 1..6 of hc_mma_params (layout_core.h) */
+#define HC_CODECS 7   /* codec numbers 1..6 of hc_mma_params (layout_core.h) */
+#define HC_MODULES 48 /* kernel modules one process builds at most (kinds of layers) */
+
+/* One build of kernels/tile_mma.cu: a codec, and unless generic, the kind of layer it is
+ * specialised for (scale kind, group, zero points). */
+typedef struct {
+    unsigned codec, sk, lgs, zp;
+    bool generic;
+    cudaLibrary_t lib;
+    cudaKernel_t gemv[2], gemm, wgmma; /* gemv for M <= 8, 16 */
+    int gemv_blocks[2];                /* resident blocks per SM */
+} mma_module;
 
 struct hc_gpu {
     int device, sms;
     char arch[16];
     cudaLibrary_t lib;
     cudaKernel_t gemm_ref, stream_read, gather;
-    pthread_mutex_t mu; /* guards the lazily built per-codec modules */
-    cudaLibrary_t mma_lib[HC_CODECS];
-    cudaKernel_t gemv[HC_CODECS][2], gemm[HC_CODECS]; /* gemv for M <= 8, 16 */
-    int gemv_blocks[HC_CODECS][2];                   /* resident blocks per SM (4-stage smem) */
+    pthread_mutex_t mu; /* guards the lazily built modules */
+    mma_module mods[HC_MODULES];
+    int nmods;
+    bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
+    /* tuning knobs of kernels/tile_mma.cu (defaults there; HC_GEMV_STAGES, HC_GEMV_MINB,
+     * HC_GEMV_BIAS and HC_WGMMA_DB in the environment override them, for benchmark sweeps) */
+    int gemv_stages, wgmma_db, gemv_xg, gemv_bulk;
+    char knobs[6][32];
+    int nknobs;
 };
+
+/* An integer knob from the environment within [lo, hi], or def. */
+static int env_knob(const char *name, int lo, int hi, int def) {
+    const char *v = getenv(name);
+    char *end;
+    long x = v && *v ? strtol(v, &end, 10) : def;
+    return v && *v && !*end && x >= lo && x <= hi ? (int)x : def;
+}
 
 static hc_status load_cudart(hc_err *err) {
     pthread_mutex_lock(&cu_mu);
@@ -140,6 +164,18 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     CU(cu.lib_kernel(&g->gather, g->lib, "hc_gather_x"), "cudaLibraryGetKernel");
     CU(cu.attr(&g->sms, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
     pthread_mutex_init(&g->mu, NULL);
+    g->gemv_stages = env_knob("HC_GEMV_STAGES", 2, 6, 4);
+    g->wgmma_db = env_knob("HC_WGMMA_DB", 0, 1, 0);
+    snprintf(g->knobs[0], sizeof g->knobs[0], "-DHC_GEMV_STAGES=%d", g->gemv_stages);
+    snprintf(g->knobs[1], sizeof g->knobs[1], "-DHC_WGMMA_DB=%d", g->wgmma_db);
+    snprintf(g->knobs[2], sizeof g->knobs[2], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
+    snprintf(g->knobs[3], sizeof g->knobs[3], "-DHC_GEMV_BIAS=%d", env_knob("HC_GEMV_BIAS", 0, 1, 0));
+    g->gemv_xg = env_knob("HC_GEMV_XG", 0, 1, 0);
+    g->gemv_bulk = env_knob("HC_GEMV_BULK", 0, 1, 0) && !strcmp(g->arch, "sm_90a");
+    snprintf(g->knobs[4], sizeof g->knobs[4], "-DHC_GEMV_XG=%d", g->gemv_xg);
+    snprintf(g->knobs[5], sizeof g->knobs[5], "-DHC_GEMV_BULK=%d", g->gemv_bulk);
+    g->nknobs = 6;
+    g->specialise = env_knob("HC_GPU_GENERIC", 0, 1, 0) == 0;
 out:
     free(cubin);
     if (st) {
@@ -154,8 +190,8 @@ out:
 void hc_gpu_free(hc_gpu *g) {
     if (!g) return;
     if (cu.loaded && g->lib) cu.lib_unload(g->lib);
-    for (int i = 0; i < HC_CODECS; i++)
-        if (cu.loaded && g->mma_lib[i]) cu.lib_unload(g->mma_lib[i]);
+    for (int i = 0; i < g->nmods; i++)
+        if (cu.loaded && g->mods[i].lib) cu.lib_unload(g->mods[i].lib);
     if (g->sms) pthread_mutex_destroy(&g->mu);
     free(g);
 }
@@ -235,32 +271,71 @@ static unsigned codec_of(const hc_tile_params *p) {
 static const char *const codec_names[HC_CODECS] = {
     NULL, "int4", "int4 sign-magnitude", "int8", "fp4 (E2M1)", "mxfold", "fp8 (E4M3)"};
 
-static hc_status codec_module(hc_gpu *g, unsigned codec, hc_err *perr) {
+/* dynamic shared memory of hc_mma_gemv_t<tok>: 4 warps x stages x (chunk + tok x 128) */
+#define GEMV_SMEM(g, chunk, tok) \
+    (4 * (size_t)(g)->gemv_stages * ((size_t)(chunk) + ((g)->gemv_xg ? 0 : (tok) * 128)))
+/* of hc_wgmma_gemm: alignment slack + stages x round1024(16K activations + two chunks) */
+#define WGMMA_SMEM(g, chunk) \
+    (1024 + ((g)->wgmma_db ? 4 : 3) * ((16384 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
+
+/* The module for layers like p (built, or loaded from the JIT cache, on first use). */
+static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec, int *index,
+                              hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
     void *cubin = NULL;
     size_t size = 0;
+    hc_core_params cp;
+    hc_tile_core_params(p, &cp);
+    unsigned sk = cp.scale_kind, lgs = p->S == 1 ? 2 : p->S == 2 ? 1 : 0, zp = p->zeros;
     pthread_mutex_lock(&g->mu);
-    if (g->mma_lib[codec]) goto out;
-    char def[32];
-    snprintf(def, sizeof def, "-DHC_CODEC=%u", codec);
-    const char *opts[] = {def, "-std=c++17"};
-    st = hc_jit_compile("tile_mma.cu", g->arch, opts, 2, &cubin, &size, &err);
+    for (int i = 0; i < g->nmods; i++) {
+        mma_module *o = &g->mods[i];
+        if (o->codec == codec && (o->generic || (o->sk == sk && o->lgs == lgs && o->zp == zp))) {
+            *index = i;
+            goto out;
+        }
+    }
+    if (g->nmods == HC_MODULES) {
+        st = hc_fail(&err, HC_UNSUPPORTED, "more than %d kinds of layers in one process",
+                     HC_MODULES);
+        goto out;
+    }
+    mma_module *M = &g->mods[g->nmods];
+    memset(M, 0, sizeof *M);
+    M->codec = codec, M->sk = sk, M->lgs = lgs, M->zp = zp, M->generic = !g->specialise;
+    char def[4][32];
+    snprintf(def[0], sizeof def[0], "-DHC_CODEC=%u", codec);
+    snprintf(def[1], sizeof def[1], "-DHC_SK=%u", sk);
+    snprintf(def[2], sizeof def[2], "-DHC_LGS=%u", lgs);
+    snprintf(def[3], sizeof def[3], "-DHC_ZP=%u", zp);
+    const char *opts[12] = {def[0]};
+    int no = 1;
+    for (int i = 1; i < 4 && g->specialise; i++) opts[no++] = def[i];
+    for (int i = 0; i < g->nknobs; i++) opts[no++] = g->knobs[i];
+    st = hc_jit_compile("tile_mma.cu", g->arch, opts, no, &cubin, &size, &err);
     if (st) goto out;
-    cudaLibrary_t lib = NULL;
-    CU(cu.lib_load(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData(tile_mma)");
-    CU(cu.lib_kernel(&g->gemv[codec][0], lib, "hc_mma_gemv_t8"), "hc_mma_gemv_t8");
-    CU(cu.lib_kernel(&g->gemv[codec][1], lib, "hc_mma_gemv_t16"), "hc_mma_gemv_t16");
-    CU(cu.lib_kernel(&g->gemm[codec], lib, "hc_mma_gemm"), "hc_mma_gemm");
-    /* every chunk size (at most 5376 bytes) fits: 4 warps x 4 stages, or 3 x (2 chunks + 16K) */
-    CU(cu.func_attr((const void *)g->gemv[codec][0], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                    16 * 5376), "shared memory of hc_mma_gemv_t8");
-    CU(cu.func_attr((const void *)g->gemv[codec][1], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                    16 * 5376), "shared memory of hc_mma_gemv_t16");
-    CU(cu.func_attr((const void *)g->gemm[codec], cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CU(cu.lib_load(&M->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData(tile_mma)");
+    CU(cu.lib_kernel(&M->gemv[0], M->lib, "hc_mma_gemv_t8"), "hc_mma_gemv_t8");
+    CU(cu.lib_kernel(&M->gemv[1], M->lib, "hc_mma_gemv_t16"), "hc_mma_gemv_t16");
+    CU(cu.lib_kernel(&M->gemm, M->lib, "hc_mma_gemm"), "hc_mma_gemm");
+    CU(cu.lib_kernel(&M->wgmma, M->lib, "hc_wgmma_gemm"), "hc_wgmma_gemm");
+    /* every chunk size (at most 5376 bytes) fits */
+    CU(cu.func_attr((const void *)M->gemv[0], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                    GEMV_SMEM(g, 5376, 8)), "shared memory of hc_mma_gemv_t8");
+    CU(cu.func_attr((const void *)M->gemv[1], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                    GEMV_SMEM(g, 5376, 16)), "shared memory of hc_mma_gemv_t16");
+    CU(cu.func_attr((const void *)M->gemm, cudaFuncAttributeMaxDynamicSharedMemorySize,
                     3 * (2 * 5376 + 16384)), "shared memory of hc_mma_gemm");
-    g->mma_lib[codec] = lib;
+    if (!strcmp(g->arch, "sm_90a"))
+        CU(cu.func_attr((const void *)M->wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                        WGMMA_SMEM(g, 5376)), "shared memory of hc_wgmma_gemm");
+    *index = g->nmods++;
 out:
+    if (st && g->nmods < HC_MODULES && g->mods[g->nmods].lib) {
+        cu.lib_unload(g->mods[g->nmods].lib);
+        g->mods[g->nmods].lib = NULL;
+    }
     pthread_mutex_unlock(&g->mu);
     free(cubin);
     if (st) {
@@ -274,6 +349,7 @@ typedef struct {
     char *name;
     hc_tile_params p;
     unsigned codec;
+    int mod;    /* index of its kernel module in hc_gpu */
     void *w;    /* the tensor's stored bytes, as in the container */
     void *perm; /* NAME.perm (I32 [K]) or NULL */
 } gpu_layer;
@@ -353,7 +429,7 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
             CU(cu.memcpy_(L->perm, perm, L->p.K * 4, cudaMemcpyHostToDevice), "upload of perm");
             m->bytes += L->p.K * 4;
         }
-        st = codec_module(g, L->codec, &err);
+        st = layer_module(g, &L->p, L->codec, &L->mod, &err);
         if (st) goto fail;
     }
     m->seconds = wall_s() - t0;
@@ -435,7 +511,9 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     bool small = m <= 16;
     /* activations the kernels cannot read in place go through hc_gather_x: act-order
      * permutations, and shapes or addresses off the kernels' vector width */
-    bool gather = L->perm || (small ? (k % 2 || (uintptr_t)x % 4) : (k % 8 || (uintptr_t)x % 16));
+    /* 16-byte copies of 8 columns; the small-M bulk copies move whole 64-column rows */
+    bool gather = L->perm || k % 8 || (uintptr_t)x % 16 ||
+                  (small && g->gemv_bulk && !g->gemv_xg && k % 64);
     const void *xin = x;
     if (gather) {
         uint64_t xb;
@@ -457,17 +535,20 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     unsigned long long e = expert, mm = m;
     if (small) {
         int t16 = m > 8;
-        size_t smem = 4 * 4 * p->chunk_bytes;
-        if (!g->gemv_blocks[L->codec][t16]) {
+        size_t smem = GEMV_SMEM(g, p->chunk_bytes, t16 ? 16 : 8);
+        mma_module *M = &g->mods[L->mod];
+        if (!M->gemv_blocks[t16]) {
             int b = 0;
-            if (cu.occupancy(&b, (const void *)g->gemv[L->codec][t16], 128, smem) != cudaSuccess || b < 1)
+            if (cu.occupancy(&b, (const void *)M->gemv[t16], 128, smem) != cudaSuccess || b < 1)
                 b = 2;
-            g->gemv_blocks[L->codec][t16] = b;
+            M->gemv_blocks[t16] = b;
         }
-        /* K split over blocks until the chip is full, each warp keeping a few tiles */
-        uint64_t resident = (uint64_t)g->sms * (uint64_t)g->gemv_blocks[L->codec][t16];
-        uint64_t want = (resident + p->tiles_n - 1) / p->tiles_n;
-        uint64_t most = (p->tiles_k + 15) / 16; /* at least about four tiles per warp */
+        /* K split over blocks so that the grid is one wave of resident blocks: a block streams
+         * its tiles at the memory's pace, and a second, partial wave would double the time
+         * (measured: bench/NOTES.md). Each warp keeps at least two tiles. */
+        uint64_t resident = (uint64_t)g->sms * (uint64_t)M->gemv_blocks[t16];
+        uint64_t want = resident / p->tiles_n;
+        uint64_t most = p->tiles_k / 8;
         unsigned ksplit = (unsigned)(want < most ? want : most);
         if (ksplit < 1) ksplit = 1;
         if (ksplit > 1) {
@@ -479,10 +560,13 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         }
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt};
         dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {128, 1, 1};
-        CU(cu.launch((const void *)g->gemv[L->codec][t16], grid, block, args, smem, s),
+        CU(cu.launch((const void *)M->gemv[t16], grid, block, args, smem, s),
            "launch hc_mma_gemv");
     } else {
-        size_t smem = 3 * (2 * p->chunk_bytes + 16384);
+        /* wgmma on sm_90a unless HC_GPU_GEMM=mma asks for the mma.sync kernel (tests run both) */
+        const char *which = getenv("HC_GPU_GEMM");
+        bool wg = !strcmp(g->arch, "sm_90a") && !(which && !strcmp(which, "mma"));
+        size_t smem = wg ? WGMMA_SMEM(g, p->chunk_bytes) : 3 * (2 * p->chunk_bytes + 16384);
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y};
         dim3 grid = {(unsigned)((p->tiles_n + 1) / 2), (unsigned)((m + 127) / 128), 1};
         dim3 block = {256, 1, 1};
@@ -491,8 +575,9 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
                          (unsigned long long)m, 65535u * 128);
             goto out;
         }
-        CU(cu.launch((const void *)g->gemm[L->codec], grid, block, args, smem, s),
-           "launch hc_mma_gemm");
+        const mma_module *M = &g->mods[L->mod];
+        CU(cu.launch(wg ? (const void *)M->wgmma : (const void *)M->gemm, grid,
+                     block, args, smem, s), wg ? "launch hc_wgmma_gemm" : "launch hc_mma_gemm");
     }
 out:
     if (locked) pthread_mutex_unlock(&md->mu);

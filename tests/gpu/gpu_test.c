@@ -45,9 +45,9 @@ static void jit_time(const char *arch, const char *file, const char *const *opts
 }
 
 static void jit_times(const char *arch) {
-    static const char *const ref[] = {"--fmad=false"}, *const mma[] = {"-DHC_CODEC=1", "-std=c++17"};
+    static const char *const ref[] = {"--fmad=false"}, *const mma[] = {"-DHC_CODEC=1"};
     jit_time(arch, "tile_gemm.cu", ref, 1);
-    jit_time(arch, "tile_mma.cu", mma, 2);
+    jit_time(arch, "tile_mma.cu", mma, 1);
 }
 
 static int passed, failed;
@@ -91,8 +91,10 @@ static bool within(double y, double ref, double sabs, uint64_t k, uint64_t m) {
  * when the work is small, else `samples` random ones plus the first and last token's rows.
  * Returns the number of outputs beyond the bound; *checked counts those compared. */
 static uint64_t compare_f64(const float *y, const double *w, const float *xb, uint64_t m,
-                            uint64_t n, uint64_t k, uint64_t *checked, uint64_t *rng) {
+                            uint64_t n, uint64_t k, uint64_t *checked, uint64_t *rng,
+                            double *rel) {
     uint64_t bad = 0, cnt = 0;
+    double num = 0, den = 0;
     bool all = m * n * k <= 400000000ull;
     uint64_t total = all ? m * n : 4096 + 2 * n;
     for (uint64_t i = 0; i < total; i++) {
@@ -109,9 +111,11 @@ static uint64_t compare_f64(const float *y, const double *w, const float *xb, ui
             ref += pr, sabs += fabs(pr);
         }
         bad += !within((double)y[t * n + r], ref, sabs, k, m);
+        num += ((double)y[t * n + r] - ref) * ((double)y[t * n + r] - ref), den += ref * ref;
         cnt++;
     }
     *checked = cnt;
+    *rel = den > 0 ? sqrt(num / den) : 0; /* ||y - ref|| / ||ref|| over the outputs compared */
     return bad;
 }
 
@@ -140,7 +144,8 @@ static void check_fast(hc_gpu *g, hc_container *c, const char *cas, const char *
             ok = 0;
             break;
         }
-        bad = compare_f64(y, w, xb, mm, n, k, &checked, &rng);
+        double rel = 0;
+        bad = compare_f64(y, w, xb, mm, n, k, &checked, &rng, &rel);
         int fok = bad == 0 && memcmp(y, y2, mm * n * 4) == 0;
         if (!fok) printf("FAIL %s %s expert %u M=%llu fast path: %llu of %llu beyond the bound%s\n",
                          cas, name, e, (unsigned long long)mm, (unsigned long long)bad,
@@ -163,12 +168,16 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
         uint64_t n, k, e;
         bool perm;
     } shapes[] = {{640, 2880, 1, false}, {200, 70, 2, true}};
-    static const uint64_t ms[] = {1, 7, 16, 64, 333, 4096};
+    static const uint64_t all_ms[] = {1, 7, 16, 64, 333, 4096}, quick_ms[] = {1, 16, 64};
+    /* HC_GPU_TEST_QUICK (for the compute-sanitizer runs): the small shape, three M */
+    bool quick = getenv("HC_GPU_TEST_QUICK") != NULL;
+    const uint64_t *ms = quick ? quick_ms : all_ms;
+    size_t nms = quick ? 3 : 6;
     char path[256], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-synth-%d.hconvert", (int)getpid());
     uint64_t rng = seed;
     for (size_t si = 0; si < SYNTH_SPECS; si++)
-        for (size_t hi = 0; hi < 2; hi++) {
+        for (size_t hi = quick ? 1 : 0; hi < 2; hi++) {
             const synth_spec *sp = &synth_specs[si];
             uint64_t N = shapes[hi].n, K = shapes[hi].k, E = shapes[hi].e;
             hc_container *c = NULL;
@@ -185,20 +194,24 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
             uint32_t e = (uint32_t)(E - 1);
             hc_tile_params p;
             double *w = dense_weights(c, "w", e, &p);
-            for (size_t mi = 0; w && mi < sizeof ms / sizeof ms[0]; mi++) {
+            for (size_t mi = 0; w && mi < nms; mi++) {
                 uint64_t M = ms[mi], checked = 0;
                 float *x = malloc(M * K * 4), *y = malloc(M * N * 4), *yc = malloc(M * N * 4);
                 for (uint64_t i = 0; i < M * K; i++) {
                     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
                     x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
                 }
+            for (int pass = 0; pass < (M > 16 ? 2 : 1); pass++) { /* large M: wgmma, mma.sync */
+                if (pass) setenv("HC_GPU_GEMM", "mma", 1);
                 double t0 = now_s();
                 int ok = hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg) == HC_OK;
                 double dt = now_s() - t0;
+                unsetenv("HC_GPU_GEMM");
                 if (!ok) printf("FAIL synthetic %s N=%llu K=%llu M=%llu: %s\n", sp->label,
                                 (unsigned long long)N, (unsigned long long)K,
                                 (unsigned long long)M, msg);
-                uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, &checked, &rng) : 0;
+                double rel = 0;
+                uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, &checked, &rng, &rel) : 0;
                 uint64_t badc = 0;
                 if (ok && M <= 333) { /* the CPU executor on the same activations */
                     if (hc_cpu_linear(c, "w", e, x, M, K, yc, N, msg, sizeof msg)) {
@@ -214,14 +227,15 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                     }
                 }
                 int fine = ok && !bad && !badc;
-                printf("%s synthetic %-28s N=%-4llu K=%-4llu E=%llu%s M=%-4llu %s: %llu checked, "
-                       "%llu beyond the float64 bound, %llu beyond the CPU executor's (%.1f ms)\n",
-                       fine ? "ok  " : "FAIL", sp->label, (unsigned long long)N,
-                       (unsigned long long)K, (unsigned long long)E,
+                printf("%s synthetic %-28s N=%-4llu K=%-4llu E=%llu%s M=%-4llu %-7s: %llu checked, "
+                       "rel err %.1e, %llu beyond the float64 bound, %llu beyond the CPU "
+                       "executor's (%.1f ms)\n", fine ? "ok  " : "FAIL", sp->label,
+                       (unsigned long long)N, (unsigned long long)K, (unsigned long long)E,
                        shapes[hi].perm ? " perm" : "", (unsigned long long)M,
-                       M <= 16 ? "small-M" : "tiled", (unsigned long long)checked,
-                       (unsigned long long)bad, (unsigned long long)badc, dt * 1e3);
+                       M <= 16 ? "small-M" : pass ? "mma" : "tiled", (unsigned long long)checked,
+                       rel, (unsigned long long)bad, (unsigned long long)badc, dt * 1e3);
                 passed += fine, failed += !fine;
+            }
                 free(x), free(y), free(yc);
             }
             free(w);
@@ -278,7 +292,7 @@ int main(void) {
     }
     printf("GPU %s\n", hc_gpu_arch(g));
     jit_times(hc_gpu_arch(g));
-    FILE *f = fopen("tests/fixtures/quant/cases.txt", "r");
+    FILE *f = getenv("HC_GPU_TEST_QUICK") ? NULL : fopen("tests/fixtures/quant/cases.txt", "r");
     char cas[256];
     while (f && fscanf(f, "%255s", cas) == 1) {
         char path[1024], out[1024];
