@@ -125,10 +125,12 @@ template <int N> __device__ __forceinline__ void cp_wait() {
 __device__ __forceinline__ float tile_scale(const hc_u8 *ch, const hc_mma_params &p, unsigned r,
                                             unsigned j) {
 #if HC_CODEC == 5
-    const hc_u8 *rec = ch + P_CODE_BYTES + r * 4; /* base exponent B, offsets d0, d1 */
-    int e = rec[0] == 0xFF ? (int)rec[1 + j] : (int)rec[0] + (int)(signed char)rec[1 + j];
-    if (e <= 0) return e == 0 ? __uint_as_float(0x00400000u) : 0.0f; /* 2^-127 */
-    return e >= 255 ? __uint_as_float(0x7FC00000u) : __uint_as_float((unsigned)e << 23);
+    /* the row's record, one word: base exponent B, offsets d0, d1 (raw E8M0 when B = 0xFF) */
+    unsigned rec = *(const unsigned *)(ch + P_CODE_BYTES + r * 4), b = rec & 0xFF;
+    unsigned d = (rec >> (8 + 8 * j)) & 0xFF;
+    int e = b == 0xFF ? (int)d : (int)b + (int)(signed char)d;
+    unsigned bits = e >= 255 ? 0x7FC00000u : e > 0 ? (unsigned)e << 23 : e == 0 ? 0x00400000u : 0u;
+    return __uint_as_float(bits); /* 2^(e - 127); e = 0 is 2^-127 */
 #else
     const hc_u8 *s = ch + P_CODE_BYTES;
     unsigned i = r * P_S + j;
@@ -186,9 +188,10 @@ __device__ __forceinline__ unsigned exact_pair(unsigned w0, unsigned w1, int t, 
     return m | ((s << 12) & 0x80008000u); /* bit 3 of each nibble is the sign */
 #elif HC_CODEC == 4 || HC_CODEC == 5
     (void)w1, (void)zb;
-    unsigned s = w0 >> (4 * t);
-    unsigned mag = (s << 6) & 0x01C001C0u; /* e1 e0 m at bf16's exponent/mantissa seam */
-    return bf2_fma(mag, 0x7E807E80u, 0x80008000u) | ((s << 12) & 0x80008000u); /* x 2^126 */
+    /* e1 e0 m of nibble t at bf16's exponent/mantissa seam (bits 6-8), times 2^126; the sign
+     * (nibble bit 3) to bit 15: two shifts of w0, an AND, the multiply and one LOP3 */
+    unsigned mag = (4 * t <= 6 ? w0 << (6 - 4 * t) : w0 >> (4 * t - 6)) & 0x01C001C0u;
+    return lop_and_or(w0 << (12 - 4 * t), 0x80008000u, bf2_fma(mag, 0x7E807E80u, 0x80008000u));
 #elif HC_CODEC == 6
     (void)zb;
     unsigned x = __byte_perm(t < 2 ? w0 : w1, 0, (t & 1) ? 0x3424 : 0x1404); /* b << 8, b' << 24 */
@@ -248,6 +251,25 @@ __device__ __forceinline__ frag_words words_of(const rb_codes &v, int ks) {
 #else
 #define HC_HAS_ZERO 0
 #endif
+
+/* The A fragment of one k16 step for tile rows r0 (pairs 0, 2) and r0 + 8 (pairs 1, 3), scale
+ * group j: each weight decoded exactly, scaled in float32 and rounded once to bf16 (the
+ * large-M kernels; dequantize-then-GEMM numerics). */
+__device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params &p, unsigned r0,
+                                            unsigned j, frag_words f, unsigned *a) {
+    float s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
+    unsigned z0 = 0, z1 = 0;
+#if HC_HAS_ZERO
+    z0 = zero_operand(tile_zero(ch, p, r0, j));
+    z1 = zero_operand(tile_zero(ch, p, r0 + 8, j));
+#endif
+#pragma unroll
+    for (int t = 0; t < 4; t++) {
+        unsigned e = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
+        float s = t & 1 ? s1 : s0;
+        a[t] = bf2_pack(__uint_as_float(e << 16) * s, __uint_as_float(e & 0xFFFF0000u) * s);
+    }
+}
 
 /* ================= small M ================= */
 /* A stage of a warp's pipeline: the tile chunk, then the tile's activations [TOK][64] bf16
@@ -584,21 +606,8 @@ extern "C" __global__ void __launch_bounds__(256)
             const unsigned j = (unsigned)ks >> P_LGS;
 #pragma unroll
             for (int i = 0; i < 2; i++) {
-                const unsigned r0 = ((wr & 1) * 2 + i) * 16 + g;
-                float s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
-                unsigned z0 = 0, z1 = 0;
-#if HC_HAS_ZERO
-                z0 = zero_operand(tile_zero(ch, p, r0, j));
-                z1 = zero_operand(tile_zero(ch, p, r0 + 8, j));
-#endif
-                frag_words f = words_of(v[i], ks);
                 unsigned a[4];
-#pragma unroll
-                for (int t = 0; t < 4; t++) {
-                    unsigned e = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
-                    float s = t & 1 ? s1 : s0;
-                    a[t] = bf2_pack(__uint_as_float(e << 16) * s, __uint_as_float(e & 0xFFFF0000u) * s);
-                }
+                scaled_frag(ch, p, ((wr & 1) * 2 + i) * 16 + g, j, words_of(v[i], ks), a);
 #pragma unroll
                 for (int mt = 0; mt < 8; mt++) mma_bf16(acc[i][mt], a, b[mt][0], b[mt][1]);
             }
@@ -703,22 +712,7 @@ extern "C" __global__ void __launch_bounds__(256, HC_WGMMA_DB ? 1 : 2)
         rb_codes v;
         load_codes(ch, rb, lane, v);
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) {
-            const unsigned j = (unsigned)ks >> P_LGS;
-            float s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
-            unsigned z0 = 0, z1 = 0;
-#if HC_HAS_ZERO
-            z0 = zero_operand(tile_zero(ch, p, r0, j));
-            z1 = zero_operand(tile_zero(ch, p, r0 + 8, j));
-#endif
-            frag_words f = words_of(v, ks);
-#pragma unroll
-            for (int t = 0; t < 4; t++) {
-                unsigned e = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
-                float sc = t & 1 ? s1 : s0;
-                a[ks][t] = bf2_pack(__uint_as_float(e << 16) * sc, __uint_as_float(e & 0xFFFF0000u) * sc);
-            }
-        }
+        for (int ks = 0; ks < 4; ks++) scaled_frag(ch, p, r0, (unsigned)ks >> P_LGS, words_of(v, ks), a[ks]);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) wgmma_m64n128k16(d, a[ks], b_desc(st + ks * 32));
