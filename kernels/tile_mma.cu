@@ -749,3 +749,166 @@ extern "C" __global__ void __launch_bounds__(256, HC_WGMMA_DB ? 1 : 2)
     __trap(); /* the host launches this kernel on sm_90a only */
 #endif
 }
+
+/* ================= large M on Hopper, producer/consumer (sm_90a) ================= */
+#ifdef HC_WGMMA
+/* d[128] += A (64 weight rows x k16, shared memory) x B (256 tokens x k16, shared memory), both
+ * K-major rows of 128 bytes with the 128-byte swizzle. */
+__device__ __forceinline__ void wgmma_m64n256k16_ss(float *d, hc_u64 da, hc_u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, "
+                 "0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(da), "l"(db));
+}
+__device__ __forceinline__ void mbar_init(unsigned a, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned a) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+}
+#endif
+
+/* M > 128 on sm_90a (HC_WGMMA_WIDE): one producer warpgroup and two consumer warpgroups. The
+ * producer copies each K tile's two weight chunks and the 256 x 64 activation tile (cp.async,
+ * HC_WIDE_STAGES deep), decodes the chunks once (scaled, rounded to bf16) into two 64 x 64 A
+ * tiles in shared memory (K-major, 128-byte swizzle) and signals a full barrier; consumer
+ * warpgroup c runs wgmma m64n256k16 (A and B from shared memory) for stripe 2 blockIdx.x + c
+ * over 256 tokens, keeps one batch in flight and releases each stage on an empty barrier.
+ * Shared memory: 1024 + HC_WIDE_STAGES x round1024(49152 + 2 chunk_bytes). */
+#define HC_WIDE_STAGES 3
+extern "C" __global__ void __launch_bounds__(384, 1)
+    hc_wgmma_gemm256(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
+                     const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y) {
+#ifdef HC_WGMMA
+    __shared__ __align__(8) unsigned long long full[HC_WIDE_STAGES], empty[HC_WIDE_STAGES];
+    hc_u8 *smem = (hc_u8 *)(((size_t)hc_smem + 1023) & ~(size_t)1023);
+    const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const hc_u64 cb = P_CB, stage_bytes = (49152 + 2 * cb + 1023) / 1024 * 1024;
+    const hc_u64 nb0 = (hc_u64)blockIdx.x * 2, tok0 = (hc_u64)blockIdx.y * 256;
+    const bool two = nb0 + 1 < p.tiles_n;
+    if (tid == 0)
+        for (int s = 0; s < HC_WIDE_STAGES; s++) {
+            mbar_init(smem_addr(&full[s]), 128);
+            mbar_init(smem_addr(&empty[s]), 2);
+        }
+    __syncthreads();
+    if (warp < 4) { /* ---- producer: copies and decodes ---- */
+        const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * p.tiles_k * cb;
+        const hc_u64 sstride = p.tiles_k * cb;
+        const unsigned cpieces = (unsigned)(cb / 16);
+        auto load = [&](hc_u64 kb) {
+            hc_u8 *st = smem + (kb % HC_WIDE_STAGES) * stage_bytes;
+#pragma unroll
+            for (int i = 0; i < 16; i++) { /* 256 tokens x 8 pieces */
+                unsigned q = tid + i * 128, t = q >> 3, pc = q & 7;
+                hc_u64 tok = tok0 + t, k = kb * 64 + pc * 8;
+                bool ok = tok < m && k < p.K;
+                cp16(st + t * 128 + ((pc ^ (t & 7)) * 16), ok ? x + tok * p.ldx + k : x, ok ? 16 : 0);
+            }
+            for (unsigned q = tid; q < 2 * cpieces; q += 128) {
+                unsigned s = q >= cpieces;
+                if (s && !two) continue;
+                unsigned qq = q - s * cpieces;
+                cp16(st + 49152 + s * cb + qq * 16, wsrc + s * sstride + kb * cb + qq * 16, 16);
+            }
+        };
+#pragma unroll
+        for (int s = 0; s < HC_WIDE_STAGES - 1; s++) {
+            if ((hc_u64)s < p.tiles_k) load(s);
+            cp_commit();
+        }
+        const unsigned sw = warp >> 1, g = lane >> 2, c = lane & 3;
+        for (hc_u64 kb = 0; kb < p.tiles_k; kb++) {
+            cp_wait<HC_WIDE_STAGES - 2>(); /* tile kb's copies (only later ones in flight) */
+            asm volatile("bar.sync 1, 128;" ::: "memory"); /* every producer's copies are in */
+            hc_u8 *st = smem + (kb % HC_WIDE_STAGES) * stage_bytes;
+            const hc_u8 *ch = st + 49152 + sw * cb;
+            hc_u8 *at = st + 32768 + sw * 8192;
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const unsigned rb = (warp & 1) * 2 + i, r0 = rb * 16 + g;
+                rb_codes v;
+                load_codes(ch, rb, lane, v);
+#pragma unroll
+                for (int ks = 0; ks < 4; ks++) {
+                    unsigned a[4];
+                    scaled_frag(ch, p, r0, (unsigned)ks >> P_LGS, words_of(v, ks), a);
+#pragma unroll
+                    for (int t = 0; t < 4; t++) { /* pair t: row r0 (+8 for odd t), k 2c (+8) */
+                        unsigned r = r0 + (t & 1) * 8, pc = ks * 2 + (t >> 1);
+                        *(unsigned *)(at + r * 128 + ((pc ^ (r & 7)) * 16) + c * 4) = a[t];
+                    }
+                }
+            }
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            mbar_arrive(smem_addr(&full[kb % HC_WIDE_STAGES]));
+            /* then refill the stage of tile kb - 1 once the consumers release it (they do so
+             * after tile kb's wgmma is issued: waiting before the arrive above would deadlock) */
+            const hc_u64 nk = kb + HC_WIDE_STAGES - 1;
+            if (nk < p.tiles_k) {
+                if (nk >= HC_WIDE_STAGES)
+                    mbar_wait(smem_addr(&empty[nk % HC_WIDE_STAGES]),
+                              (unsigned)((nk / HC_WIDE_STAGES) - 1) & 1);
+                load(nk);
+            }
+            cp_commit();
+        }
+        cp_wait<0>();
+        return;
+    }
+    /* ---- consumers ---- */
+    const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; i++) d[i] = 0.0f;
+    for (hc_u64 kb = 0; kb < p.tiles_k; kb++) {
+        mbar_wait(smem_addr(&full[kb % HC_WIDE_STAGES]), (unsigned)(kb / HC_WIDE_STAGES) & 1);
+        const hc_u8 *st = smem + (kb % HC_WIDE_STAGES) * stage_bytes;
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++)
+            wgmma_m64n256k16_ss(d, b_desc(st + 32768 + wgc * 8192 + ks * 32), b_desc(st + ks * 32));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        if (kb > 0 && (tid & 127) == 0) mbar_arrive(smem_addr(&empty[(kb - 1) % HC_WIDE_STAGES]));
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if (wgc == 1 && !two) return;
+    const hc_u64 n0 = (nb0 + wgc) * 64 + wl * 16 + g;
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            hc_u64 n = n0 + (e >= 2 ? 8 : 0), tok = tok0 + i * 8 + 2 * c + (e & 1);
+            if (n < p.N && tok < m) y[tok * p.N + n] = bf16_of(d[i * 4 + e]);
+        }
+#else
+    (void)w, (void)p, (void)expert, (void)x, (void)m, (void)y;
+    __trap(); /* the host launches this kernel on sm_90a only */
+#endif
+}

@@ -50,7 +50,7 @@ typedef struct {
     unsigned codec, sk, lgs, zp;
     bool generic;
     cudaLibrary_t lib;
-    cudaKernel_t gemv[2], gemm, wgmma; /* gemv for M <= 8, 16 */
+    cudaKernel_t gemv[2], gemm, wgmma, wide; /* gemv for M <= 8, 16; wide: M > 128 */
     int gemv_blocks[2];                /* resident blocks per SM */
 } mma_module;
 
@@ -65,7 +65,7 @@ struct hc_gpu {
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
     /* tuning knobs of kernels/tile_mma.cu (defaults there; HC_GEMV_STAGES, HC_GEMV_MINB,
      * HC_GEMV_BIAS and HC_WGMMA_DB in the environment override them, for benchmark sweeps) */
-    int gemv_stages, wgmma_db, gemv_xg, gemv_bulk;
+    int gemv_stages, wgmma_db, gemv_xg, gemv_bulk, wgmma_wide;
     char knobs[6][32];
     int nknobs;
 };
@@ -176,6 +176,7 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     snprintf(g->knobs[5], sizeof g->knobs[5], "-DHC_GEMV_BULK=%d", g->gemv_bulk);
     g->nknobs = 6;
     g->specialise = env_knob("HC_GPU_GENERIC", 0, 1, 0) == 0;
+    g->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 0);
 out:
     free(cubin);
     if (st) {
@@ -274,6 +275,8 @@ static const char *const codec_names[HC_CODECS] = {
 /* dynamic shared memory of hc_mma_gemv_t<tok>: 4 warps x stages x (chunk + tok x 128) */
 #define GEMV_SMEM(g, chunk, tok) \
     (4 * (size_t)(g)->gemv_stages * ((size_t)(chunk) + ((g)->gemv_xg ? 0 : (tok) * 128)))
+/* of hc_wgmma_gemm256: alignment slack + 3 x round1024(activations, two A tiles, two chunks) */
+#define WIDE_SMEM(chunk) (1024 + 3 * ((49152 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
 /* of hc_wgmma_gemm: alignment slack + stages x round1024(16K activations + two chunks) */
 #define WGMMA_SMEM(g, chunk) \
     (1024 + ((g)->wgmma_db ? 4 : 3) * ((16384 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
@@ -320,6 +323,7 @@ static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec
     CU(cu.lib_kernel(&M->gemv[1], M->lib, "hc_mma_gemv_t16"), "hc_mma_gemv_t16");
     CU(cu.lib_kernel(&M->gemm, M->lib, "hc_mma_gemm"), "hc_mma_gemm");
     CU(cu.lib_kernel(&M->wgmma, M->lib, "hc_wgmma_gemm"), "hc_wgmma_gemm");
+    CU(cu.lib_kernel(&M->wide, M->lib, "hc_wgmma_gemm256"), "hc_wgmma_gemm256");
     /* every chunk size (at most 5376 bytes) fits */
     CU(cu.func_attr((const void *)M->gemv[0], cudaFuncAttributeMaxDynamicSharedMemorySize,
                     GEMV_SMEM(g, 5376, 8)), "shared memory of hc_mma_gemv_t8");
@@ -330,6 +334,9 @@ static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec
     if (!strcmp(g->arch, "sm_90a"))
         CU(cu.func_attr((const void *)M->wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                         WGMMA_SMEM(g, 5376)), "shared memory of hc_wgmma_gemm");
+    if (!strcmp(g->arch, "sm_90a"))
+        CU(cu.func_attr((const void *)M->wide, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                        WIDE_SMEM(5376)), "shared memory of hc_wgmma_gemm256");
     *index = g->nmods++;
 out:
     if (st && g->nmods < HC_MODULES && g->mods[g->nmods].lib) {
@@ -567,17 +574,23 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         const char *which = getenv("HC_GPU_GEMM");
         bool wg = !strcmp(g->arch, "sm_90a") && !(which && !strcmp(which, "mma"));
         size_t smem = wg ? WGMMA_SMEM(g, p->chunk_bytes) : 3 * (2 * p->chunk_bytes + 16384);
+        /* HC_WGMMA_WIDE: the producer/consumer kernel with 256-token tiles above M = 128 */
+        bool wide = wg && g->wgmma_wide && m > 128;
+        unsigned tok_tile = wide ? 256 : 128;
+        if (wide) smem = WIDE_SMEM(p->chunk_bytes);
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y};
-        dim3 grid = {(unsigned)((p->tiles_n + 1) / 2), (unsigned)((m + 127) / 128), 1};
-        dim3 block = {256, 1, 1};
+        dim3 grid = {(unsigned)((p->tiles_n + 1) / 2), (unsigned)((m + tok_tile - 1) / tok_tile), 1};
+        dim3 block = {wide ? 384u : 256u, 1, 1};
         if (grid.y > 65535) {
             st = hc_fail(&err, HC_INVALID, "'%s': M=%llu exceeds %u tokens per launch", name,
-                         (unsigned long long)m, 65535u * 128);
+                         (unsigned long long)m, 65535u * tok_tile);
             goto out;
         }
         const mma_module *M = &g->mods[L->mod];
-        CU(cu.launch(wg ? (const void *)M->wgmma : (const void *)M->gemm, grid,
-                     block, args, smem, s), wg ? "launch hc_wgmma_gemm" : "launch hc_mma_gemm");
+        const void *kern = wide ? (const void *)M->wide : wg ? (const void *)M->wgmma
+                                                             : (const void *)M->gemm;
+        CU(cu.launch(kern, grid, block, args, smem, s),
+           wide ? "launch hc_wgmma_gemm256" : wg ? "launch hc_wgmma_gemm" : "launch hc_mma_gemm");
     }
 out:
     if (locked) pthread_mutex_unlock(&md->mu);
