@@ -201,7 +201,7 @@ static void sweep(void) {
             uint64_t N = shapes[hi][0], K = shapes[hi][1];
             uint64_t one = N * K / 2 + (N / 64) * (K / 64) * 128;
             uint32_t copies = (uint32_t)((200ull << 20) / one + 1);
-            if (synth_container(path, specs[si], copies, N, K, false, 3 + si, msg, sizeof msg))
+            if (synth_container(path, specs[si], copies, N, K, false, 3 + si, NULL, msg, sizeof msg))
                 die("synth", msg);
             hc_container *c = NULL;
             if (hc_container_open(path, 0, &c, msg, sizeof msg)) die("open", msg);
@@ -277,7 +277,7 @@ int main(void) {
             uint64_t N = shapes[hi][0], K = shapes[hi][1];
             uint64_t one = N * K / 2 + (N / 64) * (K / 64) * 128; /* about a copy's bytes */
             uint32_t copies = (uint32_t)((200ull << 20) / one + 1);
-            if (synth_container(path, specs[si], copies, N, K, false, 3 + si, msg, sizeof msg))
+            if (synth_container(path, specs[si], copies, N, K, false, 3 + si, NULL, msg, sizeof msg))
                 die("synth", msg);
             hc_container *c = NULL;
             hc_gpu_model *md = NULL;

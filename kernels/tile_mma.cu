@@ -531,6 +531,32 @@ extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     gemv_body<16>(w, p, expert, x, m, y, ws, cnt);
 }
 
+/* One K tile for the large-M kernels, copied by NT cooperating threads (thread tid): the
+ * activation tile (TOKS tokens x 64 columns from token tok0, zero beyond m and K) into xs with
+ * the 128-byte swizzle (16-byte piece q of token t at t * 128 + (q ^ t % 8) * 16), and the
+ * block's two weight chunks (stripes wsrc and wsrc + sstride; the second only when two) into cs
+ * and cs + cb. */
+template <int TOKS, int NT>
+__device__ __forceinline__ void load_ktile(hc_u8 *xs, hc_u8 *cs, unsigned tid, const hc_u16 *x,
+                                           hc_u64 tok0, hc_u64 m, const hc_mma_params &p,
+                                           hc_u64 kb, const hc_u8 *wsrc, hc_u64 sstride,
+                                           hc_u64 cb, bool two) {
+#pragma unroll
+    for (int i = 0; i < TOKS * 8 / NT; i++) {
+        unsigned q = tid + i * NT, t = q >> 3, pc = q & 7;
+        hc_u64 tok = tok0 + t, k = kb * 64 + pc * 8;
+        bool ok = tok < m && k < p.K;
+        cp16(xs + t * 128 + ((pc ^ (t & 7)) * 16), ok ? x + tok * p.ldx + k : x, ok ? 16 : 0);
+    }
+    const unsigned cpieces = (unsigned)(cb / 16);
+    for (unsigned q = tid; q < 2 * cpieces; q += NT) {
+        unsigned s = q >= cpieces;
+        if (s && !two) continue;
+        unsigned qq = q - s * cpieces;
+        cp16(cs + s * cb + qq * 16, wsrc + s * sstride + kb * cb + qq * 16, 16);
+    }
+}
+
 /* ================= large M ================= */
 /* x: [m][ldx] bf16 with K % 8 == 0, ldx % 8 == 0 and 16-byte alignment (the host gathers
  * otherwise). Dynamic shared memory: HC_GEMM_STAGES x (2 chunk_bytes + 16384). */
@@ -544,7 +570,6 @@ extern "C" __global__ void __launch_bounds__(256)
     const hc_u64 cb = P_CB, stage_bytes = 2 * cb + 16384;
     const hc_u64 nb0 = (hc_u64)blockIdx.x * 2, tok0 = (hc_u64)blockIdx.y * 128;
     const bool two = nb0 + 1 < p.tiles_n;
-    const unsigned cpieces = (unsigned)(cb / 16);
     const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * p.tiles_k * cb;
     const hc_u64 sstride = p.tiles_k * cb; /* stripe to stripe */
 
@@ -558,21 +583,7 @@ extern "C" __global__ void __launch_bounds__(256)
 
     auto issue = [&](hc_u64 kb) {
         hc_u8 *st = smem + (kb % HC_GEMM_STAGES) * stage_bytes;
-        for (unsigned q = tid; q < 2 * cpieces; q += 256) {
-            unsigned s = q >= cpieces;
-            if (s && !two) continue;
-            unsigned qq = q - s * cpieces;
-            cp16(st + s * cb + qq * 16, wsrc + s * sstride + kb * cb + qq * 16, 16);
-        }
-        hc_u8 *xs = st + 2 * cb;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            unsigned q = tid + i * 256, t = q >> 3, pc = q & 7;
-            hc_u64 tok = tok0 + t, k = kb * 64 + pc * 8;
-            bool ok = tok < m && k < p.K;
-            const hc_u16 *src = ok ? x + tok * p.ldx + k : x;
-            cp16(xs + t * 128 + ((pc ^ (t & 7)) * 16), src, ok ? 16 : 0);
-        }
+        load_ktile<128, 256>(st + 2 * cb, st, tid, x, tok0, m, p, kb, wsrc, sstride, cb, two);
     };
 #pragma unroll
     for (int s = 0; s < HC_GEMM_STAGES - 1; s++) {
@@ -627,6 +638,10 @@ extern "C" __global__ void __launch_bounds__(256)
 }
 
 /* ================= large M on Hopper: wgmma (sm_90a) ================= */
+/* eight accumulator operands d[i..i+7] of a wgmma inline assembly statement */
+#define HC_D8(i)                                                                              \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),  \
+        "+f"(d[i + 6]), "+f"(d[i + 7])
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define HC_WGMMA 1
 /* d[64] += A (this warp's 16 rows of the warpgroup's 64, bf16 in registers) x B (128 tokens x
@@ -635,14 +650,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float *d, const unsigned *a, hc
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, "
                  "%67}, %68, p, 1, 1, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 __device__ __forceinline__ hc_u64 b_desc(const void *p) {
@@ -669,7 +677,6 @@ extern "C" __global__ void __launch_bounds__(256, HC_WGMMA_DB ? 1 : 2)
     const hc_u64 cb = P_CB, stage_bytes = (16384 + 2 * cb + 1023) / 1024 * 1024;
     const hc_u64 nb0 = (hc_u64)blockIdx.x * 2, tok0 = (hc_u64)blockIdx.y * 128;
     const bool two = nb0 + 1 < p.tiles_n;
-    const unsigned cpieces = (unsigned)(cb / 16);
     const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * p.tiles_k * cb;
     const hc_u64 sstride = p.tiles_k * cb;
 
@@ -679,19 +686,7 @@ extern "C" __global__ void __launch_bounds__(256, HC_WGMMA_DB ? 1 : 2)
 
     auto issue = [&](hc_u64 kb) {
         hc_u8 *st = smem + (kb % HC_WGMMA_STAGES) * stage_bytes;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            unsigned q = tid + i * 256, t = q >> 3, pc = q & 7;
-            hc_u64 tok = tok0 + t, k = kb * 64 + pc * 8;
-            bool ok = tok < m && k < p.K;
-            cp16(st + t * 128 + ((pc ^ (t & 7)) * 16), ok ? x + tok * p.ldx + k : x, ok ? 16 : 0);
-        }
-        for (unsigned q = tid; q < 2 * cpieces; q += 256) {
-            unsigned s = q >= cpieces;
-            if (s && !two) continue;
-            unsigned qq = q - s * cpieces;
-            cp16(st + 16384 + s * cb + qq * 16, wsrc + s * sstride + kb * cb + qq * 16, 16);
-        }
+        load_ktile<128, 256>(st, st + 16384, tid, x, tok0, m, p, kb, wsrc, sstride, cb, two);
     };
 #pragma unroll
     for (int s = 0; s < 2; s++) { /* two tiles ahead (with double buffering, the fourth stage
@@ -758,22 +753,7 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss(float *d, hc_u64 da, hc_u64 
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, "
                  "0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120)
                  : "l"(da), "l"(db));
 }
 __device__ __forceinline__ void mbar_init(unsigned a, unsigned count) {
@@ -820,22 +800,9 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     if (warp < 4) { /* ---- producer: copies and decodes ---- */
         const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * p.tiles_k * cb;
         const hc_u64 sstride = p.tiles_k * cb;
-        const unsigned cpieces = (unsigned)(cb / 16);
         auto load = [&](hc_u64 kb) {
             hc_u8 *st = smem + (kb % HC_WIDE_STAGES) * stage_bytes;
-#pragma unroll
-            for (int i = 0; i < 16; i++) { /* 256 tokens x 8 pieces */
-                unsigned q = tid + i * 128, t = q >> 3, pc = q & 7;
-                hc_u64 tok = tok0 + t, k = kb * 64 + pc * 8;
-                bool ok = tok < m && k < p.K;
-                cp16(st + t * 128 + ((pc ^ (t & 7)) * 16), ok ? x + tok * p.ldx + k : x, ok ? 16 : 0);
-            }
-            for (unsigned q = tid; q < 2 * cpieces; q += 128) {
-                unsigned s = q >= cpieces;
-                if (s && !two) continue;
-                unsigned qq = q - s * cpieces;
-                cp16(st + 49152 + s * cb + qq * 16, wsrc + s * sstride + kb * cb + qq * 16, 16);
-            }
+            load_ktile<256, 128>(st, st + 49152, tid, x, tok0, m, p, kb, wsrc, sstride, cb, two);
         };
 #pragma unroll
         for (int s = 0; s < HC_WIDE_STAGES - 1; s++) {

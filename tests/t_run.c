@@ -13,6 +13,7 @@
 #include "npy.h"
 #include "quant.h"
 #include "test.h"
+#include "gpu/tile_synth.h"
 
 
 /* W of module name (expert e of a fused tensor, or the module itself) as float64 [N][K]. */
@@ -240,7 +241,75 @@ static void test_act_order_permutation(void) {
     }
 }
 
+/* The synthetic layers of the GPU tests and benchmarks (tests/gpu/tile_synth.h): the weights
+ * read back through the layout (hc_tile_value, the GPU tests' float64 reference) equal, bit for
+ * bit, the values the generator computed from the codes and scales it drew; the CPU executor is
+ * within the float32 bound of them. Every layout kind the GPU kernels take, two shapes (one
+ * with two experts, padding and an act-order permutation). */
+static void test_synthetic_layers(void) {
+    static const struct {
+        uint64_t n, k, e;
+        bool perm;
+    } shapes[] = {{128, 192, 1, false}, {70, 70, 2, true}};
+    char path[700], msg[1024];
+    snprintf(path, sizeof path, "%s/synth.hconvert", test_tmpdir());
+    int layers = 0;
+    for (size_t si = 0; si < SYNTH_SPECS; si++)
+        for (int h = 0; h < 2; h++) {
+            const synth_spec *sp = &synth_specs[si];
+            uint64_t N = shapes[h].n, K = shapes[h].k, E = shapes[h].e;
+            double *ref = malloc(E * N * K * sizeof *ref);
+            hc_container *c = NULL;
+            if (synth_container(path, sp, E, N, K, shapes[h].perm, 11 + si, ref, msg, sizeof msg) ||
+                hc_container_open(path, 1, &c, msg, sizeof msg)) {
+                CHECK_FAIL_("%s: %s", sp->label, msg);
+                free(ref);
+                continue;
+            }
+            const hc_tensor_info *t;
+            hc_tile_params p;
+            const int32_t *perm;
+            hc_err err = {0};
+            CHECK_EQ_INT(hc_tile_layer(c, "w", &t, &p, &perm, &err), HC_OK);
+            const uint8_t *wb = hc_container_stored(c, t);
+            uint64_t differ = 0, bad = 0;
+            float *x = malloc(3 * K * sizeof *x), *y = malloc(3 * N * sizeof *y);
+            for (uint64_t i = 0; i < 3 * K; i++) x[i] = (float)sin((double)i * 0.7 + (double)si);
+            for (uint64_t e = 0; e < E; e++) {
+                for (uint64_t r = 0; r < N; r++)
+                    for (uint64_t q = 0; q < K; q++) {
+                        double v = hc_tile_value(&p, wb + hc_tile_offset(&p, e, r / 64, q / 64),
+                                                 (unsigned)(r % 64), (unsigned)(q % 64));
+                        uint64_t col = perm ? (uint64_t)perm[q] : q;
+                        differ += memcmp(&v, &ref[(e * N + r) * K + col], sizeof v) != 0;
+                    }
+                if (hc_cpu_linear(c, "w", (uint32_t)e, x, 3, K, y, N, msg, sizeof msg)) {
+                    CHECK_FAIL_("%s: cpu: %s", sp->label, msg);
+                    continue;
+                }
+                for (uint64_t i = 0; i < 3 * N; i++) {
+                    const double *wr = ref + (e * N + i % N) * K;
+                    double sum = 0, mag = 0;
+                    for (uint64_t q = 0; q < K; q++)
+                        sum += wr[q] * x[(i / N) * K + q], mag += fabs(wr[q] * x[(i / N) * K + q]);
+                    bad += !(fabs(y[i] - sum) <= ((double)K + 3) * ldexp(mag, -24) + 1e-300);
+                }
+            }
+            if (differ || bad)
+                CHECK_FAIL_("%s N=%llu K=%llu: %llu weights differ from the generator's, %llu "
+                            "outputs beyond the float32 bound", sp->label,
+                            (unsigned long long)N, (unsigned long long)K,
+                            (unsigned long long)differ, (unsigned long long)bad);
+            layers += !differ && !bad;
+            free(x), free(y), free(ref);
+            hc_container_free(c);
+        }
+    printf("     (%d synthetic layers of %d kinds read back exactly)\n", layers, (int)SYNTH_SPECS);
+    CHECK_EQ_INT(layers, 2 * (int)SYNTH_SPECS);
+}
+
 void suite_run(void) {
     RUN(test_cpu_executor_matches_float64);
     RUN(test_act_order_permutation);
+    RUN(test_synthetic_layers);
 }

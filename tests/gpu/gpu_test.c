@@ -182,7 +182,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
             uint64_t N = shapes[hi].n, K = shapes[hi].k, E = shapes[hi].e;
             hc_container *c = NULL;
             hc_gpu_model *md = NULL;
-            if (synth_container(path, sp, E, N, K, shapes[hi].perm, seed + si * 7 + hi, msg,
+            if (synth_container(path, sp, E, N, K, shapes[hi].perm, seed + si * 7 + hi, NULL, msg,
                                 sizeof msg) ||
                 hc_container_open(path, 1, &c, msg, sizeof msg) ||
                 hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) {

@@ -5,6 +5,7 @@
 #ifndef HC_TILE_SYNTH_H
 #define HC_TILE_SYNTH_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,9 +44,58 @@ static void synth_scale(hc_dtype dt, uint64_t *rng, uint8_t *out) {
     }
 }
 
-/* Writes `path`: layer "w" of spec s, [E, N, K], with a random permutation when perm. */
+/* Stored scale bytes as a number, written apart from runtime/layout_core.h (the reference must
+ * not share the code it checks). */
+static double synth_scale_value(hc_dtype dt, const uint8_t *b) {
+    switch (dt) {
+    case HC_DT_F32: {
+        float f;
+        memcpy(&f, b, 4);
+        return f;
+    }
+    case HC_DT_BF16: {
+        uint32_t u = (uint32_t)(b[0] | b[1] << 8) << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    case HC_DT_F16: {
+        unsigned h = b[0] | b[1] << 8, e = h >> 10 & 31, m = h & 1023;
+        double v = e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+        return h & 0x8000 ? -v : v;
+    }
+    case HC_DT_F8_E4M3: {
+        unsigned e = b[0] >> 3 & 15, m = b[0] & 7;
+        double v = e ? ldexp(8 + m, (int)e - 10) : ldexp(m, -9);
+        return b[0] & 0x80 ? -v : v;
+    }
+    default: return ldexp(1.0, (int)b[0] - 127); /* E8M0 */
+    }
+}
+
+/* The value of code u with scale s and zero point z under spec sp (independent formulas). */
+static double synth_value(const synth_spec *sp, unsigned u, double s, unsigned z) {
+    static const double e2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+    switch (sp->kind) {
+    case HC_TL_INT:
+        if (sp->sign_magnitude) return (u & 8 ? -(double)(u & 7) : (double)(u & 7)) * s;
+        return ((double)u - (double)z) * s;
+    case HC_TL_FP4:
+    case HC_TL_MXFOLD: return (u & 8 ? -e2m1[u & 7] : e2m1[u & 7]) * s;
+    default: { /* E4M3 */
+        unsigned e = u >> 3 & 15, m = u & 7;
+        double v = e ? ldexp(8 + m, (int)e - 10) : ldexp(m, -9);
+        return (u & 0x80 ? -v : v) * s;
+    }
+    }
+}
+
+/* Writes `path`: layer "w" of spec s, [E, N, K], with a random permutation when perm. With ref
+ * non-NULL, also the weights as float64 [E][N][K] in source column order, computed from the
+ * codes, scales and zero points as they are generated (not read back through the layout). */
 static int synth_container(const char *path, const synth_spec *s, uint64_t E, uint64_t N,
-                           uint64_t K, bool perm, uint64_t seed, char *msg, size_t msg_len) {
+                           uint64_t K, bool perm, uint64_t seed, double *ref, char *msg,
+                           size_t msg_len) {
     hc_tile_params p = {.kind = s->kind, .code_bits = s->code_bits,
                         .src_bits = s->kind == HC_TL_INT ? s->code_bits : s->code_bits,
                         .E = E, .N = N, .K = K, .Np = (N + 63) / 64 * 64,
@@ -66,8 +116,14 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
         snprintf(msg, msg_len, "out of memory");
         return -1;
     }
-    hc_core_params cp;
-    hc_tile_core_params(&p, &cp);
+    if (pm) { /* a random permutation of 0..K-1 */
+        for (uint64_t i = 0; i < K; i++) pm[i] = (int32_t)i;
+        for (uint64_t i = K - 1; i > 0; i--) {
+            uint64_t j = synth_rng(&rng) % (i + 1);
+            int32_t t = pm[i];
+            pm[i] = pm[j], pm[j] = t;
+        }
+    }
     for (uint64_t e = 0; e < E; e++)
         for (uint64_t nb = 0; nb < p.tiles_n; nb++)
             for (uint64_t kb = 0; kb < p.tiles_k; kb++) {
@@ -104,15 +160,30 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                                 (uint8_t)(synth_rng(&rng) & (s->code_bits == 4 ? 15 : 255));
                     }
                 }
+                for (unsigned r = 0; ref && r < 64 && nb * 64 + r < N; r++)
+                    for (unsigned c = 0; c < 64 && kb * 64 + c < K; c++) {
+                        hc_u64 b;
+                        unsigned sh, j = p.S > 1 ? c / (unsigned)p.g : 0;
+                        hc_core_code_pos(s->code_bits, r, c, &b, &sh);
+                        unsigned u = s->code_bits == 4 ? (ch[b] >> sh) & 15u : ch[b];
+                        double sc;
+                        unsigned z = (unsigned)p.zero_const;
+                        if (s->kind == HC_TL_MXFOLD) {
+                            const uint8_t *rec = ch + p.code_bytes + r * 4;
+                            int ex = rec[0] == HC_MXFOLD_UNFOLDED ? rec[1 + j]
+                                                                 : rec[0] + (int8_t)rec[1 + j];
+                            sc = ldexp(1.0, ex - 127);
+                        } else {
+                            unsigned ss = hc_dtype_bits(p.scale_dtype) / 8;
+                            sc = synth_scale_value(p.scale_dtype,
+                                                   ch + p.code_bytes + (r * p.S + j) * ss);
+                            if (s->global_div != 0) sc /= s->global_div;
+                            if (p.zeros) z = ch[p.code_bytes + p.scale_bytes + r * p.S + j];
+                        }
+                        uint64_t kk = kb * 64 + c, col = pm ? (uint64_t)pm[kk] : kk;
+                        ref[(e * N + nb * 64 + r) * K + col] = synth_value(s, u, sc, z);
+                    }
             }
-    if (pm) { /* a random permutation of 0..K-1 */
-        for (uint64_t i = 0; i < K; i++) pm[i] = (int32_t)i;
-        for (uint64_t i = K - 1; i > 0; i--) {
-            uint64_t j = synth_rng(&rng) % (i + 1);
-            int32_t t = pm[i];
-            pm[i] = pm[j], pm[j] = t;
-        }
-    }
     static const char *const ids[] = {NULL, HC_LAYOUT_INT, HC_LAYOUT_FP4, HC_LAYOUT_MXFOLD,
                                       HC_LAYOUT_FP8};
     cJSON *lp = hc_tile_params_json(&p);
