@@ -128,6 +128,31 @@ static int fail(hc_status st, const char *msg) {
     return hc_status_exit_code(st);
 }
 
+/* Kernel modules for arch, for every container convert wrote under out (rank folders with
+ * --tp), into the JIT cache. Without NVRTC this is a note, not a failure. */
+static int precompile(const char *out, long tp, const char *arch) {
+    unsigned total = 0;
+    for (long r = 0; r < (tp > 1 ? tp : 1); r++) {
+        char path[4200], msg[1024] = "";
+        if (tp > 1) snprintf(path, sizeof path, "%s/rank%ld/" HC_CONTAINER_FILE, out, r);
+        else snprintf(path, sizeof path, "%s/" HC_CONTAINER_FILE, out);
+        hc_container *ct = NULL;
+        unsigned built = 0;
+        hc_status st = hc_container_open(path, 0, &ct, msg, sizeof msg);
+        if (!st) st = hc_gpu_precompile(ct, arch, &built, msg, sizeof msg);
+        hc_container_free(ct);
+        if (st == HC_UNSUPPORTED) {
+            fprintf(stderr, "hconvert: note: kernels not precompiled for %s: %s\n", arch, msg);
+            return 0;
+        }
+        if (st) return fail(st, msg);
+        total += built;
+    }
+    fprintf(stderr, "convert: %u kernel modules for %s in the kernel cache (built or already "
+            "there)\n", total, arch);
+    return 0;
+}
+
 static int cmd_convert(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "jdTpg", 2, &a);
@@ -178,6 +203,10 @@ static int cmd_convert(int argc, char **argv) {
                    (unsigned long long)s->mx_unfolded, (unsigned long long)s->files_copied,
                    s->seconds, gbs);
         rc = 0;
+        /* an explicit GPU target: build its kernels for the kinds of layers written into the
+         * kernel cache now (NVRTC needs no GPU), so that the first run compiles nothing */
+        bool gpu = a.target && (!strcmp(a.target, "sm90") || !strcmp(a.target, "sm80"));
+        if (gpu && !a.dry_run) rc = precompile(a.pos[1], a.tp, !strcmp(a.target, "sm90") ? "sm_90a" : "sm_80");
     }
     hc_converter_free(c);
     return rc;

@@ -170,6 +170,12 @@ hc_status hc_gpu_linear(hc_gpu_model *m, const char *name, uint32_t expert, cons
 hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t expert, const float *x,
                              uint64_t m_tokens, uint64_t k, float *y, uint64_t n, char *msg,
                              size_t msg_len);
+/* Builds the kernel modules the tiled layers of c need on arch ("sm_90a", "sm_80") into the
+ * NVRTC cache (no GPU needed: `convert --target sm90|sm80` calls it), with the options
+ * hc_gpu_open would use, so a later run on that machine (or with that HC_CACHE_DIR) compiles
+ * nothing. *built counts the modules (kinds of layers). HC_UNSUPPORTED without NVRTC. */
+hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, char *msg,
+                            size_t msg_len);
 /* The peer for memory-bound kernels: a plain read of `bytes` on the device, in GB/s. */
 hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, char *msg,
                              size_t msg_len);

@@ -46,6 +46,13 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* One build of kernels/tile_mma.cu: a codec, and unless generic, the kind of layer it is
  * specialised for (scale kind, group, zero points). */
+/* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
+typedef struct {
+    int gemv_stages, wgmma_db, gemv_xg, gemv_bulk, wgmma_wide;
+    bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
+    char opt[6][32];
+} kernel_knobs;
+
 typedef struct {
     unsigned codec, sk, lgs, zp;
     bool generic;
@@ -62,12 +69,7 @@ struct hc_gpu {
     pthread_mutex_t mu; /* guards the lazily built modules */
     mma_module mods[HC_MODULES];
     int nmods;
-    bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
-    /* tuning knobs of kernels/tile_mma.cu (defaults there; HC_GEMV_STAGES, HC_GEMV_MINB,
-     * HC_GEMV_BIAS and HC_WGMMA_DB in the environment override them, for benchmark sweeps) */
-    int gemv_stages, wgmma_db, gemv_xg, gemv_bulk, wgmma_wide;
-    char knobs[6][32];
-    int nknobs;
+    kernel_knobs kn;
 };
 
 /* An integer knob from the environment within [lo, hi], or def. */
@@ -76,6 +78,54 @@ static int env_knob(const char *name, int lo, int hi, int def) {
     char *end;
     long x = v && *v ? strtol(v, &end, 10) : def;
     return v && *v && !*end && x >= lo && x <= hi ? (int)x : def;
+}
+
+/* The tuning knobs of kernels/tile_mma.cu (docs/gpu.md; defaults as measured best), from the
+ * environment, and the -D options they become. */
+static void knobs_from_env(kernel_knobs *k, const char *arch) {
+    memset(k, 0, sizeof *k);
+    k->gemv_stages = env_knob("HC_GEMV_STAGES", 2, 6, 4);
+    k->wgmma_db = env_knob("HC_WGMMA_DB", 0, 1, 0);
+    k->gemv_xg = env_knob("HC_GEMV_XG", 0, 1, 0);
+    k->gemv_bulk = env_knob("HC_GEMV_BULK", 0, 1, 0) && !strcmp(arch, "sm_90a");
+    k->specialise = env_knob("HC_GPU_GENERIC", 0, 1, 0) == 0;
+    k->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 0);
+    snprintf(k->opt[0], sizeof k->opt[0], "-DHC_GEMV_STAGES=%d", k->gemv_stages);
+    snprintf(k->opt[1], sizeof k->opt[1], "-DHC_WGMMA_DB=%d", k->wgmma_db);
+    snprintf(k->opt[2], sizeof k->opt[2], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
+    snprintf(k->opt[3], sizeof k->opt[3], "-DHC_GEMV_BIAS=%d", env_knob("HC_GEMV_BIAS", 0, 1, 0));
+    snprintf(k->opt[4], sizeof k->opt[4], "-DHC_GEMV_XG=%d", k->gemv_xg);
+    snprintf(k->opt[5], sizeof k->opt[5], "-DHC_GEMV_BULK=%d", k->gemv_bulk);
+}
+
+/* The kind of layer p is, as the kernel modules are specialised: codec (0: no GPU kernel),
+ * scale kind, log2 of k16 steps per scale group, zero points. */
+typedef struct {
+    unsigned codec, sk, lgs, zp;
+} layer_kind;
+
+static unsigned codec_of(const hc_tile_params *p);
+
+static layer_kind kind_of(const hc_tile_params *p) {
+    hc_core_params cp;
+    hc_tile_core_params(p, &cp);
+    layer_kind k = {codec_of(p), cp.scale_kind, p->S == 1 ? 2u : p->S == 2 ? 1u : 0u, p->zeros};
+    return k;
+}
+
+/* NVRTC options of the tile_mma.cu module for kind k: opts (at least 11 entries) points into
+ * buf; returns how many. */
+static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
+                          const char **opts) {
+    snprintf(buf[0], 32, "-DHC_CODEC=%u", k.codec);
+    snprintf(buf[1], 32, "-DHC_SK=%u", k.sk);
+    snprintf(buf[2], 32, "-DHC_LGS=%u", k.lgs);
+    snprintf(buf[3], 32, "-DHC_ZP=%u", k.zp);
+    int no = 0;
+    opts[no++] = buf[0];
+    for (int i = 1; i < 4 && kn->specialise; i++) opts[no++] = buf[i];
+    for (int i = 0; i < 6; i++) opts[no++] = kn->opt[i];
+    return no;
 }
 
 static hc_status load_cudart(hc_err *err) {
@@ -164,19 +214,7 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     CU(cu.lib_kernel(&g->gather, g->lib, "hc_gather_x"), "cudaLibraryGetKernel");
     CU(cu.attr(&g->sms, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
     pthread_mutex_init(&g->mu, NULL);
-    g->gemv_stages = env_knob("HC_GEMV_STAGES", 2, 6, 4);
-    g->wgmma_db = env_knob("HC_WGMMA_DB", 0, 1, 0);
-    snprintf(g->knobs[0], sizeof g->knobs[0], "-DHC_GEMV_STAGES=%d", g->gemv_stages);
-    snprintf(g->knobs[1], sizeof g->knobs[1], "-DHC_WGMMA_DB=%d", g->wgmma_db);
-    snprintf(g->knobs[2], sizeof g->knobs[2], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
-    snprintf(g->knobs[3], sizeof g->knobs[3], "-DHC_GEMV_BIAS=%d", env_knob("HC_GEMV_BIAS", 0, 1, 0));
-    g->gemv_xg = env_knob("HC_GEMV_XG", 0, 1, 0);
-    g->gemv_bulk = env_knob("HC_GEMV_BULK", 0, 1, 0) && !strcmp(g->arch, "sm_90a");
-    snprintf(g->knobs[4], sizeof g->knobs[4], "-DHC_GEMV_XG=%d", g->gemv_xg);
-    snprintf(g->knobs[5], sizeof g->knobs[5], "-DHC_GEMV_BULK=%d", g->gemv_bulk);
-    g->nknobs = 6;
-    g->specialise = env_knob("HC_GPU_GENERIC", 0, 1, 0) == 0;
-    g->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 0);
+    knobs_from_env(&g->kn, g->arch);
 out:
     free(cubin);
     if (st) {
@@ -274,12 +312,12 @@ static const char *const codec_names[HC_CODECS] = {
 
 /* dynamic shared memory of hc_mma_gemv_t<tok>: 4 warps x stages x (chunk + tok x 128) */
 #define GEMV_SMEM(g, chunk, tok) \
-    (4 * (size_t)(g)->gemv_stages * ((size_t)(chunk) + ((g)->gemv_xg ? 0 : (tok) * 128)))
+    (4 * (size_t)(g)->kn.gemv_stages * ((size_t)(chunk) + ((g)->kn.gemv_xg ? 0 : (tok) * 128)))
 /* of hc_wgmma_gemm256: alignment slack + 3 x round1024(activations, two A tiles, two chunks) */
 #define WIDE_SMEM(chunk) (1024 + 3 * ((49152 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
 /* of hc_wgmma_gemm: alignment slack + stages x round1024(16K activations + two chunks) */
 #define WGMMA_SMEM(g, chunk) \
-    (1024 + ((g)->wgmma_db ? 4 : 3) * ((16384 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
+    (1024 + ((g)->kn.wgmma_db ? 4 : 3) * ((16384 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
 
 /* The module for layers like p (built, or loaded from the JIT cache, on first use). */
 static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec, int *index,
@@ -288,13 +326,12 @@ static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec
     hc_status st = HC_OK;
     void *cubin = NULL;
     size_t size = 0;
-    hc_core_params cp;
-    hc_tile_core_params(p, &cp);
-    unsigned sk = cp.scale_kind, lgs = p->S == 1 ? 2 : p->S == 2 ? 1 : 0, zp = p->zeros;
+    layer_kind k = kind_of(p);
     pthread_mutex_lock(&g->mu);
     for (int i = 0; i < g->nmods; i++) {
         mma_module *o = &g->mods[i];
-        if (o->codec == codec && (o->generic || (o->sk == sk && o->lgs == lgs && o->zp == zp))) {
+        if (o->codec == codec &&
+            (o->generic || (o->sk == k.sk && o->lgs == k.lgs && o->zp == k.zp))) {
             *index = i;
             goto out;
         }
@@ -306,16 +343,10 @@ static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec
     }
     mma_module *M = &g->mods[g->nmods];
     memset(M, 0, sizeof *M);
-    M->codec = codec, M->sk = sk, M->lgs = lgs, M->zp = zp, M->generic = !g->specialise;
+    M->codec = codec, M->sk = k.sk, M->lgs = k.lgs, M->zp = k.zp, M->generic = !g->kn.specialise;
     char def[4][32];
-    snprintf(def[0], sizeof def[0], "-DHC_CODEC=%u", codec);
-    snprintf(def[1], sizeof def[1], "-DHC_SK=%u", sk);
-    snprintf(def[2], sizeof def[2], "-DHC_LGS=%u", lgs);
-    snprintf(def[3], sizeof def[3], "-DHC_ZP=%u", zp);
-    const char *opts[12] = {def[0]};
-    int no = 1;
-    for (int i = 1; i < 4 && g->specialise; i++) opts[no++] = def[i];
-    for (int i = 0; i < g->nknobs; i++) opts[no++] = g->knobs[i];
+    const char *opts[12];
+    int no = module_options(&g->kn, k, def, opts);
     st = hc_jit_compile("tile_mma.cu", g->arch, opts, no, &cubin, &size, &err);
     if (st) goto out;
     CU(cu.lib_load(&M->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData(tile_mma)");
@@ -520,7 +551,7 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
      * permutations, and shapes or addresses off the kernels' vector width */
     /* 16-byte copies of 8 columns; the small-M bulk copies move whole 64-column rows */
     bool gather = L->perm || k % 8 || (uintptr_t)x % 16 ||
-                  (small && g->gemv_bulk && !g->gemv_xg && k % 64);
+                  (small && g->kn.gemv_bulk && !g->kn.gemv_xg && k % 64);
     const void *xin = x;
     if (gather) {
         uint64_t xb;
@@ -575,7 +606,7 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         bool wg = !strcmp(g->arch, "sm_90a") && !(which && !strcmp(which, "mma"));
         size_t smem = wg ? WGMMA_SMEM(g, p->chunk_bytes) : 3 * (2 * p->chunk_bytes + 16384);
         /* HC_WGMMA_WIDE: the producer/consumer kernel with 256-token tiles above M = 128 */
-        bool wide = wg && g->wgmma_wide && m > 128;
+        bool wide = wg && g->kn.wgmma_wide && m > 128;
         unsigned tok_tile = wide ? 256 : 128;
         if (wide) smem = WIDE_SMEM(p->chunk_bytes);
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y};
@@ -672,6 +703,47 @@ hc_status hc_gpu_linear_host(hc_gpu_model *md, const char *name, uint32_t expert
 out:
     if (cu.loaded) cu.free_(dx), cu.free_(dy);
     free(hx), free(hy);
+    if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
+    return st;
+}
+
+hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, char *msg,
+                            size_t msg_len) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    kernel_knobs kn;
+    knobs_from_env(&kn, arch);
+    layer_kind seen[HC_MODULES];
+    unsigned n = 0;
+    *built = 0;
+    for (size_t i = 0; i < hc_container_tensor_count(c) && !st; i++) {
+        const hc_tensor_info *t = hc_container_tensor(c, i);
+        hc_tile_params p;
+        const int32_t *perm;
+        if (!t->layout_params) continue;
+        st = hc_tile_layer(c, t->name, &t, &p, &perm, &err);
+        if (st) break;
+        layer_kind k = kind_of(&p);
+        bool dup = !k.codec;
+        for (unsigned j = 0; j < n && !dup; j++)
+            dup = seen[j].codec == k.codec &&
+                  (!kn.specialise || (seen[j].sk == k.sk && seen[j].lgs == k.lgs && seen[j].zp == k.zp));
+        if (dup) continue;
+        if (n == HC_MODULES) {
+            st = hc_fail(&err, HC_UNSUPPORTED, "more than %d kinds of layers", HC_MODULES);
+            break;
+        }
+        seen[n++] = k;
+        char def[4][32];
+        const char *opts[12];
+        int no = module_options(&kn, k, def, opts);
+        void *cubin = NULL;
+        size_t size = 0;
+        st = hc_jit_compile("tile_mma.cu", arch, opts, no, &cubin, &size, &err);
+        free(cubin);
+        if (st) hc_err_prefix(&err, "kernels for '%s' (%s): ", t->name, codec_names[k.codec]);
+        else (*built)++;
+    }
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
 }
