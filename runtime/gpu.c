@@ -531,9 +531,13 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         goto out;
     }
     if (m == 0) goto out;
-    if (!x || !y || m > 0x7FFFFFFFull * 128) {
-        st = hc_fail(&err, HC_INVALID, "'%s': %s", name, !x || !y ? "null activation or output"
-                     : "M is too large");
+    if (!x || !y) {
+        st = hc_fail(&err, HC_INVALID, "'%s': null activation or output pointer", name);
+        goto out;
+    }
+    if (m > 65535ull * 128) { /* the tiled kernels' grid.y: 128-token tiles (256 when wide) */
+        st = hc_fail(&err, HC_INVALID, "'%s': M=%llu exceeds %llu tokens per call", name,
+                     (unsigned long long)m, 65535ull * 128);
         goto out;
     }
     cudaStream_t s = (cudaStream_t)stream;
@@ -612,11 +616,6 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y};
         dim3 grid = {(unsigned)((p->tiles_n + 1) / 2), (unsigned)((m + tok_tile - 1) / tok_tile), 1};
         dim3 block = {wide ? 384u : 256u, 1, 1};
-        if (grid.y > 65535) {
-            st = hc_fail(&err, HC_INVALID, "'%s': M=%llu exceeds %u tokens per launch", name,
-                         (unsigned long long)m, 65535u * tok_tile);
-            goto out;
-        }
         const mma_module *M = &g->mods[L->mod];
         const void *kern = wide ? (const void *)M->wide : wg ? (const void *)M->wgmma
                                                              : (const void *)M->gemm;
