@@ -452,6 +452,12 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
                          t->layout);
             goto fail;
         }
+        if (L->p.S > 4) { /* one scale per k16 step at most: groups of 16 columns or more */
+            st = hc_fail(&err, HC_UNSUPPORTED, "'%s': scale groups of %llu columns; the GPU "
+                         "kernels need groups of at least 16 (the CPU executor runs it)",
+                         t->name, (unsigned long long)L->p.g);
+            goto fail;
+        }
         L->name = hc_strdup(t->name);
         if (!L->name) {
             st = hc_fail(&err, HC_NOMEM, "out of memory");
@@ -723,7 +729,7 @@ hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, 
         st = hc_tile_layer(c, t->name, &t, &p, &perm, &err);
         if (st) break;
         layer_kind k = kind_of(&p);
-        bool dup = !k.codec;
+        bool dup = !k.codec || p.S > 4; /* no GPU kernel: nothing to build */
         for (unsigned j = 0; j < n && !dup; j++)
             dup = seen[j].codec == k.codec &&
                   (!kn.specialise || (seen[j].sk == k.sk && seen[j].lgs == k.lgs && seen[j].zp == k.zp));

@@ -125,7 +125,45 @@ static void test_tp_refusals_are_named(void) {
     hc_converter_free(cv);
 }
 
+/* validate's kernel families are the kernels that exist (docs/gpu.md): bf16 activations only,
+ * integers of 1-4 bits on the int4 kernels and 5-8 bits on the int8 ones, 64 x 64 padding. */
+static void test_families_match_the_kernels(void) {
+    static const struct {
+        hc_qkind kind;
+        int bits;
+        uint64_t gk;
+        hc_dtype sd;
+        double gdiv;
+        const char *fam; /* the GPU family, or NULL for none */
+    } cases[] = {
+        {HC_Q_INT, 2, 64, HC_DT_F16, 0, "int4"},    {HC_Q_INT, 3, 128, HC_DT_F16, 0, "int4"},
+        {HC_Q_INT, 4, 128, HC_DT_BF16, 0, "int4"},  {HC_Q_INT, 5, 128, HC_DT_F16, 0, "int8"},
+        {HC_Q_INT, 8, 0, HC_DT_F32, 0, "int8"},     {HC_Q_FP4, 4, 32, HC_DT_F8_E8M0, 0, "mxfp4"},
+        {HC_Q_FP4, 4, 16, HC_DT_F8_E4M3, 2688, "nvfp4"}, {HC_Q_FP8_E4M3, 8, 128, HC_DT_F32, 0, "fp8"},
+        {HC_Q_FP8_E5M2, 8, 0, HC_DT_F32, 0, NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hc_qtensor q;
+        memset(&q, 0, sizeof q);
+        q.kind = cases[i].kind, q.bits = cases[i].bits, q.gk = cases[i].gk, q.gn = 1;
+        q.scale_dtype = cases[i].sd, q.global_div = cases[i].gdiv;
+        const hc_family *f[8];
+        char why[256];
+        size_t n = hc_families_for(NULL, &q, f, 8, why, sizeof why);
+        size_t gpu = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (!strcmp(f[j]->name, "cpu")) continue;
+            gpu++;
+            CHECK(cases[i].fam && !strcmp(f[j]->name, cases[i].fam));
+            CHECK(!strcmp(f[j]->activations, "bf16"));
+            CHECK(f[j]->n_multiple == 64 && f[j]->k_multiple == 64);
+        }
+        CHECK_EQ_U64(gpu, cases[i].fam ? 1 : 0);
+        if (!cases[i].fam) CHECK(why[0] != 0);
+    }
+}
+
 void suite_tp(void) {
+    RUN(test_families_match_the_kernels);
     RUN(test_tp_shards_are_exact_slices);
     RUN(test_tp_refusals_are_named);
 }
