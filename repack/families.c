@@ -18,6 +18,15 @@ static const hc_family fam_nvfp4 = {"nvfp4", "bf16", 64, 64};
 static const hc_family fam_fp8 = {"fp8", "bf16", 64, 64};
 static const hc_family fam_cpu = {"cpu", "f32", 1, 1};
 
+static uint64_t gcd64(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 static bool pow2_scales(const hc_qtensor *q) { return q->scale_dtype == HC_DT_F8_E8M0; }
 
 size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family **out, size_t cap,
@@ -53,6 +62,14 @@ size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family 
     case HC_Q_FP8_E5M2: snprintf(why, why_len, "no kernel for e5m2 weights"); break;
     case HC_Q_PLAIN: break;
     }
+    /* the tile layout keeps groups of gcd(group, 64) columns (repack/tiles.c); the GPU
+     * kernels apply one scale per 16 columns at most */
+    uint64_t g = gcd64(q->gk, 64);
+    if (q->sk > 1 && q->gk % 64 && g < 16 && n) {
+        n = 0;
+        snprintf(why, why_len, "scale groups of %llu columns are stored as groups of %llu; the "
+                 "GPU kernels need at least 16", (unsigned long long)q->gk, (unsigned long long)g);
+    }
     if (q->kind != HC_Q_PLAIN) ADD(fam_cpu);
     return n;
 #undef ADD
@@ -75,15 +92,6 @@ char hc_tp_role(const char *module) {
     for (size_t i = 0; i < sizeof col / sizeof col[0]; i++)
         if (name_ends(module, col[i])) return 'c';
     return 0;
-}
-
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
 }
 
 static uint64_t round_up(uint64_t v, uint64_t m) { return m ? (v + m - 1) / m * m : v; }
