@@ -351,6 +351,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
                 else cJSON_AddNullToObject(e, "regroup_to");
                 cJSON_AddNumberToObject(e, "pad_n", (double)p->pad_n);
                 cJSON_AddNumberToObject(e, "pad_k", (double)p->pad_k);
+                cJSON_AddBoolToObject(e, "gpu", p->gpu);
                 cJSON_AddItemToArray(sa, e);
             }
             cJSON_AddBoolToObject(te, "all_even", even);
@@ -395,7 +396,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
         fputc('\n', out);
     }
     for (int t = 0; t < ntp; t++) {
-        size_t col = 0, row = 0, uneven = 0, regroup = 0;
+        size_t col = 0, row = 0, uneven = 0, regroup = 0, nogpu = 0;
         uint64_t waste = 0;
         for (size_t c = 0; c < nk; c++) {
             const mod_result *x = &res[kl[c].first];
@@ -404,20 +405,24 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
             row += p->role == 'r' ? kl[c].count : 0;
             uneven += p->splits ? 0 : kl[c].count;
             regroup += p->regroup ? kl[c].count : 0;
+            nogpu += x->nfam > 1 && !p->gpu ? kl[c].count : 0; /* had a GPU family, lose it */
             waste += kl[c].count * (p->pad_n * p->pad_k - p->shard_n * p->shard_k) *
                      (uint64_t)x->bits / 8 * x->E;
         }
         fprintf(out, "tp %u: %zu column-parallel, %zu row-parallel; %zu uneven split%s; %zu "
-                "need lossless regrouping; padding %.3f MB per rank\n", tps[t], col, row, uneven,
+                "need lossless regrouping; padding %.3f MB per rank", tps[t], col, row, uneven,
                 uneven == 1 ? "" : "s", regroup, (double)waste / 1e6);
+        if (nogpu) fprintf(out, "; %zu lose the GPU kernels (scale groups under 16 columns)", nogpu);
+        fputc('\n', out);
         for (size_t c = 0; c < nk; c++) {
             const hc_tp_plan *p = &res[kl[c].first].plan[t];
             if (p->regroup || !p->splits)
-                fprintf(out, "  %s: %s split to [%llu, %llu]%s, group %llu -> %llu\n",
+                fprintf(out, "  %s: %s split to [%llu, %llu]%s, group %llu -> %llu%s\n",
                         md->m[kl[c].first].name, p->role == 'c' ? "column" : "row",
                         (unsigned long long)p->shard_n, (unsigned long long)p->shard_k,
                         p->splits ? "" : " (uneven: the last rank is padded)",
-                        (unsigned long long)res[kl[c].first].gk, (unsigned long long)p->regroup);
+                        (unsigned long long)res[kl[c].first].gk, (unsigned long long)p->regroup,
+                        res[kl[c].first].nfam > 1 && !p->gpu ? " (CPU executor only)" : "");
         }
     }
 }

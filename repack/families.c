@@ -117,6 +117,7 @@ void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *f
     }
     p->pad_n = round_up(p->shard_n, fam ? fam->n_multiple : 1);
     p->pad_k = round_up(p->shard_k, fam ? fam->k_multiple : 1);
+    p->gpu = fam && strcmp(fam->name, "cpu") && (!p->regroup || gcd64(p->regroup, 64) >= 16);
 }
 
 uint64_t hc_module_bytes(const hc_qtensor *q) {

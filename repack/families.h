@@ -29,6 +29,8 @@ typedef struct {
     bool group_aligned;    /* row split falls on scale-group boundaries */
     uint64_t regroup;      /* group size after lossless regrouping (0: not needed) */
     uint64_t pad_n, pad_k; /* padded per-rank dims for the family */
+    bool gpu;              /* the family's GPU kernels run the rank's slice (a regrouped
+                            * scale group under 16 columns does not) */
 } hc_tp_plan;
 
 void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *fam,

@@ -1,0 +1,1 @@
+$HC validate $FIX/quant/ct_nvfp4 --tp 8
