@@ -178,47 +178,54 @@ static void fill_bf16(void *dev, uint64_t count, uint64_t seed) {
     free(h);
 }
 
+/* The benchmarked layers (int4 g128, folded MXFP4) and shapes. */
+static const uint64_t bench_shapes[][2] = {{28672, 8192}, {8192, 8192}};
+static const synth_spec *bench_spec(int i) { return &synth_specs[i ? 7 : 0]; }
+
+/* A container at path holding spec's layer [N, K] as enough copies (experts) to pass 200 MB,
+ * the 60 MB L2 several times over; *copies receives their number. */
+static hc_container *bench_container(const char *path, int si, uint64_t N, uint64_t K,
+                                     uint32_t *copies) {
+    char msg[1024];
+    uint64_t one = N * K / 2 + (N / 64) * (K / 64) * 128; /* about a copy's bytes */
+    *copies = (uint32_t)((200ull << 20) / one + 1);
+    hc_container *c = NULL;
+    if (synth_container(path, bench_spec(si), *copies, N, K, false, 3 + (uint64_t)si, NULL, msg,
+                        sizeof msg) ||
+        hc_container_open(path, 0, &c, msg, sizeof msg))
+        die("layer", msg);
+    return c;
+}
+
 /* HC_BENCH_SWEEP: the kernel knobs (kernels/tile_mma.cu) against each other on the int4 and
  * MXFP4 layers, M = 1, 16 and 4096, CUDA-graph times; one GPU handle (and JIT build) each. */
 static void sweep(void) {
-    /* stages, min blocks, int4 bias, wgmma double buffer, activations from global, bulk copies,
-     * generic (not specialised) modules, producer/consumer wgmma above M = 128 */
-    static const char *const cfg[][8] = {{"4", "4", "0", "0", "0", "0", "0", "0"},
-                                         {"4", "4", "0", "0", "0", "0", "0", "1"}};
-    static const uint64_t shapes[][2] = {{28672, 8192}, {8192, 8192}};
+    /* the knobs (docs/gpu.md), and the settings compared */
+    static const char *const knob[] = {"HC_GEMV_STAGES", "HC_GEMV_MINB", "HC_GPU_GENERIC",
+                                       "HC_WGMMA_WIDE"};
+    static const char *const cfg[][4] = {{"4", "4", "0", "0"}, {"4", "4", "0", "1"}};
     static const uint64_t ms[] = {1, 16, 4096};
-    const synth_spec *specs[2] = {&synth_specs[0], &synth_specs[7]};
     char path[128], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-sweep-%d.hconvert", (int)getpid());
     void *x, *y;
     CK(cudaMalloc(&x, 4096ull * 8192 * 2));
     CK(cudaMalloc(&y, 4096ull * 28672 * 2));
     fill_bf16(x, 4096ull * 8192, 1);
-    printf("sweep: stages minb bias wgmma_db xg bulk generic wide | layer N x K: us at M=1, 16, "
-           "4096\n");
+    printf("sweep: stages minb generic wide | layer N x K: us at M=1, 16, 4096\n");
     for (int si = 0; si < 2; si++)
         for (int hi = 0; hi < 2; hi++) {
-            uint64_t N = shapes[hi][0], K = shapes[hi][1];
-            uint64_t one = N * K / 2 + (N / 64) * (K / 64) * 128;
-            uint32_t copies = (uint32_t)((200ull << 20) / one + 1);
-            if (synth_container(path, specs[si], copies, N, K, false, 3 + si, NULL, msg, sizeof msg))
-                die("synth", msg);
-            hc_container *c = NULL;
-            if (hc_container_open(path, 0, &c, msg, sizeof msg)) die("open", msg);
+            uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
+            uint32_t copies;
+            hc_container *c = bench_container(path, si, N, K, &copies);
             for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
-                setenv("HC_GEMV_STAGES", cfg[ci][0], 1), setenv("HC_GEMV_MINB", cfg[ci][1], 1);
-                setenv("HC_GEMV_BIAS", cfg[ci][2], 1), setenv("HC_WGMMA_DB", cfg[ci][3], 1);
-                setenv("HC_GEMV_XG", cfg[ci][4], 1), setenv("HC_GEMV_BULK", cfg[ci][5], 1);
-                setenv("HC_GPU_GENERIC", cfg[ci][6], 1), setenv("HC_WGMMA_WIDE", cfg[ci][7], 1);
+                for (int i = 0; i < 4; i++) setenv(knob[i], cfg[ci][i], 1);
                 hc_gpu *g = NULL;
                 hc_gpu_model *md = NULL;
                 if (hc_gpu_open(&g, msg, sizeof msg) ||
                     hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg))
                     die("sweep load", msg);
-                printf("sweep: %s %s %s %s %s %s %s %s | %-14.14s %5llux%-5llu:", cfg[ci][0],
-                       cfg[ci][1], cfg[ci][2], cfg[ci][3], cfg[ci][4], cfg[ci][5], cfg[ci][6],
-                       cfg[ci][7], specs[si]->label,
-                       (unsigned long long)N,
+                printf("sweep: %s %s %s %s | %-14.14s %5llux%-5llu:", cfg[ci][0], cfg[ci][1],
+                       cfg[ci][2], cfg[ci][3], bench_spec(si)->label, (unsigned long long)N,
                        (unsigned long long)K);
                 for (int mi = 0; mi < 3; mi++) {
                     ours_ctx oc = {md, copies, x, y, ms[mi], N, K, NULL};
@@ -234,9 +241,7 @@ static void sweep(void) {
             unlink(path);
         }
     cudaFree(x), cudaFree(y);
-    unsetenv("HC_GEMV_STAGES"), unsetenv("HC_GEMV_MINB"), unsetenv("HC_GEMV_BIAS");
-    unsetenv("HC_WGMMA_DB"), unsetenv("HC_GEMV_XG"), unsetenv("HC_GEMV_BULK");
-    unsetenv("HC_GPU_GENERIC"), unsetenv("HC_WGMMA_WIDE");
+    for (int i = 0; i < 4; i++) unsetenv(knob[i]);
 }
 
 int main(void) {
@@ -255,13 +260,11 @@ int main(void) {
     printf("gpu_bench on %s: stream read (2 GiB, 20 passes): %.0f GB/s\n", hc_gpu_arch(g), stream);
     cublasLtHandle_t lt;
     LT(cublasLtCreate(&lt));
-    static const uint64_t shapes[][2] = {{28672, 8192}, {8192, 8192}};
     static const uint64_t all_ms[] = {1, 2, 4, 8, 16, 64, 256, 1024, 4096, 8192};
     static const uint64_t quick_ms[] = {1, 16, 4096};
     bool quick = getenv("HC_BENCH_QUICK") != NULL; /* for profiling runs */
     const uint64_t *ms = quick ? quick_ms : all_ms;
     size_t nms = quick ? 3 : 10;
-    const synth_spec *specs[2] = {&synth_specs[0], &synth_specs[7]}; /* int4 g128, mxfold */
     size_t ws_bytes = 64ull << 20;
     void *ws, *x, *y;
     CK(cudaMalloc(&ws, ws_bytes));
@@ -274,22 +277,17 @@ int main(void) {
            "GB/s", "TFLOPs", "cuBLAS us", "GB/s", "TFLOPs", "ours/peer");
     for (int si = 0; si < (quick ? 1 : 2); si++)
         for (int hi = 0; hi < 2; hi++) {
-            uint64_t N = shapes[hi][0], K = shapes[hi][1];
-            uint64_t one = N * K / 2 + (N / 64) * (K / 64) * 128; /* about a copy's bytes */
-            uint32_t copies = (uint32_t)((200ull << 20) / one + 1);
-            if (synth_container(path, specs[si], copies, N, K, false, 3 + si, NULL, msg, sizeof msg))
-                die("synth", msg);
-            hc_container *c = NULL;
+            uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
+            uint32_t copies;
+            hc_container *c = bench_container(path, si, N, K, &copies);
             hc_gpu_model *md = NULL;
-            if (hc_container_open(path, 0, &c, msg, sizeof msg) ||
-                hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg))
-                die("load", msg);
+            if (hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) die("load", msg);
             uint64_t layers, bytes;
             double secs;
             hc_gpu_model_stats(md, &layers, &bytes, &secs);
             double wbytes = (double)bytes / copies;
             printf("%s N=%llu K=%llu: %u copies, upload %.2f GB in %.2f s = %.2f GB/s\n",
-                   specs[si]->label, (unsigned long long)N, (unsigned long long)K, copies,
+                   bench_spec(si)->label, (unsigned long long)N, (unsigned long long)K, copies,
                    (double)bytes / 1e9, secs, (double)bytes / secs / 1e9);
             void *wb[2];
             CK(cudaMalloc(&wb[0], N * K * 2));
@@ -303,7 +301,7 @@ int main(void) {
                 double pus = lt_time(lt, wb[0], wb[1], x, y, ws, ws_bytes, M, N, K);
                 double fl = 2.0 * (double)M * (double)N * (double)K;
                 printf("%-14.14s %5llux%-6llu %5llu | %9.1f %8.0f %6.1f | %9.1f %8.0f %6.1f | "
-                       "%.2fx%s\n", specs[si]->label, (unsigned long long)N,
+                       "%.2fx%s\n", bench_spec(si)->label, (unsigned long long)N,
                        (unsigned long long)K, (unsigned long long)M, us, wbytes / us * 1e-3,
                        fl / us * 1e-6, pus, (double)N * K * 2 / pus * 1e-3, fl / pus * 1e-6,
                        pus / us, "");

@@ -1,8 +1,9 @@
 // tile_mma.cu: the fast kernels over the tiled layouts (docs/layouts.md): bf16 activations in,
 // bf16 out, float32 accumulation on the tensor cores (mma.sync m16n8k16, weights as the A
-// operand, tokens as N). Compiled at run time by NVRTC once per codec, chosen by -DHC_CODEC
-// (hc_mma_params in layout_core.h lists them); N, K, M, scale type, group and zero points are
-// run-time arguments, so every shape of a model shares one module per codec.
+// operand, tokens as N). Compiled at run time by NVRTC once per kind of layer: the codec
+// (-DHC_CODEC; hc_mma_params in layout_core.h lists them), and unless the host asks for a
+// generic module, the scale type, group and zero points (-DHC_SK, -DHC_LGS, -DHC_ZP); N, K, M and
+// the expert are run-time arguments, so every shape of a model shares its few modules.
 //
 // The codes are stored in A-fragment order, so a lane's 16-byte word of a tile holds exactly
 // the eight codes it feeds to the tensor cores: no shuffles and no shared-memory transposes.
@@ -19,6 +20,9 @@
 //   tokens over all of K with a three-stage cp.async pipeline of (two chunks + a swizzled
 //   128 x 64 activation tile); each weight is decoded, scaled in float32 and rounded once to
 //   bf16 (as dequantize-then-GEMM would), activations go through ldmatrix.
+// hc_wgmma_gemm (sm_90a): the same tiles on wgmma m64n128k16, A in registers.
+// hc_wgmma_gemm256 (sm_90a, HC_WGMMA_WIDE on the host): a producer warpgroup decodes into shared
+//   memory for two consumer warpgroups running wgmma m64n256k16.
 #include "layout_core.h"
 
 #ifndef HC_CODEC
@@ -33,24 +37,8 @@
 #ifndef HC_GEMV_MINB
 #define HC_GEMV_MINB 4 /* launch bounds: resident blocks per SM the registers must allow */
 #endif
-#ifndef HC_GEMV_BIAS
-#define HC_GEMV_BIAS 0 /* int4: codes biased by 128 with the zero point in a second mma */
-#endif
-#ifndef HC_GEMV_XG
-#define HC_GEMV_XG 0 /* small M: activations straight from global memory (else staged) */
-#endif
-#ifndef HC_GEMV_BULK
-#define HC_GEMV_BULK 0 /* small M: whole chunks by one bulk copy on an mbarrier (sm_90) */
-#endif
-#if HC_GEMV_BULK && !(defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900)
-#undef HC_GEMV_BULK
-#define HC_GEMV_BULK 0
-#endif
-#ifndef HC_WGMMA_DB
-#define HC_WGMMA_DB 0 /* wgmma: A double-buffered, one block per SM (else two, serialised) */
-#endif
 #define HC_GEMM_STAGES 3
-#define HC_WGMMA_STAGES (HC_WGMMA_DB ? 4 : 3)
+#define HC_WGMMA_STAGES 3
 
 typedef unsigned short hc_u16;
 /* Layer specialisation: with -DHC_SK (scale kind), -DHC_LGS (log2 k16 steps per scale group),
@@ -253,21 +241,28 @@ __device__ __forceinline__ frag_words words_of(const rb_codes &v, int ks) {
 #endif
 
 /* The A fragment of one k16 step for tile rows r0 (pairs 0, 2) and r0 + 8 (pairs 1, 3), scale
- * group j: each weight decoded exactly, scaled in float32 and rounded once to bf16 (the
- * large-M kernels; dequantize-then-GEMM numerics). */
-__device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params &p, unsigned r0,
-                                            unsigned j, frag_words f, unsigned *a) {
-    float s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
+ * group j, the values exact and unscaled (zero point taken off): the small-M kernels. */
+__device__ __forceinline__ void exact_frag(const hc_u8 *ch, const hc_mma_params &p, unsigned r0,
+                                           unsigned j, frag_words f, unsigned *a) {
     unsigned z0 = 0, z1 = 0;
 #if HC_HAS_ZERO
     z0 = zero_operand(tile_zero(ch, p, r0, j));
     z1 = zero_operand(tile_zero(ch, p, r0 + 8, j));
 #endif
 #pragma unroll
+    for (int t = 0; t < 4; t++) a[t] = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
+}
+
+/* The same, each weight then scaled in float32 and rounded once to bf16 (the large-M kernels;
+ * dequantize-then-GEMM numerics). */
+__device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params &p, unsigned r0,
+                                            unsigned j, frag_words f, unsigned *a) {
+    float s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
+    exact_frag(ch, p, r0, j, f, a);
+#pragma unroll
     for (int t = 0; t < 4; t++) {
-        unsigned e = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
         float s = t & 1 ? s1 : s0;
-        a[t] = bf2_pack(__uint_as_float(e << 16) * s, __uint_as_float(e & 0xFFFF0000u) * s);
+        a[t] = bf2_pack(__uint_as_float(a[t] << 16) * s, __uint_as_float(a[t] & 0xFFFF0000u) * s);
     }
 }
 
@@ -284,7 +279,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     hc_u8 *smem = hc_smem;
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned g = lane >> 2, c = lane & 3;
-    const hc_u64 nb = blockIdx.x, cb = P_CB, sb = cb + (HC_GEMV_XG ? 0 : TOK * 128);
+    const hc_u64 nb = blockIdx.x, cb = P_CB, sb = cb + TOK * 128;
     const hc_u8 *stripe = w + (expert * p.tiles_n + nb) * p.tiles_k * cb;
     hc_u8 *mine = smem + (hc_u64)warp * HC_GEMV_STAGES * sb;
     const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
@@ -292,7 +287,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     const unsigned live = (unsigned)(m < TOK ? m : TOK), xpieces = live * 8;
     const unsigned gmask = (1u << P_LGS) - 1;
     /* activation rows of absent tokens stay zero in every stage */
-    for (unsigned q = lane; !HC_GEMV_XG && q < HC_GEMV_STAGES * (TOK - live) * 8; q += 32) {
+    for (unsigned q = lane; q < HC_GEMV_STAGES * (TOK - live) * 8; q += 32) {
         unsigned st = q / ((TOK - live) * 8), r = q % ((TOK - live) * 8);
         *(uint4 *)(mine + st * sb + cb + (live + r / 8) * 128 + (r % 8) * 16) = make_uint4(0, 0, 0, 0);
     }
@@ -308,47 +303,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
-#if HC_CODEC == 1 && HC_GEMV_BIAS
-    /* the codes enter biased by 128; -(128 + z) x goes into the same sums (one more mma) */
-    const unsigned zc = (0xC300u | p.zero_const) * 0x10001u;
-#endif
 
-#if HC_GEMV_BULK
-    /* one mbarrier per stage; lane 0 copies a whole stage (chunk, activation rows) with bulk
-     * copies that complete on it (the host pads K to 64 for this: rows are whole) */
-    __shared__ __align__(8) unsigned long long bars[4][HC_GEMV_STAGES];
-    if (lane == 0)
-        for (int s = 0; s < HC_GEMV_STAGES; s++)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_addr(&bars[warp][s])));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncwarp();
-    auto issue = [&](long i) {
-        if (lane) return;
-        const hc_u64 kb = kb0 + (hc_u64)i * step;
-        hc_u8 *dst = mine + (hc_u64)(i % HC_GEMV_STAGES) * sb;
-        unsigned bar = smem_addr(&bars[warp][i % HC_GEMV_STAGES]);
-        unsigned bytes = (unsigned)cb + (HC_GEMV_XG ? 0 : live * 128);
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-                     : "memory");
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                     "%2, [%3];" ::"r"(smem_addr(dst)), "l"(stripe + kb * cb), "r"((unsigned)cb),
-                     "r"(bar)
-                     : "memory");
-        for (unsigned t = 0; !HC_GEMV_XG && t < live; t++)
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
-                         "[%1], 128, [%2];" ::"r"(smem_addr(dst + cb + t * 128)),
-                         "l"(x + t * p.ldx + kb * 64), "r"(bar)
-                         : "memory");
-    };
-    auto wait = [&](long i) {
-        unsigned bar = smem_addr(&bars[warp][i % HC_GEMV_STAGES]), phase = (unsigned)(i / HC_GEMV_STAGES) & 1, done = 0;
-        while (!done)
-            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                         "selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(phase) : "memory");
-    };
-#define HC_XSW(t, pc) ((pc) * 16) /* bulk copies write plain rows */
-#else
-#define HC_XSW(t, pc) (((pc) ^ ((t) & 7)) * 16)
     auto wait = [&](long) {
         cp_wait<HC_GEMV_STAGES - 1>();
         __syncwarp();
@@ -365,7 +320,6 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
             if (lane * 16 + q * 512 < cb)
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + q * 512),
                              "l"(src + q * 512));
-        if (HC_GEMV_XG) return;
         const hc_u64 kb = kb0 + (hc_u64)i * step;
 #pragma unroll
         for (unsigned h = 0; h < (TOK * 8 + 31) / 32; h++) { /* TOK x 8 pieces of 16 bytes */
@@ -378,7 +332,6 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
                              "l"(ok ? x + t * p.ldx + k : x), "r"(ok ? 16 : 0));
         }
     };
-#endif
     __syncwarp();
 #pragma unroll
     for (int s = 0; s < HC_GEMV_STAGES - 1; s++) {
@@ -390,23 +343,8 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         if (i + HC_GEMV_STAGES - 1 < nt) issue(i + HC_GEMV_STAGES - 1);
         cp_commit();
         unsigned b[4][MT][2];
-#if HC_GEMV_XG
-        { /* B fragments straight from global memory (x is small and stays in the caches) */
-            const hc_u64 k0 = (kb0 + (hc_u64)i * step) * 64 + 2 * c;
-#pragma unroll
-            for (int ks = 0; ks < 4; ks++)
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    hc_u64 tok = mt * 8 + g, k = k0 + ks * 16;
-                    const unsigned *xr = (const unsigned *)(x + tok * p.ldx);
-                    b[ks][mt][0] = tok < m && k < p.K ? __ldg(xr + k / 2) : 0u;
-                    b[ks][mt][1] = tok < m && k + 8 < p.K ? __ldg(xr + (k + 8) / 2) : 0u;
-                }
-        }
-#endif
         wait(i);
         const hc_u8 *ch = mine + (hc_u64)(i % HC_GEMV_STAGES) * sb;
-#if !HC_GEMV_XG
         const hc_u8 *xs = ch + cb;
         /* B fragments: ldmatrix x4 = 8 tokens x 32 columns (two k16 steps) */
 #pragma unroll
@@ -414,50 +352,23 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 unsigned t = mt * 8 + (lane & 7), pc = h * 4 + (lane >> 3);
-                unsigned addr = smem_addr(xs + t * 128 + HC_XSW(t, pc));
+                unsigned addr = smem_addr(xs + t * 128 + ((pc ^ (t & 7)) * 16));
                 asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                              : "=r"(b[2 * h][mt][0]), "=r"(b[2 * h][mt][1]),
                                "=r"(b[2 * h + 1][mt][0]), "=r"(b[2 * h + 1][mt][1])
                              : "r"(addr));
             }
-#endif
 #pragma unroll
         for (int rb = 0; rb < 4; rb++) {
             rb_codes v;
             load_codes(ch, rb, lane, v);
-#if HC_CODEC == 1 && HC_GEMV_BIAS
-            unsigned za[4] = {zc, zc, zc, zc};
-#endif
 #pragma unroll
             for (int ks = 0; ks < 4; ks++) {
                 const unsigned j = (unsigned)ks >> P_LGS;
-                frag_words f = words_of(v, ks);
                 unsigned a[4];
-#if HC_CODEC == 1 && HC_GEMV_BIAS
-                /* 128 + u by one mask-and-merge per pair */
+                exact_frag(ch, p, rb * 16 + g, j, words_of(v, ks), a);
 #pragma unroll
-                for (int t = 0; t < 4; t++) a[t] = lop_and_or(f.w0 >> (4 * t), 0x000F000Fu, 0x43004300u);
-                if (P_ZEROS && (ks & gmask) == 0) {
-                    unsigned z0 = (0xC300u | tile_zero(ch, p, rb * 16 + g, j)) * 0x10001u;
-                    unsigned z1 = (0xC300u | tile_zero(ch, p, rb * 16 + g + 8, j)) * 0x10001u;
-                    za[0] = za[2] = z0, za[1] = za[3] = z1;
-                }
-#else
-                unsigned z0 = 0, z1 = 0;
-#if HC_HAS_ZERO
-                z0 = zero_operand(tile_zero(ch, p, rb * 16 + g, j));
-                z1 = zero_operand(tile_zero(ch, p, rb * 16 + g + 8, j));
-#endif
-#pragma unroll
-                for (int t = 0; t < 4; t++) a[t] = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
-#endif
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) {
-                    mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
-#if HC_CODEC == 1 && HC_GEMV_BIAS
-                    mma_bf16(part[mt], za, b[ks][mt][0], b[ks][mt][1]);
-#endif
-                }
+                for (int mt = 0; mt < MT; mt++) mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
                 if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
                     float s0 = tile_scale(ch, p, rb * 16 + g, j);
                     float s1 = tile_scale(ch, p, rb * 16 + g + 8, j);
@@ -476,7 +387,6 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     }
     cp_wait<0>();
     __syncthreads(); /* the pipelines' memory becomes the reduction buffer */
-#undef HC_XSW
     float *red = (float *)smem; /* [warp][row][token] */
 #pragma unroll
     for (int rb = 0; rb < 4; rb++)
@@ -557,6 +467,21 @@ __device__ __forceinline__ void load_ktile(hc_u8 *xs, hc_u8 *cs, unsigned tid, c
     }
 }
 
+/* Writes one warp's accumulators -- C fragments of 16 weight rows (this lane's rows n0 and
+ * n0 + 8) x NT8 n8 token tiles from tok0, d[i * 4 + e] -- to y as bf16, inside N x m. */
+template <int NT8>
+__device__ __forceinline__ void store_c(const float *d, hc_u16 *__restrict__ y, hc_u64 n0,
+                                        hc_u64 tok0, unsigned c, const hc_mma_params &p,
+                                        hc_u64 m) {
+#pragma unroll
+    for (int i = 0; i < NT8; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            hc_u64 n = n0 + (e >= 2 ? 8 : 0), tok = tok0 + i * 8 + 2 * c + (e & 1);
+            if (n < p.N && tok < m) y[tok * p.N + n] = bf16_of(d[i * 4 + e]);
+        }
+}
+
 /* ================= large M ================= */
 /* x: [m][ldx] bf16 with K % 8 == 0, ldx % 8 == 0 and 16-byte alignment (the host gathers
  * otherwise). Dynamic shared memory: HC_GEMM_STAGES x (2 chunk_bytes + 16384). */
@@ -627,14 +552,8 @@ extern "C" __global__ void __launch_bounds__(256)
     cp_wait<0>();
 #pragma unroll
     for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int mt = 0; mt < 8; mt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                hc_u64 n = (nb0 + (wr >> 1)) * 64 + ((wr & 1) * 2 + i) * 16 + g + (e >= 2 ? 8 : 0);
-                hc_u64 tok = tok0 + wc * 64 + mt * 8 + 2 * c + (e & 1);
-                if (n < p.N && tok < m) y[tok * p.N + n] = bf16_of(acc[i][mt][e]);
-            }
+        store_c<8>(&acc[i][0][0], y, (nb0 + (wr >> 1)) * 64 + ((wr & 1) * 2 + i) * 16 + g,
+                   tok0 + wc * 64, c, p, m);
 }
 
 /* ================= large M on Hopper: wgmma (sm_90a) ================= */
@@ -664,9 +583,10 @@ __device__ __forceinline__ hc_u64 b_desc(const void *p) {
  * (scaled, rounded to bf16) into registers, then four wgmma m64n128k16 read the shared
  * activation tile (written by cp.async in the layout the 128-byte swizzle expects: 16-byte
  * piece p of token t at t * 128 + (p ^ (t % 8)) * 16). Same stages and arguments as
- * hc_mma_gemm; shared memory 1024 + HC_WGMMA_STAGES x round1024(16384 + 2 chunk_bytes). The
- * wgmma of a tile overlaps the decode of the next (A double-buffered in registers). */
-extern "C" __global__ void __launch_bounds__(256, HC_WGMMA_DB ? 1 : 2)
+ * hc_mma_gemm; shared memory 1024 + HC_WGMMA_STAGES x round1024(16384 + 2 chunk_bytes). Each
+ * tile's wgmma is waited for before the next is decoded; two blocks per SM overlap the two
+ * (double-buffering A in registers cost the second block and lost: bench/NOTES.md v7). */
+extern "C" __global__ void __launch_bounds__(256, 2)
     hc_wgmma_gemm(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
                   const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y) {
 #ifdef HC_WGMMA
@@ -689,56 +609,32 @@ extern "C" __global__ void __launch_bounds__(256, HC_WGMMA_DB ? 1 : 2)
         load_ktile<128, 256>(st, st + 16384, tid, x, tok0, m, p, kb, wsrc, sstride, cb, two);
     };
 #pragma unroll
-    for (int s = 0; s < 2; s++) { /* two tiles ahead (with double buffering, the fourth stage
-                                     is the one the previous tile's wgmma may still read) */
+    for (int s = 0; s < HC_WGMMA_STAGES - 1; s++) {
         if ((hc_u64)s < p.tiles_k) issue(s);
         cp_commit();
     }
     const unsigned r0 = rb * 16 + g;
-    auto step = [&](hc_u64 kb, unsigned (&a)[4][4]) {
-        cp_wait<1>();
+    for (hc_u64 kb = 0; kb < p.tiles_k; kb++) {
+        cp_wait<HC_WGMMA_STAGES - 2>();
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        __syncthreads(); /* tile kb is here; every warp's wgmma of tile kb - 2 (kb - 1 without
-                            double buffering) is done */
-        if (kb + 2 < p.tiles_k) issue(kb + 2);
+        __syncthreads(); /* tile kb is here; every warp's wgmma of tile kb - 1 is done */
+        if (kb + HC_WGMMA_STAGES - 1 < p.tiles_k) issue(kb + HC_WGMMA_STAGES - 1);
         cp_commit();
         const hc_u8 *st = smem + (kb % HC_WGMMA_STAGES) * stage_bytes;
         const hc_u8 *ch = st + 16384 + wg * cb;
         rb_codes v;
         load_codes(ch, rb, lane, v);
+        unsigned a[4][4];
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) scaled_frag(ch, p, r0, (unsigned)ks >> P_LGS, words_of(v, ks), a[ks]);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) wgmma_m64n128k16(d, a[ks], b_desc(st + ks * 32));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-#if HC_WGMMA_DB
-        /* this tile's wgmma runs on while the next tile is decoded (into the other registers) */
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-#else
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#endif
-    };
-    unsigned a0[4][4];
-    hc_u64 kb = 0;
-#if HC_WGMMA_DB
-    unsigned a1[4][4];
-    for (; kb + 1 < p.tiles_k; kb += 2) {
-        step(kb, a0);
-        step(kb + 1, a1);
     }
-#endif
-    for (; kb < p.tiles_k; kb++) step(kb, a0);
-    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     cp_wait<0>();
-    const hc_u64 n0 = (nb0 + wg) * 64 + r0;
-#pragma unroll
-    for (int i = 0; i < 16; i++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            hc_u64 n = n0 + (e >= 2 ? 8 : 0), tok = tok0 + i * 8 + 2 * c + (e & 1);
-            if (n < p.N && tok < m && (wg == 0 || two)) y[tok * p.N + n] = bf16_of(d[i * 4 + e]);
-        }
+    if (wg == 0 || two) store_c<16>(d, y, (nb0 + wg) * 64 + r0, tok0, c, p, m);
 #else
     (void)w, (void)p, (void)expert, (void)x, (void)m, (void)y;
     __trap(); /* the host launches this kernel on sm_90a only */
@@ -865,15 +761,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (kb > 0 && (tid & 127) == 0) mbar_arrive(smem_addr(&empty[(kb - 1) % HC_WIDE_STAGES]));
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    if (wgc == 1 && !two) return;
-    const hc_u64 n0 = (nb0 + wgc) * 64 + wl * 16 + g;
-#pragma unroll
-    for (int i = 0; i < 32; i++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            hc_u64 n = n0 + (e >= 2 ? 8 : 0), tok = tok0 + i * 8 + 2 * c + (e & 1);
-            if (n < p.N && tok < m) y[tok * p.N + n] = bf16_of(d[i * 4 + e]);
-        }
+    if (wgc == 0 || two) store_c<32>(d, y, (nb0 + wgc) * 64 + wl * 16 + g, tok0, c, p, m);
 #else
     (void)w, (void)p, (void)expert, (void)x, (void)m, (void)y;
     __trap(); /* the host launches this kernel on sm_90a only */

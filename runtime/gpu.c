@@ -37,24 +37,28 @@ static struct {
     cudaError_t (*memset_)(void *, int, size_t);
     cudaError_t (*func_attr)(const void *, enum cudaFuncAttribute, int);
     cudaError_t (*occupancy)(int *, const void *, int, size_t);
-    cudaError_t (*last_error)(void);
 } cu;
 static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
 #define HC_CODECS 7   /* codec numbers 1..6 of hc_mma_params (layout_core.h) */
 #define HC_MODULES 48 /* kernel modules one process builds at most (kinds of layers) */
 
-/* One build of kernels/tile_mma.cu: a codec, and unless generic, the kind of layer it is
- * specialised for (scale kind, group, zero points). */
 /* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
 typedef struct {
-    int gemv_stages, wgmma_db, gemv_xg, gemv_bulk, wgmma_wide;
+    int gemv_stages, wgmma_wide;
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
-    char opt[6][32];
+    char opt[2][32];
 } kernel_knobs;
 
+/* The kind of layer a tiled tensor is, as the kernel modules are specialised: codec (0: no GPU
+ * kernel), scale kind, log2 of k16 steps per scale group, zero points. */
 typedef struct {
     unsigned codec, sk, lgs, zp;
+} layer_kind;
+
+/* One build of kernels/tile_mma.cu: for a kind of layer, or (generic) for its whole codec. */
+typedef struct {
+    layer_kind kind;
     bool generic;
     cudaLibrary_t lib;
     cudaKernel_t gemv[2], gemm, wgmma, wide; /* gemv for M <= 8, 16; wide: M > 128 */
@@ -82,27 +86,14 @@ static int env_knob(const char *name, int lo, int hi, int def) {
 
 /* The tuning knobs of kernels/tile_mma.cu (docs/gpu.md; defaults as measured best), from the
  * environment, and the -D options they become. */
-static void knobs_from_env(kernel_knobs *k, const char *arch) {
+static void knobs_from_env(kernel_knobs *k) {
     memset(k, 0, sizeof *k);
     k->gemv_stages = env_knob("HC_GEMV_STAGES", 2, 6, 4);
-    k->wgmma_db = env_knob("HC_WGMMA_DB", 0, 1, 0);
-    k->gemv_xg = env_knob("HC_GEMV_XG", 0, 1, 0);
-    k->gemv_bulk = env_knob("HC_GEMV_BULK", 0, 1, 0) && !strcmp(arch, "sm_90a");
     k->specialise = env_knob("HC_GPU_GENERIC", 0, 1, 0) == 0;
     k->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 0);
     snprintf(k->opt[0], sizeof k->opt[0], "-DHC_GEMV_STAGES=%d", k->gemv_stages);
-    snprintf(k->opt[1], sizeof k->opt[1], "-DHC_WGMMA_DB=%d", k->wgmma_db);
-    snprintf(k->opt[2], sizeof k->opt[2], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
-    snprintf(k->opt[3], sizeof k->opt[3], "-DHC_GEMV_BIAS=%d", env_knob("HC_GEMV_BIAS", 0, 1, 0));
-    snprintf(k->opt[4], sizeof k->opt[4], "-DHC_GEMV_XG=%d", k->gemv_xg);
-    snprintf(k->opt[5], sizeof k->opt[5], "-DHC_GEMV_BULK=%d", k->gemv_bulk);
+    snprintf(k->opt[1], sizeof k->opt[1], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
 }
-
-/* The kind of layer p is, as the kernel modules are specialised: codec (0: no GPU kernel),
- * scale kind, log2 of k16 steps per scale group, zero points. */
-typedef struct {
-    unsigned codec, sk, lgs, zp;
-} layer_kind;
 
 static unsigned codec_of(const hc_tile_params *p);
 
@@ -111,6 +102,24 @@ static layer_kind kind_of(const hc_tile_params *p) {
     hc_tile_core_params(p, &cp);
     layer_kind k = {codec_of(p), cp.scale_kind, p->S == 1 ? 2u : p->S == 2 ? 1u : 0u, p->zeros};
     return k;
+}
+
+/* Whether the module built for kind a (generic: for its whole codec) serves layers of kind b. */
+static bool module_serves(layer_kind a, bool generic, layer_kind b) {
+    return a.codec == b.codec && (generic || (a.sk == b.sk && a.lgs == b.lgs && a.zp == b.zp));
+}
+
+/* HC_UNSUPPORTED, naming the layer and the reason, when no GPU kernel runs layer t of kind k. */
+static hc_status gpu_runs(const hc_tensor_info *t, const hc_tile_params *p, layer_kind k,
+                          hc_err *err) {
+    if (!k.codec)
+        return hc_fail(err, HC_UNSUPPORTED, "'%s': layout %s has no GPU kernel", t->name,
+                       t->layout);
+    if (p->S > 4) /* one scale per k16 step at most: groups of 16 columns or more */
+        return hc_fail(err, HC_UNSUPPORTED, "'%s': scale groups of %llu columns; the GPU "
+                       "kernels need groups of at least 16 (the CPU executor runs it)", t->name,
+                       (unsigned long long)p->g);
+    return HC_OK;
 }
 
 /* NVRTC options of the tile_mma.cu module for kind k: opts (at least 11 entries) points into
@@ -124,7 +133,7 @@ static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
     int no = 0;
     opts[no++] = buf[0];
     for (int i = 1; i < 4 && kn->specialise; i++) opts[no++] = buf[i];
-    for (int i = 0; i < 6; i++) opts[no++] = kn->opt[i];
+    for (int i = 0; i < 2; i++) opts[no++] = kn->opt[i];
     return no;
 }
 
@@ -155,12 +164,11 @@ static hc_status load_cudart(hc_err *err) {
             *(void **)&cu.memset_ = dlsym(h, "cudaMemset");
             *(void **)&cu.func_attr = dlsym(h, "cudaFuncSetAttribute");
             *(void **)&cu.occupancy = dlsym(h, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-            *(void **)&cu.last_error = dlsym(h, "cudaGetLastError");
         }
         cu.loaded = h && cu.count && cu.attr && cu.set && cu.malloc_ && cu.free_ && cu.memcpy_ &&
                     cu.lib_load && cu.lib_unload && cu.lib_kernel && cu.launch && cu.sync &&
                     cu.errstr && cu.ev_create && cu.ev_record && cu.ev_sync && cu.ev_elapsed &&
-                    cu.ev_destroy && cu.memset_ && cu.func_attr && cu.occupancy && cu.last_error;
+                    cu.ev_destroy && cu.memset_ && cu.func_attr && cu.occupancy;
         cu.failed = !cu.loaded;
     }
     pthread_mutex_unlock(&cu_mu);
@@ -214,7 +222,7 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     CU(cu.lib_kernel(&g->gather, g->lib, "hc_gather_x"), "cudaLibraryGetKernel");
     CU(cu.attr(&g->sms, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
     pthread_mutex_init(&g->mu, NULL);
-    knobs_from_env(&g->kn, g->arch);
+    knobs_from_env(&g->kn);
 out:
     free(cubin);
     if (st) {
@@ -294,7 +302,8 @@ out:
     return st;
 }
 
-/* ---- the fast kernels (kernels/tile_mma.cu), one module per codec, built on first use ---- */
+/* ---- the fast kernels (kernels/tile_mma.cu), one module per kind of layer, built on first
+ * use ---- */
 static unsigned codec_of(const hc_tile_params *p) {
     switch (p->kind) {
     case HC_TL_INT:
@@ -312,30 +321,25 @@ static const char *const codec_names[HC_CODECS] = {
 
 /* dynamic shared memory of hc_mma_gemv_t<tok>: 4 warps x stages x (chunk + tok x 128) */
 #define GEMV_SMEM(g, chunk, tok) \
-    (4 * (size_t)(g)->kn.gemv_stages * ((size_t)(chunk) + ((g)->kn.gemv_xg ? 0 : (tok) * 128)))
+    (4 * (size_t)(g)->kn.gemv_stages * ((size_t)(chunk) + (tok) * 128))
 /* of hc_wgmma_gemm256: alignment slack + 3 x round1024(activations, two A tiles, two chunks) */
 #define WIDE_SMEM(chunk) (1024 + 3 * ((49152 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
 /* of hc_wgmma_gemm: alignment slack + stages x round1024(16K activations + two chunks) */
-#define WGMMA_SMEM(g, chunk) \
-    (1024 + ((g)->kn.wgmma_db ? 4 : 3) * ((16384 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
+#define WGMMA_SMEM(chunk) \
+    (1024 + 3 * ((16384 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
 
 /* The module for layers like p (built, or loaded from the JIT cache, on first use). */
-static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec, int *index,
-                              hc_err *perr) {
+static hc_status layer_module(hc_gpu *g, layer_kind k, int *index, hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
     void *cubin = NULL;
     size_t size = 0;
-    layer_kind k = kind_of(p);
     pthread_mutex_lock(&g->mu);
-    for (int i = 0; i < g->nmods; i++) {
-        mma_module *o = &g->mods[i];
-        if (o->codec == codec &&
-            (o->generic || (o->sk == k.sk && o->lgs == k.lgs && o->zp == k.zp))) {
+    for (int i = 0; i < g->nmods; i++)
+        if (module_serves(g->mods[i].kind, g->mods[i].generic, k)) {
             *index = i;
             goto out;
         }
-    }
     if (g->nmods == HC_MODULES) {
         st = hc_fail(&err, HC_UNSUPPORTED, "more than %d kinds of layers in one process",
                      HC_MODULES);
@@ -343,7 +347,7 @@ static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec
     }
     mma_module *M = &g->mods[g->nmods];
     memset(M, 0, sizeof *M);
-    M->codec = codec, M->sk = k.sk, M->lgs = k.lgs, M->zp = k.zp, M->generic = !g->kn.specialise;
+    M->kind = k, M->generic = !g->kn.specialise;
     char def[4][32];
     const char *opts[12];
     int no = module_options(&g->kn, k, def, opts);
@@ -362,12 +366,12 @@ static hc_status layer_module(hc_gpu *g, const hc_tile_params *p, unsigned codec
                     GEMV_SMEM(g, 5376, 16)), "shared memory of hc_mma_gemv_t16");
     CU(cu.func_attr((const void *)M->gemm, cudaFuncAttributeMaxDynamicSharedMemorySize,
                     3 * (2 * 5376 + 16384)), "shared memory of hc_mma_gemm");
-    if (!strcmp(g->arch, "sm_90a"))
+    if (!strcmp(g->arch, "sm_90a")) {
         CU(cu.func_attr((const void *)M->wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                        WGMMA_SMEM(g, 5376)), "shared memory of hc_wgmma_gemm");
-    if (!strcmp(g->arch, "sm_90a"))
+                        WGMMA_SMEM(5376)), "shared memory of hc_wgmma_gemm");
         CU(cu.func_attr((const void *)M->wide, cudaFuncAttributeMaxDynamicSharedMemorySize,
                         WIDE_SMEM(5376)), "shared memory of hc_wgmma_gemm256");
+    }
     *index = g->nmods++;
 out:
     if (st && g->nmods < HC_MODULES && g->mods[g->nmods].lib) {
@@ -378,7 +382,7 @@ out:
     free(cubin);
     if (st) {
         *perr = err;
-        hc_err_prefix(perr, "kernels for %s tiles: ", codec_names[codec]);
+        hc_err_prefix(perr, "kernels for %s tiles: ", codec_names[k.codec]);
     }
     return st;
 }
@@ -386,7 +390,7 @@ out:
 typedef struct {
     char *name;
     hc_tile_params p;
-    unsigned codec;
+    hc_mma_params mp; /* the kernels' parameters (ldx is the unpadded K) */
     int mod;    /* index of its kernel module in hc_gpu */
     void *w;    /* the tensor's stored bytes, as in the container */
     void *perm; /* NAME.perm (I32 [K]) or NULL */
@@ -446,18 +450,13 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
         const int32_t *perm;
         st = hc_tile_layer(c, t->name, &t, &L->p, &perm, &err);
         if (st) goto fail;
-        L->codec = codec_of(&L->p);
-        if (!L->codec) {
-            st = hc_fail(&err, HC_UNSUPPORTED, "'%s': layout %s has no GPU kernel", t->name,
-                         t->layout);
-            goto fail;
-        }
-        if (L->p.S > 4) { /* one scale per k16 step at most: groups of 16 columns or more */
-            st = hc_fail(&err, HC_UNSUPPORTED, "'%s': scale groups of %llu columns; the GPU "
-                         "kernels need groups of at least 16 (the CPU executor runs it)",
-                         t->name, (unsigned long long)L->p.g);
-            goto fail;
-        }
+        layer_kind k = kind_of(&L->p);
+        st = gpu_runs(t, &L->p, k, &err);
+        if (st) goto fail;
+        const hc_tile_params *p = &L->p;
+        L->mp = (hc_mma_params){p->tiles_n, p->tiles_k, p->chunk_bytes, p->N, p->K, p->K,
+                                (unsigned)p->code_bytes, (unsigned)p->scale_bytes, p->S, k.lgs,
+                                k.sk, p->zeros, (unsigned)p->zero_const, (float)p->global_div};
         L->name = hc_strdup(t->name);
         if (!L->name) {
             st = hc_fail(&err, HC_NOMEM, "out of memory");
@@ -473,7 +472,7 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
             CU(cu.memcpy_(L->perm, perm, L->p.K * 4, cudaMemcpyHostToDevice), "upload of perm");
             m->bytes += L->p.K * 4;
         }
-        st = layer_module(g, &L->p, L->codec, &L->mod, &err);
+        st = layer_module(g, k, &L->mod, &err);
         if (st) goto fail;
     }
     m->seconds = wall_s() - t0;
@@ -549,19 +548,11 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     cudaStream_t s = (cudaStream_t)stream;
     pthread_mutex_lock(&md->mu);
     locked = true;
-    hc_mma_params mp = {p->tiles_n, p->tiles_k, p->chunk_bytes, p->N, p->K, p->K,
-                        (unsigned)p->code_bytes, (unsigned)p->scale_bytes, p->S,
-                        p->S == 1 ? 2u : p->S == 2 ? 1u : 0u, 0, p->zeros,
-                        (unsigned)p->zero_const, (float)p->global_div};
-    hc_core_params cp;
-    hc_tile_core_params(p, &cp);
-    mp.scale_kind = cp.scale_kind;
+    hc_mma_params mp = L->mp;
     bool small = m <= 16;
     /* activations the kernels cannot read in place go through hc_gather_x: act-order
-     * permutations, and shapes or addresses off the kernels' vector width */
-    /* 16-byte copies of 8 columns; the small-M bulk copies move whole 64-column rows */
-    bool gather = L->perm || k % 8 || (uintptr_t)x % 16 ||
-                  (small && g->kn.gemv_bulk && !g->kn.gemv_xg && k % 64);
+     * permutations, and shapes or addresses off the kernels' 16-byte copies of 8 columns */
+    bool gather = L->perm || k % 8 || (uintptr_t)x % 16;
     const void *xin = x;
     if (gather) {
         uint64_t xb;
@@ -614,7 +605,7 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         /* wgmma on sm_90a unless HC_GPU_GEMM=mma asks for the mma.sync kernel (tests run both) */
         const char *which = getenv("HC_GPU_GEMM");
         bool wg = !strcmp(g->arch, "sm_90a") && !(which && !strcmp(which, "mma"));
-        size_t smem = wg ? WGMMA_SMEM(g, p->chunk_bytes) : 3 * (2 * p->chunk_bytes + 16384);
+        size_t smem = wg ? WGMMA_SMEM(p->chunk_bytes) : 3 * (2 * p->chunk_bytes + 16384);
         /* HC_WGMMA_WIDE: the producer/consumer kernel with 256-token tiles above M = 128 */
         bool wide = wg && g->kn.wgmma_wide && m > 128;
         unsigned tok_tile = wide ? 256 : 128;
@@ -717,7 +708,7 @@ hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, 
     hc_err err = {0};
     hc_status st = HC_OK;
     kernel_knobs kn;
-    knobs_from_env(&kn, arch);
+    knobs_from_env(&kn);
     layer_kind seen[HC_MODULES];
     unsigned n = 0;
     *built = 0;
@@ -729,10 +720,9 @@ hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, 
         st = hc_tile_layer(c, t->name, &t, &p, &perm, &err);
         if (st) break;
         layer_kind k = kind_of(&p);
-        bool dup = !k.codec || p.S > 4; /* no GPU kernel: nothing to build */
-        for (unsigned j = 0; j < n && !dup; j++)
-            dup = seen[j].codec == k.codec &&
-                  (!kn.specialise || (seen[j].sk == k.sk && seen[j].lgs == k.lgs && seen[j].zp == k.zp));
+        hc_err skip = {0};
+        bool dup = gpu_runs(t, &p, k, &skip) != HC_OK; /* no GPU kernel: nothing to build */
+        for (unsigned j = 0; j < n && !dup; j++) dup = module_serves(seen[j], !kn.specialise, k);
         if (dup) continue;
         if (n == HC_MODULES) {
             st = hc_fail(&err, HC_UNSUPPORTED, "more than %d kinds of layers", HC_MODULES);

@@ -42,8 +42,8 @@ static void test_every_kernel_compiles(void) {
             snprintf(kopt[i][j], sizeof kopt[i][j], "-D%s=%s", names[j], kinds[i][j]);
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[i][0], kopt[i][1], kopt[i][2], kopt[i][3]}};
     }
-    static const char *const knobs[] = {"-DHC_GEMV_BULK=1", "-DHC_GEMV_XG=1", "-DHC_GEMV_BIAS=1",
-                                        "-DHC_WGMMA_DB=1"};
+    static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
+                                        "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8"};
     for (int i = 0; i < 4; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
     if (getenv("HC_TEST_JIT_QUICK")) { /* tile_gemm.cu, a generic and a specialised module */
