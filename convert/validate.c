@@ -271,6 +271,9 @@ static cJSON *finding_json(const hc_finding *x) {
     return o;
 }
 
+/* A class of modules with a GPU family whose tensor-parallel slice the GPU kernels cannot run. */
+static bool loses_gpu(const mod_result *x, const hc_tp_plan *p) { return x->nfam > 1 && !p->gpu; }
+
 static void report(FILE *out, const hc_validate_opts *o, const char *src, const hc_model *md,
                    const mod_result *res, const hc_findings *f, const klass *kl, size_t nk,
                    const unsigned *tps, int ntp, int moe_layers) {
@@ -405,7 +408,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
             row += p->role == 'r' ? kl[c].count : 0;
             uneven += p->splits ? 0 : kl[c].count;
             regroup += p->regroup ? kl[c].count : 0;
-            nogpu += x->nfam > 1 && !p->gpu ? kl[c].count : 0; /* had a GPU family, lose it */
+            nogpu += loses_gpu(x, p) ? kl[c].count : 0;
             waste += kl[c].count * (p->pad_n * p->pad_k - p->shard_n * p->shard_k) *
                      (uint64_t)x->bits / 8 * x->E;
         }
@@ -422,7 +425,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
                         (unsigned long long)p->shard_n, (unsigned long long)p->shard_k,
                         p->splits ? "" : " (uneven: the last rank is padded)",
                         (unsigned long long)res[kl[c].first].gk, (unsigned long long)p->regroup,
-                        res[kl[c].first].nfam > 1 && !p->gpu ? " (CPU executor only)" : "");
+                        loses_gpu(&res[kl[c].first], p) ? " (CPU executor only)" : "");
         }
     }
 }

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tiles.h"
+
 /* The GPU families are the kernels of kernels/tile_mma.cu (docs/gpu.md): bf16 activations, 64 x 64
  * tiles. Integers of 1-4 bits are stored in nibbles and run on the int4 kernels, 5-8 bits in
  * bytes on the int8 ones. FP8-activation kernels (W4A8, MXFP4 x FP8) are not built yet: no
@@ -17,15 +19,6 @@ static const hc_family fam_mxfp4 = {"mxfp4", "bf16", 64, 64};
 static const hc_family fam_nvfp4 = {"nvfp4", "bf16", 64, 64};
 static const hc_family fam_fp8 = {"fp8", "bf16", 64, 64};
 static const hc_family fam_cpu = {"cpu", "f32", 1, 1};
-
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
 
 static bool pow2_scales(const hc_qtensor *q) { return q->scale_dtype == HC_DT_F8_E8M0; }
 
@@ -62,10 +55,9 @@ size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family 
     case HC_Q_FP8_E5M2: snprintf(why, why_len, "no kernel for e5m2 weights"); break;
     case HC_Q_PLAIN: break;
     }
-    /* the tile layout keeps groups of gcd(group, 64) columns (repack/tiles.c); the GPU
-     * kernels apply one scale per 16 columns at most */
-    uint64_t g = gcd64(q->gk, 64);
-    if (q->sk > 1 && q->gk % 64 && g < 16 && n) {
+    /* the GPU kernels apply one scale per 16 columns at most */
+    uint64_t g = hc_tile_group_k(q->sk, q->gk);
+    if (g < 16 && n) {
         n = 0;
         snprintf(why, why_len, "scale groups of %llu columns are stored as groups of %llu; the "
                  "GPU kernels need at least 16", (unsigned long long)q->gk, (unsigned long long)g);
@@ -112,12 +104,14 @@ void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *f
         p->shard_k = (q->K + tp - 1) / tp;
         if (q->kind != HC_Q_PLAIN && q->gk < q->K && p->shard_k % q->gk) {
             p->group_aligned = false;
-            p->regroup = gcd64(p->shard_k, q->gk); /* each new group keeps its parent's scale */
+            p->regroup = hc_gcd_u64(p->shard_k, q->gk); /* each new group keeps its parent's scale */
         }
     }
     p->pad_n = round_up(p->shard_n, fam ? fam->n_multiple : 1);
     p->pad_k = round_up(p->shard_k, fam ? fam->k_multiple : 1);
-    p->gpu = fam && strcmp(fam->name, "cpu") && (!p->regroup || gcd64(p->regroup, 64) >= 16);
+    /* a regrouped rank has several groups of p->regroup columns */
+    p->gpu = fam && strcmp(fam->name, "cpu") &&
+             (!p->regroup || hc_tile_group_k(p->shard_k / p->regroup, p->regroup) >= 16);
 }
 
 uint64_t hc_module_bytes(const hc_qtensor *q) {

@@ -8,14 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b, b = t;
-    }
-    return a;
-}
-
 void hc_shard_range(uint64_t d, unsigned tp, unsigned rank, uint64_t *begin, uint64_t *end) {
     uint64_t piece = (d + tp - 1) / tp;
     *begin = piece * rank < d ? piece * rank : d;
@@ -59,7 +51,7 @@ bool hc_qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned tp
     if (n0 % q->gn) gn = 1;                  /* rows no longer aligned to blocks: per row */
     if (q->g_idx) gk = q->gk;                /* act-order: group ids stay, g_idx is cut */
     else if (q->sk == 1) gk = K;             /* one scale per row */
-    else if (k0 % q->gk) gk = gcd64(q->gk, k0);
+    else if (k0 % q->gk) gk = hc_gcd_u64(q->gk, k0);
     uint64_t sn = (N + gn - 1) / gn, sk = q->g_idx ? q->sk : (K + gk - 1) / gk;
     if (q->sk == 1) sk = 1;
     out->gn = gn, out->gk = gk, out->sn = sn, out->sk = sk;

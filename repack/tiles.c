@@ -11,14 +11,6 @@
 #include "elements.h"
 
 static uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-    while (b) {
-        uint64_t t = a % b;
-        a = b, b = t;
-    }
-    return a;
-}
-
 /* E8M0 byte of a power of two, or -1. */
 static int e8m0_of(double s) {
     int e;
@@ -56,6 +48,11 @@ static bool plan_perm(const hc_qtensor *q, hc_tile_plan *pl) {
     }
     pl->perm = perm;
     return true;
+}
+
+uint64_t hc_tile_group_k(uint64_t sk, uint64_t gk) {
+    if (sk == 1) return HC_TILE_K;
+    return gk % HC_TILE_K == 0 ? gk : hc_gcd_u64(gk, HC_TILE_K);
 }
 
 bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
@@ -130,9 +127,7 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
         snprintf(pl->reason, sizeof pl->reason, "act-order in fused experts is not supported");
         return false;
     }
-    if (q->sk == 1) p->g = HC_TILE_K;
-    else if (q->gk % HC_TILE_K == 0) p->g = q->gk;
-    else p->g = gcd64(q->gk, HC_TILE_K);
+    p->g = hc_tile_group_k(q->sk, q->gk);
     if (p->kind == HC_TL_MXFOLD && p->g != 32) p->kind = HC_TL_FP4, p->scale_dtype = HC_DT_F8_E8M0;
     if (!hc_tile_geometry(p)) {
         snprintf(pl->reason, sizeof pl->reason, "tile geometry overflows");

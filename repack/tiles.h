@@ -16,6 +16,9 @@ typedef struct {
 /* Chooses the layout for a decoded module (codes may be absent). Returns false, with the
  * reason in plan->reason, when the module stays in its source layout. */
 bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *plan);
+/* The layout's scale group along K (docs/layouts.md) for sk source groups of gk columns: 64 for
+ * one scale per row, the group itself when a multiple of 64, else gcd(group, 64). */
+uint64_t hc_tile_group_k(uint64_t sk, uint64_t gk);
 void hc_tile_plan_free(hc_tile_plan *plan);
 
 typedef struct {

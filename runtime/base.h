@@ -39,6 +39,14 @@ static inline bool hc_add_u64(uint64_t a, uint64_t b, uint64_t *r) {
     return !__builtin_add_overflow(a, b, r);
 }
 /* Rounds up to a multiple of a power of two; false on overflow. */
+/* Greatest common divisor (gcd(a, 0) = a). */
+static inline uint64_t hc_gcd_u64(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
 static inline bool hc_align_u64(uint64_t v, uint64_t align, uint64_t *r) {
     uint64_t t;
     if (!hc_add_u64(v, align - 1, &t)) return false;
