@@ -407,6 +407,10 @@ struct hc_gpu_model {
     size_t ws_bytes, cnt_n, xg_bytes;
 };
 
+static int layer_cmp(const void *a, const void *b) {
+    return strcmp(((const gpu_layer *)a)->name, ((const gpu_layer *)b)->name);
+}
+
 static double wall_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -476,6 +480,7 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
         if (st) goto fail;
     }
     m->seconds = wall_s() - t0;
+    qsort(m->l, m->n, sizeof *m->l, layer_cmp); /* hc_gpu_linear finds layers by bsearch */
     if (only && m->n == 0) {
         st = hc_fail(&err, HC_NOTFOUND, "'%s' is not a tiled tensor of the container (the GPU "
                      "runs tiled layouts only)", only);
@@ -520,9 +525,8 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     hc_status st = HC_OK;
     bool locked = false;
     hc_gpu *g = md->g;
-    gpu_layer *L = NULL;
-    for (size_t i = 0; i < md->n && !L; i++)
-        if (!strcmp(md->l[i].name, name)) L = &md->l[i];
+    gpu_layer key = {.name = (char *)name};
+    gpu_layer *L = md->n ? bsearch(&key, md->l, md->n, sizeof *md->l, layer_cmp) : NULL;
     if (!L) {
         st = hc_fail(&err, HC_NOTFOUND, "'%s' is not a layer of this GPU model", name);
         goto out;
