@@ -12,6 +12,10 @@ mkdir -p .deps/include/cjson .deps/lib
 cp /usr/include/zstd.h /usr/include/zstd_errors.h /usr/include/xxhash.h /usr/include/xxh3.h \
    /usr/include/archive.h /usr/include/archive_entry.h .deps/include/
 cp /usr/include/cjson/cJSON.h .deps/include/cjson/
+# the bench's cuBLASLt peer: the device has the library but may lack its headers
+for h in cublasLt.h cublas_api.h cuda.h; do
+    [ -f /usr/local/cuda/include/$h ] && cp /usr/local/cuda/include/$h .deps/include/
+done
 cp "$lib/libzstd.a" "$lib/libxxhash.a" .deps/lib/
 for l in libcjson.so.1 libarchive.so.13; do
     cp -L "$lib/$l" .deps/lib/

@@ -2,7 +2,7 @@
 # device_run.sh: everything the lent GPU machine is asked in one call, logs under $OUT (or
 # ./device-out): build against the carried .deps (run .ci/carry-deps.sh here first and name
 # .deps in the call's carry), the GPU tests (default kernels, then the knobs given in
-# HC_TEST_KNOBS, e.g. "HC_WGMMA_WIDE=1"), compute-sanitizer memcheck and racecheck on the quick
+# HC_TEST_KNOBS, e.g. "HC_WGMMA_WIDE=0"), compute-sanitizer memcheck and racecheck on the quick
 # test set, the knob sweep and the full benchmark. STEPS picks a subset (default: all):
 #   STEPS="test knobs sanitize sweep bench" sh bench/device_run.sh
 # Each step has its own time limit so that one hang cannot eat the call.

@@ -21,8 +21,9 @@
 //   128 x 64 activation tile); each weight is decoded, scaled in float32 and rounded once to
 //   bf16 (as dequantize-then-GEMM would), activations go through ldmatrix.
 // hc_wgmma_gemm (sm_90a): the same tiles on wgmma m64n128k16, A in registers.
-// hc_wgmma_gemm256 (sm_90a, HC_WGMMA_WIDE on the host): a producer warpgroup decodes into shared
-//   memory for two consumer warpgroups running wgmma m64n256k16.
+// hc_wgmma_gemm256 (sm_90a, M > 128): warp-specialised, 128 weight rows x 256 tokens per block: a
+//   producer thread fills a 5-stage pipeline with TMA (activations) and bulk copies (chunks),
+//   two consumer warpgroups decode their rows into registers and run wgmma m64n256k16.
 #include "layout_core.h"
 
 #ifndef HC_CODEC
@@ -98,6 +99,12 @@ __device__ __forceinline__ void mma_bf16(float *c, const unsigned *a, unsigned b
 }
 __device__ __forceinline__ unsigned smem_addr(const void *p) {
     return (unsigned)__cvta_generic_to_shared(p);
+}
+/* The dynamic shared memory rounded up to 1024 bytes (the 128-byte swizzle's period), by
+ * pointer arithmetic on hc_smem so that the compiler still knows the space (a pointer cast
+ * from an integer would make every access a generic load). */
+__device__ __forceinline__ hc_u8 *smem_1024() {
+    return hc_smem + ((1024u - (smem_addr(hc_smem) & 1023u)) & 1023u);
 }
 /* 16 bytes global -> shared, bypassing L1; src_bytes 0 fills zeros */
 __device__ __forceinline__ void cp16(void *dst, const void *src, unsigned src_bytes) {
@@ -253,17 +260,33 @@ __device__ __forceinline__ void exact_frag(const hc_u8 *ch, const hc_mma_params 
     for (int t = 0; t < 4; t++) a[t] = exact_pair(f.w0, f.w1, t, t & 1 ? z1 : z0);
 }
 
+/* Scales that are bf16 numbers (bf16, E8M0, E4M3 without NVFP4's divisor, folded MXFP4
+ * exponents): the product of an exact bf16 value and such a scale is exact in float32, so one
+ * bf16x2 FMA (addend -0) rounds it exactly as float32-multiply-then-round does. */
+#if defined(HC_SK) && (HC_CODEC == 5 || HC_SK == 1 || HC_SK == 4 || (HC_SK == 3 && HC_CODEC != 4))
+#define HC_SCALE_IS_BF16 1
+#else
+#define HC_SCALE_IS_BF16 0
+#endif
+
 /* The same, each weight then scaled in float32 and rounded once to bf16 (the large-M kernels;
  * dequantize-then-GEMM numerics). */
 __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params &p, unsigned r0,
                                             unsigned j, frag_words f, unsigned *a) {
     float s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
     exact_frag(ch, p, r0, j, f, a);
+#if HC_SCALE_IS_BF16
+    const unsigned b0 = (__float_as_uint(s0) >> 16) * 0x10001u;
+    const unsigned b1 = (__float_as_uint(s1) >> 16) * 0x10001u;
+#pragma unroll
+    for (int t = 0; t < 4; t++) a[t] = bf2_fma(a[t], t & 1 ? b1 : b0, 0x80008000u);
+#else
 #pragma unroll
     for (int t = 0; t < 4; t++) {
         float s = t & 1 ? s1 : s0;
         a[t] = bf2_pack(__uint_as_float(a[t] << 16) * s, __uint_as_float(a[t] & 0xFFFF0000u) * s);
     }
+#endif
 }
 
 /* ================= small M ================= */
@@ -590,7 +613,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     hc_wgmma_gemm(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
                   const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y) {
 #ifdef HC_WGMMA
-    hc_u8 *smem = (hc_u8 *)(((size_t)hc_smem + 1023) & ~(size_t)1023);
+    hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const unsigned g = lane >> 2, c = lane & 3;
     const unsigned wg = warp >> 2, rb = warp & 3;
@@ -641,16 +664,15 @@ extern "C" __global__ void __launch_bounds__(256, 2)
 #endif
 }
 
-/* ================= large M on Hopper, producer/consumer (sm_90a) ================= */
+/* ================= large M on Hopper, warp-specialised (sm_90a) ================= */
 #ifdef HC_WGMMA
-/* d[128] += A (64 weight rows x k16, shared memory) x B (256 tokens x k16, shared memory), both
- * K-major rows of 128 bytes with the 128-byte swizzle. */
-__device__ __forceinline__ void wgmma_m64n256k16_ss(float *d, hc_u64 da, hc_u64 db) {
+/* d[128] += A (this warp's 16 of the warpgroup's 64 weight rows x k16, bf16 in registers) x B
+ * (256 tokens x k16, shared memory, K-major rows of 128 bytes with the 128-byte swizzle). */
+__device__ __forceinline__ void wgmma_m64n256k16(float *d, const unsigned *a, hc_u64 db) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, "
-                 "0, 0;\n}\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
                  : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120)
-                 : "l"(da), "l"(db));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
 __device__ __forceinline__ void mbar_init(unsigned a, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(count) : "memory");
@@ -669,101 +691,127 @@ __device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
 }
 #endif
 
-/* M > 128 on sm_90a (HC_WGMMA_WIDE): one producer warpgroup and two consumer warpgroups. The
- * producer copies each K tile's two weight chunks and the 256 x 64 activation tile (cp.async,
- * HC_WIDE_STAGES deep), decodes the chunks once (scaled, rounded to bf16) into two 64 x 64 A
- * tiles in shared memory (K-major, 128-byte swizzle) and signals a full barrier; consumer
- * warpgroup c runs wgmma m64n256k16 (A and B from shared memory) for stripe 2 blockIdx.x + c
- * over 256 tokens, keeps one batch in flight and releases each stage on an empty barrier.
- * Shared memory: 1024 + HC_WIDE_STAGES x round1024(49152 + 2 chunk_bytes). */
-#define HC_WIDE_STAGES 3
+/* M > 128 on sm_90a: a block computes 128 weight rows (stripes 2 b and 2 b + 1) x 256 tokens
+ * with one producer warpgroup and two consumer warpgroups.
+ * - Producer (one thread; the warpgroup's registers cut to 40): for each K tile, once its
+ *   stage is empty, one TMA copy brings the 256 x 64 activation tile (tmx: the host's tensor
+ *   map of X, [m][ldx] bf16, box 64 x 256, 128-byte swizzle, zeros outside m x K) and one bulk
+ *   copy per stripe its weight chunk; the stage's full barrier completes when the bytes land.
+ * - Consumer warpgroup c (registers raised to 232) owns stripe 2 b + c: each warp decodes its
+ *   16 rows of tile kb + 1 (scaled, rounded to bf16) into registers while the wgmma
+ *   m64n256k16 of tile kb run, A from those registers, B the activation tile; after tile kb's
+ *   wgmma are issued it waits for tile kb - 1's and releases that stage (empty barrier).
+ * Blocks walk the (stripe pair, token tile) grid in groups of 8 token tiles so that the
+ * weights and activations of the blocks in flight stay in L2. Arguments of hc_wgmma_gemm plus
+ * tmx; grid ((tiles_n + 1) / 2, ceil(m / 256)); shared memory 1024 + HC_WIDE_STAGES x
+ * round1024(32768 + 2 chunk_bytes). */
+#ifndef HC_WIDE_STAGES
+#define HC_WIDE_STAGES 5
+#endif
+#define HC_WIDE_GROUP 8
+/* a CUtensorMap, as the host encodes it (cuTensorMapEncodeTiled) */
+struct __align__(64) hc_tmap {
+    unsigned long long v[16];
+};
 extern "C" __global__ void __launch_bounds__(384, 1)
     hc_wgmma_gemm256(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
-                     const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y) {
+                     const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y,
+                     const __grid_constant__ hc_tmap tmx) {
 #ifdef HC_WGMMA
     __shared__ __align__(8) unsigned long long full[HC_WIDE_STAGES], empty[HC_WIDE_STAGES];
-    hc_u8 *smem = (hc_u8 *)(((size_t)hc_smem + 1023) & ~(size_t)1023);
+    hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const hc_u64 cb = P_CB, stage_bytes = (49152 + 2 * cb + 1023) / 1024 * 1024;
-    const hc_u64 nb0 = (hc_u64)blockIdx.x * 2, tok0 = (hc_u64)blockIdx.y * 256;
+    const hc_u64 cb = P_CB, stage_bytes = (32768 + 2 * cb + 1023) / 1024 * 1024;
+    /* block -> (stripe pair nt, token tile mt), token tiles fastest inside groups of 8 */
+    const unsigned tn = gridDim.x, tm = gridDim.y, id = blockIdx.y * tn + blockIdx.x;
+    const unsigned grp = id / (HC_WIDE_GROUP * tn), gm0 = grp * HC_WIDE_GROUP;
+    const unsigned gm = tm - gm0 < HC_WIDE_GROUP ? tm - gm0 : HC_WIDE_GROUP;
+    const unsigned within = id - grp * HC_WIDE_GROUP * tn;
+    const hc_u64 nb0 = (hc_u64)(within / gm) * 2, tok0 = (hc_u64)(gm0 + within % gm) * 256;
     const bool two = nb0 + 1 < p.tiles_n;
-    if (tid == 0)
+    const hc_u64 tiles = p.tiles_k;
+    (void)x;
+    if (tid == 0) {
         for (int s = 0; s < HC_WIDE_STAGES; s++) {
-            mbar_init(smem_addr(&full[s]), 128);
-            mbar_init(smem_addr(&empty[s]), 2);
+            mbar_init(smem_addr(&full[s]), 1);
+            mbar_init(smem_addr(&empty[s]), 8);
         }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
     __syncthreads();
-    if (warp < 4) { /* ---- producer: copies and decodes ---- */
-        const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * p.tiles_k * cb;
-        const hc_u64 sstride = p.tiles_k * cb;
-        auto load = [&](hc_u64 kb) {
-            hc_u8 *st = smem + (kb % HC_WIDE_STAGES) * stage_bytes;
-            load_ktile<256, 128>(st, st + 49152, tid, x, tok0, m, p, kb, wsrc, sstride, cb, two);
-        };
-#pragma unroll
-        for (int s = 0; s < HC_WIDE_STAGES - 1; s++) {
-            if ((hc_u64)s < p.tiles_k) load(s);
-            cp_commit();
+    if (warp < 4) { /* ---- producer ---- */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        if (tid != 0) return;
+        const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * tiles * cb;
+        const hc_u64 sstride = tiles * cb;
+        const unsigned tx = 32768u + (two ? 2u : 1u) * (unsigned)cb;
+        const hc_u64 tmap = (hc_u64)&tmx;
+        unsigned s = 0, ph = 0;
+        for (hc_u64 kb = 0; kb < tiles; kb++) {
+            if (kb >= HC_WIDE_STAGES) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
+            const unsigned st = smem_addr(smem + s * stage_bytes), fb = smem_addr(&full[s]);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(fb), "r"(tx)
+                         : "memory");
+            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                         " [%0], [%1, {%2, %3}], [%4];" ::"r"(st),
+                         "l"(tmap), "r"((unsigned)(kb * 64)), "r"((unsigned)tok0), "r"(fb)
+                         : "memory");
+            for (unsigned q = 0; q < (two ? 2u : 1u); q++)
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                             " [%0], [%1], %2, [%3];" ::"r"(st + 32768u + q * (unsigned)cb),
+                             "l"(wsrc + q * sstride + kb * cb), "r"((unsigned)cb), "r"(fb)
+                             : "memory");
+            if (++s == HC_WIDE_STAGES) s = 0, ph ^= 1;
         }
-        const unsigned sw = warp >> 1, g = lane >> 2, c = lane & 3;
-        for (hc_u64 kb = 0; kb < p.tiles_k; kb++) {
-            cp_wait<HC_WIDE_STAGES - 2>(); /* tile kb's copies (only later ones in flight) */
-            asm volatile("bar.sync 1, 128;" ::: "memory"); /* every producer's copies are in */
-            hc_u8 *st = smem + (kb % HC_WIDE_STAGES) * stage_bytes;
-            const hc_u8 *ch = st + 49152 + sw * cb;
-            hc_u8 *at = st + 32768 + sw * 8192;
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const unsigned rb = (warp & 1) * 2 + i, r0 = rb * 16 + g;
-                rb_codes v;
-                load_codes(ch, rb, lane, v);
-#pragma unroll
-                for (int ks = 0; ks < 4; ks++) {
-                    unsigned a[4];
-                    scaled_frag(ch, p, r0, (unsigned)ks >> P_LGS, words_of(v, ks), a);
-#pragma unroll
-                    for (int t = 0; t < 4; t++) { /* pair t: row r0 (+8 for odd t), k 2c (+8) */
-                        unsigned r = r0 + (t & 1) * 8, pc = ks * 2 + (t >> 1);
-                        *(unsigned *)(at + r * 128 + ((pc ^ (r & 7)) * 16) + c * 4) = a[t];
-                    }
-                }
-            }
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-            mbar_arrive(smem_addr(&full[kb % HC_WIDE_STAGES]));
-            /* then refill the stage of tile kb - 1 once the consumers release it (they do so
-             * after tile kb's wgmma is issued: waiting before the arrive above would deadlock) */
-            const hc_u64 nk = kb + HC_WIDE_STAGES - 1;
-            if (nk < p.tiles_k) {
-                if (nk >= HC_WIDE_STAGES)
-                    mbar_wait(smem_addr(&empty[nk % HC_WIDE_STAGES]),
-                              (unsigned)((nk / HC_WIDE_STAGES) - 1) & 1);
-                load(nk);
-            }
-            cp_commit();
-        }
-        cp_wait<0>();
         return;
     }
     /* ---- consumers ---- */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
+    const unsigned r0 = wl * 16 + g;
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; i++) d[i] = 0.0f;
-    for (hc_u64 kb = 0; kb < p.tiles_k; kb++) {
-        mbar_wait(smem_addr(&full[kb % HC_WIDE_STAGES]), (unsigned)(kb / HC_WIDE_STAGES) & 1);
-        const hc_u8 *st = smem + (kb % HC_WIDE_STAGES) * stage_bytes;
+    unsigned a0[4][4], a1[4][4];
+    /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
+    auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
+        mbar_wait(smem_addr(&full[s]), ph);
+        const hc_u8 *ch = smem + s * stage_bytes + 32768 + wgc * cb;
+        rb_codes v;
+        load_codes(ch, wl, lane, v);
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) scaled_frag(ch, p, r0, (unsigned)ks >> P_LGS, words_of(v, ks), a[ks]);
+    };
+    /* issues tile kb's wgmma (stage s, A in a), then decodes tile kb + 1 into an (stage sn,
+     * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
+    auto step = [&](hc_u64 kb, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
+                    unsigned phn, unsigned sp) {
+        const hc_u8 *st = smem + s * stage_bytes;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++)
-            wgmma_m64n256k16_ss(d, b_desc(st + 32768 + wgc * 8192 + ks * 32), b_desc(st + ks * 32));
+        for (int ks = 0; ks < 4; ks++) wgmma_m64n256k16(d, a[ks], b_desc(st + ks * 32));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-        if (kb > 0 && (tid & 127) == 0) mbar_arrive(smem_addr(&empty[(kb - 1) % HC_WIDE_STAGES]));
+        if (kb > 0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(smem_addr(&empty[sp]));
+        }
+        if (kb + 1 < tiles) decode(sn, phn, an);
+    };
+    if (tiles > 0) decode(0, 0, a0);
+    unsigned s = 0, ph = 0, sp = HC_WIDE_STAGES - 1;
+    for (hc_u64 kb = 0; kb < tiles; kb += 2) {
+        unsigned s1 = s + 1 == HC_WIDE_STAGES ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
+        step(kb, s, a0, a1, s1, ph1, sp);
+        if (kb + 1 >= tiles) break;
+        unsigned s2 = s1 + 1 == HC_WIDE_STAGES ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
+        step(kb + 1, s1, a1, a0, s2, ph2, s);
+        sp = s1, s = s2, ph = ph2;
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    if (wgc == 0 || two) store_c<32>(d, y, (nb0 + wgc) * 64 + wl * 16 + g, tok0, c, p, m);
+    if (wgc == 0 || two) store_c<32>(d, y, (nb0 + wgc) * 64 + r0, tok0, c, p, m);
 #else
-    (void)w, (void)p, (void)expert, (void)x, (void)m, (void)y;
+    (void)w, (void)p, (void)expert, (void)x, (void)m, (void)y, (void)tmx;
     __trap(); /* the host launches this kernel on sm_90a only */
 #endif
 }

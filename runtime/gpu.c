@@ -2,6 +2,7 @@
  * program starts and runs its CPU paths where there is no driver), kernels compiled by
  * NVRTC for the device's exact architecture and loaded with cudaLibraryLoadData /
  * cudaLibraryGetKernel, launched with cudaLaunchKernel. */
+#include <cuda.h> /* types of cuTensorMapEncodeTiled only: the driver is loaded with dlopen */
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -37,6 +38,11 @@ static struct {
     cudaError_t (*memset_)(void *, int, size_t);
     cudaError_t (*func_attr)(const void *, enum cudaFuncAttribute, int);
     cudaError_t (*occupancy)(int *, const void *, int, size_t);
+    /* from libcuda.so.1, optional: without it the wide kernel (TMA) is not used */
+    CUresult (*tmap_encode)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                            const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                            const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                            CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 } cu;
 static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -90,7 +96,7 @@ static void knobs_from_env(kernel_knobs *k) {
     memset(k, 0, sizeof *k);
     k->gemv_stages = env_knob("HC_GEMV_STAGES", 2, 6, 4);
     k->specialise = env_knob("HC_GPU_GENERIC", 0, 1, 0) == 0;
-    k->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 0);
+    k->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 1);
     snprintf(k->opt[0], sizeof k->opt[0], "-DHC_GEMV_STAGES=%d", k->gemv_stages);
     snprintf(k->opt[1], sizeof k->opt[1], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
 }
@@ -165,6 +171,8 @@ static hc_status load_cudart(hc_err *err) {
             *(void **)&cu.func_attr = dlsym(h, "cudaFuncSetAttribute");
             *(void **)&cu.occupancy = dlsym(h, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         }
+        void *drv = h ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
+        if (drv) *(void **)&cu.tmap_encode = dlsym(drv, "cuTensorMapEncodeTiled");
         cu.loaded = h && cu.count && cu.attr && cu.set && cu.malloc_ && cu.free_ && cu.memcpy_ &&
                     cu.lib_load && cu.lib_unload && cu.lib_kernel && cu.launch && cu.sync &&
                     cu.errstr && cu.ev_create && cu.ev_record && cu.ev_sync && cu.ev_elapsed &&
@@ -322,8 +330,8 @@ static const char *const codec_names[HC_CODECS] = {
 /* dynamic shared memory of hc_mma_gemv_t<tok>: 4 warps x stages x (chunk + tok x 128) */
 #define GEMV_SMEM(g, chunk, tok) \
     (4 * (size_t)(g)->kn.gemv_stages * ((size_t)(chunk) + (tok) * 128))
-/* of hc_wgmma_gemm256: alignment slack + 3 x round1024(activations, two A tiles, two chunks) */
-#define WIDE_SMEM(chunk) (1024 + 3 * ((49152 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
+/* of hc_wgmma_gemm256: alignment slack + 5 stages x round1024(activations, two chunks) */
+#define WIDE_SMEM(chunk) (1024 + 5 * ((32768 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
 /* of hc_wgmma_gemm: alignment slack + stages x round1024(16K activations + two chunks) */
 #define WGMMA_SMEM(chunk) \
     (1024 + 3 * ((16384 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
@@ -610,11 +618,29 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         const char *which = getenv("HC_GPU_GEMM");
         bool wg = !strcmp(g->arch, "sm_90a") && !(which && !strcmp(which, "mma"));
         size_t smem = wg ? WGMMA_SMEM(p->chunk_bytes) : 3 * (2 * p->chunk_bytes + 16384);
-        /* HC_WGMMA_WIDE: the producer/consumer kernel with 256-token tiles above M = 128 */
-        bool wide = wg && g->kn.wgmma_wide && m > 128;
+        /* M > 128 on sm_90a: the warp-specialised kernel with 256-token tiles, its activation
+         * tiles read by TMA through a tensor map of X made for this call (HC_WGMMA_WIDE=0: the
+         * 128-token kernel) */
+        bool wide = wg && g->kn.wgmma_wide && m > 128 && cu.tmap_encode;
+        CUtensorMap tmx;
+        if (wide) {
+            cuuint64_t dims[2] = {p->K, m}, strides[1] = {mp.ldx * 2};
+            cuuint32_t box[2] = {64, 256}, estr[2] = {1, 1};
+            CUresult r = cu.tmap_encode(&tmx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)xin,
+                                        dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                        CU_TENSOR_MAP_SWIZZLE_128B,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+            if (r != CUDA_SUCCESS) {
+                st = hc_fail(&err, HC_IO, "'%s': cuTensorMapEncodeTiled of the activations "
+                             "[%llu x %llu] failed (CUresult %d)", name, (unsigned long long)m,
+                             (unsigned long long)p->K, (int)r);
+                goto out;
+            }
+        }
         unsigned tok_tile = wide ? 256 : 128;
         if (wide) smem = WIDE_SMEM(p->chunk_bytes);
-        void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y};
+        void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &tmx};
         dim3 grid = {(unsigned)((p->tiles_n + 1) / 2), (unsigned)((m + tok_tile - 1) / tok_tile), 1};
         dim3 block = {wide ? 384u : 256u, 1, 1};
         const mma_module *M = &g->mods[L->mod];

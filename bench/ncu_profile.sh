@@ -1,0 +1,17 @@
+#!/bin/sh
+# ncu_profile.sh KERNEL [SKIP]: profiles one launch of KERNEL in the quick benchmark on the lent
+# GPU (after the build of bench/device_run.sh) and leaves under $OUT: details.txt (speed of
+# light, warp states, scheduler) and src.csv (per-SASS-instruction stall samples; sum them by
+# reason or list the top instructions to see what the warps wait for). ncu locks the SM clock
+# (about 1.35 GHz on the H200), so read its durations as relative.
+set -u
+out=${OUT:-device-out}
+k=${1:?kernel name}
+HC_BENCH_QUICK=1 timeout 200 ncu -o "$out/rep" --kernel-name "$k" --launch-skip "${2:-3}" \
+    --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section SourceCounters --import-source no build-dev/bench/gpu_bench >"$out/ncu.log" 2>&1
+echo "ncu rc=$?"
+ncu -i "$out/rep.ncu-rep" --page source --csv --print-source sass >"$out/src.csv" 2>&1
+ncu -i "$out/rep.ncu-rep" --page details >"$out/details.txt" 2>&1
+grep -E "SM Frequency|Duration|Compute \(SM\)|Eligible Warps|Warp Cycles Per Issued" "$out/details.txt"
+rm -f "$out/rep.ncu-rep"
