@@ -809,7 +809,34 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         sp = s1, s = s2, ph = ph2;
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    if (wgc == 0 || two) store_c<32>(d, y, (nb0 + wgc) * 64 + r0, tok0, c, p, m);
+    /* epilogue through shared memory (the pipeline's stages are idle once both consumer
+     * warpgroups are past their last wgmma; the producer has nothing in flight): the block's
+     * 256 tokens x 128 outputs as bf16 rows of 136 (conflict-free for the fragment layout),
+     * then each token's 256 bytes written with 16-byte stores */
+    asm volatile("bar.sync 1, 256;" ::: "memory");
+    hc_u16 *out = (hc_u16 *)smem;
+    const unsigned nl = wgc * 64 + r0;
+    /* (a stripe past N has nothing to write; ptxas also needs the accumulator reads in a
+     * block of their own: straight after the wait it serialises every wgmma, warning C7514) */
+    if (wgc == 0 || two)
+#pragma unroll
+        for (int i = 0; i < 32; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                out[(i * 8 + 2 * c + (e & 1)) * 136 + nl + (e >= 2 ? 8 : 0)] = bf16_of(d[i * 4 + e]);
+    asm volatile("bar.sync 1, 256;" ::: "memory");
+    const bool vec = (p.N & 7) == 0 && ((size_t)y & 15) == 0;
+    for (unsigned q = tid - 128; q < 256 * 16; q += 256) {
+        const unsigned tl = q >> 4, pc = q & 15;
+        const hc_u64 tok = tok0 + tl, n = nb0 * 64 + pc * 8;
+        if (tok >= m || n >= p.N) continue;
+        const hc_u16 *src = out + tl * 136 + pc * 8;
+        if (vec) {
+            *(uint4 *)(y + tok * p.N + n) = *(const uint4 *)src;
+        } else {
+            for (unsigned j = 0; j < 8 && n + j < p.N; j++) y[tok * p.N + n + j] = src[j];
+        }
+    }
 #else
     (void)w, (void)p, (void)expert, (void)x, (void)m, (void)y, (void)tmx;
     __trap(); /* the host launches this kernel on sm_90a only */

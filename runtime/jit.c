@@ -129,7 +129,13 @@ static void cache_write(const char *dir, const char *path, const void *cubin, si
 
 hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
                          void **cubin, size_t *size, hc_err *err) {
+    return hc_jit_compile_log(main, arch, opts, nopts, cubin, size, NULL, err);
+}
+
+hc_status hc_jit_compile_log(const char *main, const char *arch, const char *const *opts,
+                             int nopts, void **cubin, size_t *size, char **log_out, hc_err *err) {
     *cubin = NULL, *size = 0;
+    if (log_out) *log_out = NULL;
     HC_TRY(load_nvrtc(err));
     int vmaj = 0, vmin = 0;
     nv.version(&vmaj, &vmin);
@@ -138,7 +144,7 @@ hc_status hc_jit_compile(const char *main, const char *arch, const char *const *
     for (const hc_kernel_source *k = hc_kernel_sources; k->name; k++, nh++)
         if (!strcmp(k->name, main)) src = k->text;
     if (!src) return hc_fail(err, HC_INTERNAL, "no built-in kernel source '%s'", main);
-    bool use_cache = !getenv("HC_JIT_NO_CACHE");
+    bool use_cache = !getenv("HC_JIT_NO_CACHE") && !log_out; /* a cache hit has no log */
     char *dir = use_cache ? cache_dir() : NULL, *path = NULL;
     if (dir) {
         char hex[17];
@@ -192,6 +198,11 @@ hc_status hc_jit_compile(const char *main, const char *arch, const char *const *
         *cubin = NULL;
         st = hc_fail(err, HC_INTERNAL, "NVRTC: no cubin for '%s' (%s)", main, arch);
         goto out;
+    }
+    if (log_out) {
+        size_t ls = 0;
+        nv.log_size(prog, &ls);
+        if ((*log_out = malloc(ls + 1))) nv.log(prog, *log_out), (*log_out)[ls] = 0;
     }
     if (path) cache_write(dir, path, *cubin, *size);
 out:

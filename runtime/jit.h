@@ -21,6 +21,10 @@ extern const hc_kernel_source hc_kernel_sources[]; /* ends with {NULL, NULL} */
  * cannot be loaded. */
 hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
                          void **cubin, size_t *size, hc_err *err);
+/* The same, never from the cache, also returning NVRTC's log (malloc'd; with
+ * "--ptxas-options=-v" among opts it holds ptxas's registers, spills and performance notes). */
+hc_status hc_jit_compile_log(const char *main, const char *arch, const char *const *opts,
+                             int nopts, void **cubin, size_t *size, char **log, hc_err *err);
 /* NVRTC's version, or HC_UNSUPPORTED when it cannot be loaded. */
 hc_status hc_jit_version(int *major, int *minor, hc_err *err);
 
