@@ -198,12 +198,31 @@ static hc_container *bench_container(const char *path, int si, uint64_t N, uint6
 }
 
 /* HC_BENCH_SWEEP: the kernel knobs (kernels/tile_mma.cu) against each other on the int4 and
- * MXFP4 layers, M = 1, 16 and 4096, CUDA-graph times; one GPU handle (and JIT build) each. */
+ * MXFP4 layers, M = 1, 16 and 4096, CUDA-graph times; one GPU handle (and JIT build) each.
+ * HC_BENCH_SWEEP=1 compares the settings below; HC_BENCH_SWEEP="S,B,G,W;S,B,G,W..." (stages,
+ * min blocks, generic, wide) compares those given (at most 8). */
 static void sweep(void) {
     /* the knobs (docs/gpu.md), and the settings compared */
     static const char *const knob[] = {"HC_GEMV_STAGES", "HC_GEMV_MINB", "HC_GPU_GENERIC",
                                        "HC_WGMMA_WIDE"};
-    static const char *const cfg[][4] = {{"4", "4", "0", "0"}, {"4", "4", "0", "1"}};
+    static char cfg[8][4][8] = {{"4", "4", "0", "1"}, {"3", "5", "0", "1"}, {"5", "3", "0", "1"},
+                                {"4", "4", "0", "0"}};
+    size_t ncfg = 4;
+    const char *want = getenv("HC_BENCH_SWEEP");
+    if (want && strchr(want, ',')) {
+        ncfg = 0;
+        for (const char *q = want; *q && ncfg < 8;) {
+            int v[4], used = 0;
+            if (sscanf(q, "%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &used) != 4) {
+                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W;... at '%s'\n", q);
+                exit(2);
+            }
+            for (int i = 0; i < 4; i++) snprintf(cfg[ncfg][i], sizeof cfg[ncfg][i], "%d", v[i]);
+            ncfg++;
+            q += used;
+            if (*q == ';') q++;
+        }
+    }
     static const uint64_t ms[] = {1, 16, 4096};
     char path[128], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-sweep-%d.hconvert", (int)getpid());
@@ -217,7 +236,7 @@ static void sweep(void) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
             uint32_t copies;
             hc_container *c = bench_container(path, si, N, K, &copies);
-            for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
+            for (size_t ci = 0; ci < ncfg; ci++) {
                 for (int i = 0; i < 4; i++) setenv(knob[i], cfg[ci][i], 1);
                 hc_gpu *g = NULL;
                 hc_gpu_model *md = NULL;

@@ -111,6 +111,12 @@ __device__ __forceinline__ void cp16(void *dst, const void *src, unsigned src_by
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src),
                  "r"(src_bytes));
 }
+/* cp16 under a predicate, without a branch: src_bytes 0 fills zeros; nothing when !on */
+__device__ __forceinline__ void cp16_if(unsigned dst, const void *src, unsigned src_bytes, bool on) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
+                 "@p cp.async.cg.shared.global [%0], [%1], 16, %2;\n}" ::"r"(dst),
+                 "l"(src), "r"(src_bytes), "r"((unsigned)on));
+}
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N> __device__ __forceinline__ void cp_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
@@ -148,7 +154,7 @@ __device__ __forceinline__ float tile_scale(const hc_u8 *ch, const hc_mma_params
                       : __uint_as_float(b << 23);
     }
     }
-#if HC_CODEC == 4
+#if HC_CODEC == 4 && (!defined(HC_SK) || HC_SK == 3) /* NVFP4's divisor (E4M3 scales only) */
     if (p.global_div != 0.0f) v = v / p.global_div;
 #endif
     return v;
@@ -331,39 +337,51 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         cp_wait<HC_GEMV_STAGES - 1>();
         __syncwarp();
     };
-    /* this lane's pieces: chunk bytes lane * 16 + 512 q; activation piece lane (+ 32) */
+    /* this lane's pieces of every tile: chunk bytes lane * 16 + 512 q, and activation pieces
+     * lane + 32 h (token t, 16-byte piece pc); the copies walk running pointers, so a tile's
+     * issue is its cp.async instructions and a few adds */
+    constexpr unsigned XH = (TOK * 8 + 31) / 32;
     const unsigned mine_s = smem_addr(mine);
-    const hc_u8 *lsrc = stripe + kb0 * cb + lane * 16;
-    const hc_u64 src_step = step * cb;
-    auto issue = [&](long i) {
-        const hc_u8 *src = lsrc + (hc_u64)i * src_step;
-        const unsigned dst = mine_s + (unsigned)((i % HC_GEMV_STAGES) * sb) + lane * 16;
+    const hc_u8 *csrc = stripe + kb0 * cb + lane * 16;
+    const hc_u64 src_step = step * cb, kstep = step * 64;
+    const unsigned nq = (unsigned)((cb + 511) / 512);
+    const bool qlast = lane * 16 + (nq - 1) * 512 < cb;
+    const hc_u16 *xrow[XH];
+    unsigned xoff[XH];
+    hc_u64 xend[XH]; /* the piece exists while the tile's first column is below this */
+    bool xlive[XH];
 #pragma unroll
-        for (unsigned q = 0; q < (cb + 511) / 512; q++)
-            if (lane * 16 + q * 512 < cb)
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + q * 512),
-                             "l"(src + q * 512));
-        const hc_u64 kb = kb0 + (hc_u64)i * step;
+    for (unsigned h = 0; h < XH; h++) {
+        unsigned q = lane + h * 32, t = q >> 3, pc = q & 7;
+        xlive[h] = q < xpieces;
+        xrow[h] = x + (hc_u64)t * p.ldx + pc * 8;
+        xend[h] = p.K > pc * 8 ? p.K - pc * 8 : 0;
+        xoff[h] = (unsigned)cb + t * 128 + ((pc ^ (t & 7)) * 16);
+    }
+    hc_u64 kcol = kb0 * 64; /* first column of the next tile to issue */
+    unsigned snext = 0;     /* its stage */
+    auto issue = [&]() {
+        const unsigned dst = mine_s + snext * (unsigned)sb;
 #pragma unroll
-        for (unsigned h = 0; h < (TOK * 8 + 31) / 32; h++) { /* TOK x 8 pieces of 16 bytes */
-            unsigned q = lane + h * 32, t = q >> 3, pc = q & 7;
-            hc_u64 k = kb * 64 + pc * 8;
-            bool ok = k < p.K;
-            if (q < xpieces)
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                             ::"r"(dst - lane * 16 + (unsigned)cb + t * 128 + ((pc ^ (t & 7)) * 16)),
-                             "l"(ok ? x + t * p.ldx + k : x), "r"(ok ? 16 : 0));
+        for (unsigned q = 0; q < (P_CB + 511) / 512; q++)
+            cp16_if(dst + lane * 16 + q * 512, csrc + q * 512, 16, q + 1 < nq || qlast);
+#pragma unroll
+        for (unsigned h = 0; h < XH; h++) {
+            bool ok = kcol < xend[h];
+            cp16_if(dst + xoff[h], ok ? xrow[h] + kcol : x, ok ? 16 : 0, xlive[h]);
         }
+        csrc += src_step, kcol += kstep;
+        snext = snext + 1 == HC_GEMV_STAGES ? 0 : snext + 1;
     };
     __syncwarp();
 #pragma unroll
     for (int s = 0; s < HC_GEMV_STAGES - 1; s++) {
-        if (s < nt) issue(s);
+        if (s < nt) issue();
         cp_commit();
     }
     for (long i = 0; i < nt; i++) {
         __syncwarp(); /* every lane is done with the stage about to be refilled */
-        if (i + HC_GEMV_STAGES - 1 < nt) issue(i + HC_GEMV_STAGES - 1);
+        if (i + HC_GEMV_STAGES - 1 < nt) issue();
         cp_commit();
         unsigned b[4][MT][2];
         wait(i);

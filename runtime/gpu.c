@@ -125,6 +125,9 @@ static hc_status gpu_runs(const hc_tensor_info *t, const hc_tile_params *p, laye
         return hc_fail(err, HC_UNSUPPORTED, "'%s': scale groups of %llu columns; the GPU "
                        "kernels need groups of at least 16 (the CPU executor runs it)", t->name,
                        (unsigned long long)p->g);
+    if (k.codec == 4 && k.sk != 3 && p->global_div != 0) /* kernels: E4M3 scales only */
+        return hc_fail(err, HC_UNSUPPORTED, "'%s': an FP4 global divisor with non-E4M3 scales "
+                       "(the CPU executor runs it)", t->name);
     return HC_OK;
 }
 
