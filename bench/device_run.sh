@@ -2,18 +2,20 @@
 # device_run.sh: everything the lent GPU machine is asked in one call, logs under $OUT (or
 # ./device-out): build against the carried .deps (run .ci/carry-deps.sh here first and name
 # .deps in the call's carry), the GPU tests (default kernels, then the knobs given in
-# HC_TEST_KNOBS, e.g. "HC_WGMMA_WIDE=0"), compute-sanitizer memcheck and racecheck on the quick
-# test set, the knob sweep and the full benchmark. STEPS picks a subset (default: all):
-#   STEPS="test knobs sanitize sweep bench" sh bench/device_run.sh
+# HC_TEST_KNOBS, e.g. "HC_GPU_PDL=1"), compute-sanitizer memcheck and racecheck on the quick
+# test set (sanknobs: memcheck again with the knobs), the knob sweep and the full benchmark.
+# STEPS picks a subset (default: all):
+#   STEPS="test knobs sanitize sanknobs sweep bench" sh bench/device_run.sh
 # Each step has its own time limit so that one hang cannot eat the call.
 set -u
 out=${OUT:-device-out}
 mkdir -p "$out"
-steps=${STEPS:-"test knobs sanitize sweep bench"}
+steps=${STEPS:-"test knobs sanitize sanknobs sweep bench"}
 b=build-dev
+# (at most 8 files come back from the device: the GPU's state goes into build.log)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv \
-    >"$out/gpu.txt" 2>&1
-if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/bench/gpu_bench >"$out/build.log" 2>&1; then
+    >"$out/build.log" 2>&1
+if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/bench/gpu_bench >>"$out/build.log" 2>&1; then
     tail -30 "$out/build.log"
     exit 1
 fi
@@ -34,6 +36,11 @@ if has sanitize; then
             $b/gpu_test >"$out/$tool.log" 2>&1
         echo "$tool rc=$?: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
     done
+fi
+if has sanknobs && [ -n "${HC_TEST_KNOBS:-}" ]; then # memcheck once more, with the knobs
+    env $HC_TEST_KNOBS HC_GPU_TEST_QUICK=1 timeout 150 compute-sanitizer --tool memcheck \
+        --error-exitcode 9 $b/gpu_test >"$out/memcheck_knobs.log" 2>&1
+    echo "memcheck with $HC_TEST_KNOBS rc=$?: $(grep -E 'SUMMARY' "$out/memcheck_knobs.log" | tail -1)"
 fi
 if has sweep; then
     HC_BENCH_SWEEP=1 timeout 200 $b/bench/gpu_bench >"$out/sweep.log" 2>&1

@@ -38,6 +38,19 @@
 #ifndef HC_GEMV_MINB
 #define HC_GEMV_MINB 4 /* launch bounds: resident blocks per SM the registers must allow */
 #endif
+/* HC_GEMV_PDL: the small-M kernels start under programmatic dependent launch -- the weight
+ * copies of the first stages are issued before griddepcontrol.wait (weights do not depend on
+ * the kernel before; activations, outputs and the workspace are touched only after it) */
+#ifndef HC_GEMV_PDL
+#define HC_GEMV_PDL 0
+#endif
+#if HC_GEMV_PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define HC_PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define HC_PDL_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define HC_PDL_WAIT() ((void)0)
+#define HC_PDL_RELEASE() ((void)0)
+#endif
 #define HC_GEMM_STAGES 3
 #define HC_WGMMA_STAGES 3
 
@@ -360,25 +373,49 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     }
     hc_u64 kcol = kb0 * 64; /* first column of the next tile to issue */
     unsigned snext = 0;     /* its stage */
-    auto issue = [&]() {
-        const unsigned dst = mine_s + snext * (unsigned)sb;
+    /* a tile's copies: its chunk (into stage st, from csrc) and its activations (column kc) */
+    auto issue_w = [&](unsigned st) {
+        const unsigned dst = mine_s + st * (unsigned)sb;
 #pragma unroll
         for (unsigned q = 0; q < (P_CB + 511) / 512; q++)
             cp16_if(dst + lane * 16 + q * 512, csrc + q * 512, 16, q + 1 < nq || qlast);
+        csrc += src_step;
+    };
+    auto issue_x = [&](unsigned st, hc_u64 kc) {
+        const unsigned dst = mine_s + st * (unsigned)sb;
 #pragma unroll
         for (unsigned h = 0; h < XH; h++) {
-            bool ok = kcol < xend[h];
-            cp16_if(dst + xoff[h], ok ? xrow[h] + kcol : x, ok ? 16 : 0, xlive[h]);
+            bool ok = kc < xend[h];
+            cp16_if(dst + xoff[h], ok ? xrow[h] + kc : x, ok ? 16 : 0, xlive[h]);
         }
-        csrc += src_step, kcol += kstep;
+    };
+    auto issue = [&]() {
+        issue_w(snext);
+        issue_x(snext, kcol);
+        kcol += kstep;
         snext = snext + 1 == HC_GEMV_STAGES ? 0 : snext + 1;
     };
     __syncwarp();
+#if HC_GEMV_PDL
+    /* the first stages' weights before the previous kernel is done (they go into the first
+     * commit group with stage 0's activations; later groups hold activations only) */
+#pragma unroll
+    for (int s = 0; s < HC_GEMV_STAGES - 1; s++)
+        if (s < nt) issue_w((unsigned)s);
+    HC_PDL_RELEASE();
+    HC_PDL_WAIT();
+#pragma unroll
+    for (int s = 0; s < HC_GEMV_STAGES - 1; s++) {
+        if (s < nt) issue_x((unsigned)s, kcol), kcol += kstep, snext++;
+        cp_commit();
+    }
+#else
 #pragma unroll
     for (int s = 0; s < HC_GEMV_STAGES - 1; s++) {
         if (s < nt) issue();
         cp_commit();
     }
+#endif
     for (long i = 0; i < nt; i++) {
         __syncwarp(); /* every lane is done with the stage about to be refilled */
         if (i + HC_GEMV_STAGES - 1 < nt) issue();

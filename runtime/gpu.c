@@ -38,6 +38,7 @@ static struct {
     cudaError_t (*memset_)(void *, int, size_t);
     cudaError_t (*func_attr)(const void *, enum cudaFuncAttribute, int);
     cudaError_t (*occupancy)(int *, const void *, int, size_t);
+    cudaError_t (*launch_ex)(const cudaLaunchConfig_t *, const void *, void **); /* optional */
     /* from libcuda.so.1, optional: without it the wide kernel (TMA) is not used */
     CUresult (*tmap_encode)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
                             const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
@@ -51,9 +52,9 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
 typedef struct {
-    int gemv_stages, wgmma_wide;
+    int gemv_stages, wgmma_wide, pdl;
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
-    char opt[2][32];
+    char opt[3][32];
 } kernel_knobs;
 
 /* The kind of layer a tiled tensor is, as the kernel modules are specialised: codec (0: no GPU
@@ -99,6 +100,8 @@ static void knobs_from_env(kernel_knobs *k) {
     k->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 1);
     snprintf(k->opt[0], sizeof k->opt[0], "-DHC_GEMV_STAGES=%d", k->gemv_stages);
     snprintf(k->opt[1], sizeof k->opt[1], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
+    k->pdl = env_knob("HC_GPU_PDL", 0, 1, 0);
+    snprintf(k->opt[2], sizeof k->opt[2], "-DHC_GEMV_PDL=%d", k->pdl);
 }
 
 static unsigned codec_of(const hc_tile_params *p);
@@ -142,7 +145,7 @@ static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
     int no = 0;
     opts[no++] = buf[0];
     for (int i = 1; i < 4 && kn->specialise; i++) opts[no++] = buf[i];
-    for (int i = 0; i < 2; i++) opts[no++] = kn->opt[i];
+    for (int i = 0; i < 3; i++) opts[no++] = kn->opt[i];
     return no;
 }
 
@@ -173,6 +176,7 @@ static hc_status load_cudart(hc_err *err) {
             *(void **)&cu.memset_ = dlsym(h, "cudaMemset");
             *(void **)&cu.func_attr = dlsym(h, "cudaFuncSetAttribute");
             *(void **)&cu.occupancy = dlsym(h, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+            *(void **)&cu.launch_ex = dlsym(h, "cudaLaunchKernelExC");
         }
         void *drv = h ? dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) : NULL;
         if (drv) *(void **)&cu.tmap_encode = dlsym(drv, "cuTensorMapEncodeTiled");
@@ -614,8 +618,22 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         }
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt};
         dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {128, 1, 1};
-        CU(cu.launch((const void *)M->gemv[t16], grid, block, args, smem, s),
-           "launch hc_mma_gemv");
+        if (g->kn.pdl && cu.launch_ex) {
+            /* HC_GPU_PDL: programmatic dependent launch, so that this kernel's blocks start and
+             * fetch their first weight tiles while the kernel before it finishes (the kernel
+             * waits for it -- hc_gather_x included -- before reading activations or writing
+             * anything; modules are built with -DHC_GEMV_PDL=1) */
+            cudaLaunchAttribute at = {0};
+            at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at.val.programmaticStreamSerializationAllowed = 1;
+            cudaLaunchConfig_t cfg = {0};
+            cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s;
+            cfg.attrs = &at, cfg.numAttrs = 1;
+            CU(cu.launch_ex(&cfg, (const void *)M->gemv[t16], args), "launch hc_mma_gemv (PDL)");
+        } else {
+            CU(cu.launch((const void *)M->gemv[t16], grid, block, args, smem, s),
+               "launch hc_mma_gemv");
+        }
     } else {
         /* wgmma on sm_90a unless HC_GPU_GEMM=mma asks for the mma.sync kernel (tests run both) */
         const char *which = getenv("HC_GPU_GEMM");

@@ -46,8 +46,8 @@ static void test_every_kernel_compiles(void) {
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[i][0], kopt[i][1], kopt[i][2], kopt[i][3]}};
     }
     static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
-                                        "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8"};
-    for (int i = 0; i < 4; i++)
+                                        "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=1"};
+    for (int i = 0; i < 5; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
     if (getenv("HC_TEST_JIT_QUICK")) { /* tile_gemm.cu, a generic and a specialised module */
         list[2] = list[14]; /* list[1] is the generic int4 module for sm_90a */
@@ -77,7 +77,7 @@ static void test_every_kernel_compiles(void) {
     }
     printf("     (NVRTC %d.%d: %d kernel builds)\n", maj, min, built);
     CHECK_EQ_INT(built, nb);
-    CHECK(nb >= (getenv("HC_TEST_JIT_QUICK") ? 3 : 28));
+    CHECK(nb >= (getenv("HC_TEST_JIT_QUICK") ? 3 : 29));
 }
 
 /* Spill stores ptxas reports for entry function fn in an NVRTC log (-1: not in the log). */
