@@ -729,6 +729,24 @@ __device__ __forceinline__ void wgmma_m64n256k16(float *d, const unsigned *a, hc
                  : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
+/* d[32] += A (registers) x B (64 tokens x k16, shared memory, as above) */
+__device__ __forceinline__ void wgmma_m64n64k16(float *d, const unsigned *a, hc_u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+/* wgmma m64 x TOKS x k16 with A in registers, for the warp-specialised kernels */
+template <int TOKS> __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db);
+template <> __device__ __forceinline__ void wgmma_rs<64>(float *d, const unsigned *a, hc_u64 db) {
+    wgmma_m64n64k16(d, a, db);
+}
+template <> __device__ __forceinline__ void wgmma_rs<128>(float *d, const unsigned *a, hc_u64 db) {
+    wgmma_m64n128k16(d, a, db);
+}
+template <> __device__ __forceinline__ void wgmma_rs<256>(float *d, const unsigned *a, hc_u64 db) {
+    wgmma_m64n256k16(d, a, db);
+}
 __device__ __forceinline__ void mbar_init(unsigned a, unsigned count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(count) : "memory");
 }
@@ -746,46 +764,51 @@ __device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
 }
 #endif
 
-/* M > 128 on sm_90a: a block computes 128 weight rows (stripes 2 b and 2 b + 1) x 256 tokens
- * with one producer warpgroup and two consumer warpgroups.
+/* M > 128 on sm_90a (and 16 < M with HC_WGMMA_MID): a block computes 128 weight rows (stripes
+ * 2 b and 2 b + 1) x TOKS tokens (256; 64 or 128 for hc_wgmma_gemm64 / 128) with one producer
+ * warpgroup and two consumer warpgroups.
  * - Producer (one thread; the warpgroup's registers cut to 40): for each K tile, once its
- *   stage is empty, one TMA copy brings the 256 x 64 activation tile (tmx: the host's tensor
- *   map of X, [m][ldx] bf16, box 64 x 256, 128-byte swizzle, zeros outside m x K) and one bulk
- *   copy per stripe its weight chunk; the stage's full barrier completes when the bytes land.
+ *   stage is empty, one TMA copy brings the TOKS x 64 activation tile (tmx: the host's tensor
+ *   map of X, [m][ldx] bf16, box 64 x TOKS, 128-byte swizzle, zeros outside m x K) and one
+ *   bulk copy per stripe its weight chunk; the stage's full barrier completes when the bytes
+ *   land.
  * - Consumer warpgroup c (registers raised to 232) owns stripe 2 b + c: each warp decodes its
  *   16 rows of tile kb + 1 (scaled, rounded to bf16) into registers while the wgmma
- *   m64n256k16 of tile kb run, A from those registers, B the activation tile; after tile kb's
- *   wgmma are issued it waits for tile kb - 1's and releases that stage (empty barrier).
+ *   m64 x TOKS x k16 of tile kb run, A from those registers, B the activation tile; after tile
+ *   kb's wgmma are issued it waits for tile kb - 1's and releases that stage (empty barrier).
  * Blocks walk the (stripe pair, token tile) grid in groups of 8 token tiles so that the
  * weights and activations of the blocks in flight stay in L2. Arguments of hc_wgmma_gemm plus
- * tmx; grid ((tiles_n + 1) / 2, ceil(m / 256)); shared memory 1024 + HC_WIDE_STAGES x
- * round1024(32768 + 2 chunk_bytes). */
+ * tmx; grid ((tiles_n + 1) / 2, ceil(m / TOKS)); shared memory 1024 + HC_WIDE_STAGES x
+ * round1024(TOKS x 128 + 2 chunk_bytes). */
 #ifndef HC_WIDE_STAGES
 #define HC_WIDE_STAGES 5
 #endif
 #define HC_WIDE_GROUP 8
+#ifndef HC_WGMMA_MID
+#define HC_WGMMA_MID 0
+#endif
 /* a CUtensorMap, as the host encodes it (cuTensorMapEncodeTiled) */
 struct __align__(64) hc_tmap {
     unsigned long long v[16];
 };
-extern "C" __global__ void __launch_bounds__(384, 1)
-    hc_wgmma_gemm256(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
-                     const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y,
-                     const __grid_constant__ hc_tmap tmx) {
 #ifdef HC_WGMMA
+template <int TOKS>
+__device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                        hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
+                                        const hc_tmap &tmx) {
+    constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
     __shared__ __align__(8) unsigned long long full[HC_WIDE_STAGES], empty[HC_WIDE_STAGES];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const hc_u64 cb = P_CB, stage_bytes = (32768 + 2 * cb + 1023) / 1024 * 1024;
+    const hc_u64 cb = P_CB, stage_bytes = (XB + 2 * cb + 1023) / 1024 * 1024;
     /* block -> (stripe pair nt, token tile mt), token tiles fastest inside groups of 8 */
     const unsigned tn = gridDim.x, tm = gridDim.y, id = blockIdx.y * tn + blockIdx.x;
     const unsigned grp = id / (HC_WIDE_GROUP * tn), gm0 = grp * HC_WIDE_GROUP;
     const unsigned gm = tm - gm0 < HC_WIDE_GROUP ? tm - gm0 : HC_WIDE_GROUP;
     const unsigned within = id - grp * HC_WIDE_GROUP * tn;
-    const hc_u64 nb0 = (hc_u64)(within / gm) * 2, tok0 = (hc_u64)(gm0 + within % gm) * 256;
+    const hc_u64 nb0 = (hc_u64)(within / gm) * 2, tok0 = (hc_u64)(gm0 + within % gm) * TOKS;
     const bool two = nb0 + 1 < p.tiles_n;
     const hc_u64 tiles = p.tiles_k;
-    (void)x;
     if (tid == 0) {
         for (int s = 0; s < HC_WIDE_STAGES; s++) {
             mbar_init(smem_addr(&full[s]), 1);
@@ -799,7 +822,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         if (tid != 0) return;
         const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * tiles * cb;
         const hc_u64 sstride = tiles * cb;
-        const unsigned tx = 32768u + (two ? 2u : 1u) * (unsigned)cb;
+        const unsigned tx = XB + (two ? 2u : 1u) * (unsigned)cb;
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned s = 0, ph = 0;
         for (hc_u64 kb = 0; kb < tiles; kb++) {
@@ -813,7 +836,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
                          : "memory");
             for (unsigned q = 0; q < (two ? 2u : 1u); q++)
                 asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
-                             " [%0], [%1], %2, [%3];" ::"r"(st + 32768u + q * (unsigned)cb),
+                             " [%0], [%1], %2, [%3];" ::"r"(st + XB + q * (unsigned)cb),
                              "l"(wsrc + q * sstride + kb * cb), "r"((unsigned)cb), "r"(fb)
                              : "memory");
             if (++s == HC_WIDE_STAGES) s = 0, ph ^= 1;
@@ -824,14 +847,14 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
     const unsigned r0 = wl * 16 + g;
-    float d[128];
+    float d[TOKS / 2];
 #pragma unroll
-    for (int i = 0; i < 128; i++) d[i] = 0.0f;
+    for (int i = 0; i < TOKS / 2; i++) d[i] = 0.0f;
     unsigned a0[4][4], a1[4][4];
     /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
         mbar_wait(smem_addr(&full[s]), ph);
-        const hc_u8 *ch = smem + s * stage_bytes + 32768 + wgc * cb;
+        const hc_u8 *ch = smem + s * stage_bytes + XB + wgc * cb;
         rb_codes v;
         load_codes(ch, wl, lane, v);
 #pragma unroll
@@ -844,7 +867,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
         const hc_u8 *st = smem + s * stage_bytes;
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) wgmma_m64n256k16(d, a[ks], b_desc(st + ks * 32));
+        for (int ks = 0; ks < 4; ks++) wgmma_rs<TOKS>(d, a[ks], b_desc(st + ks * 32));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
         if (kb > 0) {
@@ -866,7 +889,7 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     /* epilogue through shared memory (the pipeline's stages are idle once both consumer
      * warpgroups are past their last wgmma; the producer has nothing in flight): the block's
-     * 256 tokens x 128 outputs as bf16 rows of 136 (conflict-free for the fragment layout),
+     * TOKS tokens x 128 outputs as bf16 rows of 136 (conflict-free for the fragment layout),
      * then each token's 256 bytes written with 16-byte stores */
     asm volatile("bar.sync 1, 256;" ::: "memory");
     hc_u16 *out = (hc_u16 *)smem;
@@ -875,13 +898,13 @@ extern "C" __global__ void __launch_bounds__(384, 1)
      * block of their own: straight after the wait it serialises every wgmma, warning C7514) */
     if (wgc == 0 || two)
 #pragma unroll
-        for (int i = 0; i < 32; i++)
+        for (int i = 0; i < TOKS / 8; i++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 out[(i * 8 + 2 * c + (e & 1)) * 136 + nl + (e >= 2 ? 8 : 0)] = bf16_of(d[i * 4 + e]);
     asm volatile("bar.sync 1, 256;" ::: "memory");
     const bool vec = (p.N & 7) == 0 && ((size_t)y & 15) == 0;
-    for (unsigned q = tid - 128; q < 256 * 16; q += 256) {
+    for (unsigned q = tid - 128; q < TOKS * 16; q += 256) {
         const unsigned tl = q >> 4, pc = q & 15;
         const hc_u64 tok = tok0 + tl, n = nb0 * 64 + pc * 8;
         if (tok >= m || n >= p.N) continue;
@@ -892,8 +915,28 @@ extern "C" __global__ void __launch_bounds__(384, 1)
             for (unsigned j = 0; j < 8 && n + j < p.N; j++) y[tok * p.N + n + j] = src[j];
         }
     }
-#else
-    (void)w, (void)p, (void)expert, (void)x, (void)m, (void)y, (void)tmx;
-    __trap(); /* the host launches this kernel on sm_90a only */
-#endif
 }
+#endif
+
+#ifdef HC_WGMMA
+#define HC_WS_BODY(toks) ws_gemm<toks>(w, p, expert, m, y, tmx)
+#else
+#define HC_WS_BODY(toks) \
+    ((void)w, (void)p, (void)expert, (void)m, (void)y, (void)tmx, __trap()) /* sm_90a only */
+#endif
+/* the entry points, one per token tile */
+#define HC_WS_KERNEL(name, toks)                                                               \
+    extern "C" __global__ void __launch_bounds__(384, 1)                                       \
+        name(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,                      \
+             const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y,                   \
+             const __grid_constant__ hc_tmap tmx) {                                            \
+        (void)x;                                                                               \
+        HC_WS_BODY(toks);                                                                      \
+    }
+HC_WS_KERNEL(hc_wgmma_gemm256, 256)
+/* HC_WGMMA_MID (a knob; written in session 8, not yet run on a device): the same kernel with
+ * 64- and 128-token tiles, for 16 < M <= 128 and for layers with few stripes (more blocks) */
+#if HC_WGMMA_MID
+HC_WS_KERNEL(hc_wgmma_gemm64, 64)
+HC_WS_KERNEL(hc_wgmma_gemm128, 128)
+#endif

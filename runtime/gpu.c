@@ -52,9 +52,9 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
 typedef struct {
-    int gemv_stages, wgmma_wide, pdl;
+    int gemv_stages, wgmma_wide, pdl, wgmma_mid;
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
-    char opt[3][32];
+    char opt[4][32];
 } kernel_knobs;
 
 /* The kind of layer a tiled tensor is, as the kernel modules are specialised: codec (0: no GPU
@@ -69,6 +69,7 @@ typedef struct {
     bool generic;
     cudaLibrary_t lib;
     cudaKernel_t gemv[2], gemm, wgmma, wide; /* gemv for M <= 8, 16; wide: M > 128 */
+    cudaKernel_t ws[2];                      /* HC_WGMMA_MID: 64- and 128-token tiles */
     int gemv_blocks[2];                /* resident blocks per SM */
 } mma_module;
 
@@ -102,6 +103,8 @@ static void knobs_from_env(kernel_knobs *k) {
     snprintf(k->opt[1], sizeof k->opt[1], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
     k->pdl = env_knob("HC_GPU_PDL", 0, 1, 0);
     snprintf(k->opt[2], sizeof k->opt[2], "-DHC_GEMV_PDL=%d", k->pdl);
+    k->wgmma_mid = env_knob("HC_WGMMA_MID", 0, 1, 0);
+    snprintf(k->opt[3], sizeof k->opt[3], "-DHC_WGMMA_MID=%d", k->wgmma_mid);
 }
 
 static unsigned codec_of(const hc_tile_params *p);
@@ -145,7 +148,7 @@ static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
     int no = 0;
     opts[no++] = buf[0];
     for (int i = 1; i < 4 && kn->specialise; i++) opts[no++] = buf[i];
-    for (int i = 0; i < 3; i++) opts[no++] = kn->opt[i];
+    for (int i = 0; i < 4; i++) opts[no++] = kn->opt[i];
     return no;
 }
 
@@ -337,8 +340,10 @@ static const char *const codec_names[HC_CODECS] = {
 /* dynamic shared memory of hc_mma_gemv_t<tok>: 4 warps x stages x (chunk + tok x 128) */
 #define GEMV_SMEM(g, chunk, tok) \
     (4 * (size_t)(g)->kn.gemv_stages * ((size_t)(chunk) + (tok) * 128))
-/* of hc_wgmma_gemm256: alignment slack + 5 stages x round1024(activations, two chunks) */
-#define WIDE_SMEM(chunk) (1024 + 5 * ((32768 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
+/* of the warp-specialised kernels with toks-token tiles (hc_wgmma_gemm256, 64, 128):
+ * alignment slack + 5 stages x round1024(activations, two chunks) */
+#define WS_SMEM(toks, chunk) \
+    (1024 + 5 * (((toks) * 128 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
 /* of hc_wgmma_gemm: alignment slack + stages x round1024(16K activations + two chunks) */
 #define WGMMA_SMEM(chunk) \
     (1024 + 3 * ((16384 + 2 * (size_t)(chunk) + 1023) / 1024 * 1024))
@@ -385,7 +390,15 @@ static hc_status layer_module(hc_gpu *g, layer_kind k, int *index, hc_err *perr)
         CU(cu.func_attr((const void *)M->wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                         WGMMA_SMEM(5376)), "shared memory of hc_wgmma_gemm");
         CU(cu.func_attr((const void *)M->wide, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                        WIDE_SMEM(5376)), "shared memory of hc_wgmma_gemm256");
+                        WS_SMEM(256, 5376)), "shared memory of hc_wgmma_gemm256");
+        if (g->kn.wgmma_mid) {
+            CU(cu.lib_kernel(&M->ws[0], M->lib, "hc_wgmma_gemm64"), "hc_wgmma_gemm64");
+            CU(cu.lib_kernel(&M->ws[1], M->lib, "hc_wgmma_gemm128"), "hc_wgmma_gemm128");
+            CU(cu.func_attr((const void *)M->ws[0], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            WS_SMEM(64, 5376)), "shared memory of hc_wgmma_gemm64");
+            CU(cu.func_attr((const void *)M->ws[1], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            WS_SMEM(128, 5376)), "shared memory of hc_wgmma_gemm128");
+        }
     }
     *index = g->nmods++;
 out:
@@ -639,14 +652,28 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         const char *which = getenv("HC_GPU_GEMM");
         bool wg = !strcmp(g->arch, "sm_90a") && !(which && !strcmp(which, "mma"));
         size_t smem = wg ? WGMMA_SMEM(p->chunk_bytes) : 3 * (2 * p->chunk_bytes + 16384);
-        /* M > 128 on sm_90a: the warp-specialised kernel with 256-token tiles, its activation
-         * tiles read by TMA through a tensor map of X made for this call (HC_WGMMA_WIDE=0: the
-         * 128-token kernel) */
-        bool wide = wg && g->kn.wgmma_wide && m > 128 && cu.tmap_encode;
+        /* On sm_90a the warp-specialised kernels, their activation tiles read by TMA through a
+         * tensor map of X made for this call: 256-token tiles for M > 128 (HC_WGMMA_WIDE=0:
+         * none); with HC_WGMMA_MID also 64- and 128-token tiles -- the largest tile at most half
+         * empty, made smaller while the grid would leave a quarter of the SMs idle. The others
+         * run on the 128-token hc_wgmma_gemm (mma.sync off Hopper). */
+        const mma_module *M = &g->mods[L->mod];
+        unsigned toks = 0; /* of the warp-specialised kernel; 0: none */
+        if (wg && cu.tmap_encode) {
+            if (g->kn.wgmma_mid) {
+                uint64_t pairs = (p->tiles_n + 1) / 2;
+                toks = m > 128 ? 256 : m > 64 ? 128 : 64;
+                while (toks > 64 && pairs * ((m + toks - 1) / toks) * 4 < (uint64_t)g->sms * 3)
+                    toks /= 2;
+                if ((m + toks - 1) / toks > 65535) toks = 256; /* grid.y */
+            } else if (g->kn.wgmma_wide && m > 128) {
+                toks = 256;
+            }
+        }
         CUtensorMap tmx;
-        if (wide) {
+        if (toks) {
             cuuint64_t dims[2] = {p->K, m}, strides[1] = {mp.ldx * 2};
-            cuuint32_t box[2] = {64, 256}, estr[2] = {1, 1};
+            cuuint32_t box[2] = {64, toks}, estr[2] = {1, 1};
             CUresult r = cu.tmap_encode(&tmx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)xin,
                                         dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                         CU_TENSOR_MAP_SWIZZLE_128B,
@@ -658,17 +685,22 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
                              (unsigned long long)p->K, (int)r);
                 goto out;
             }
+            smem = WS_SMEM(toks, p->chunk_bytes);
         }
-        unsigned tok_tile = wide ? 256 : 128;
-        if (wide) smem = WIDE_SMEM(p->chunk_bytes);
+        unsigned tok_tile = toks ? toks : 128;
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &tmx};
         dim3 grid = {(unsigned)((p->tiles_n + 1) / 2), (unsigned)((m + tok_tile - 1) / tok_tile), 1};
-        dim3 block = {wide ? 384u : 256u, 1, 1};
-        const mma_module *M = &g->mods[L->mod];
-        const void *kern = wide ? (const void *)M->wide : wg ? (const void *)M->wgmma
-                                                             : (const void *)M->gemm;
+        dim3 block = {toks ? 384u : 256u, 1, 1};
+        const void *kern = toks == 256  ? (const void *)M->wide
+                           : toks == 128 ? (const void *)M->ws[1]
+                           : toks == 64  ? (const void *)M->ws[0]
+                           : wg          ? (const void *)M->wgmma
+                                         : (const void *)M->gemm;
+        static const char *const what[] = {"launch hc_wgmma_gemm64", "launch hc_wgmma_gemm128",
+                                           "launch hc_wgmma_gemm256", "launch hc_wgmma_gemm",
+                                           "launch hc_mma_gemm"};
         CU(cu.launch(kern, grid, block, args, smem, s),
-           wide ? "launch hc_wgmma_gemm256" : wg ? "launch hc_wgmma_gemm" : "launch hc_mma_gemm");
+           what[toks == 64 ? 0 : toks == 128 ? 1 : toks == 256 ? 2 : wg ? 3 : 4]);
     }
 out:
     if (locked) pthread_mutex_unlock(&md->mu);

@@ -46,8 +46,9 @@ static void test_every_kernel_compiles(void) {
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[i][0], kopt[i][1], kopt[i][2], kopt[i][3]}};
     }
     static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
-                                        "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=1"};
-    for (int i = 0; i < 5; i++)
+                                        "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=1",
+                                        "-DHC_WGMMA_MID=1"};
+    for (int i = 0; i < 6; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
     if (getenv("HC_TEST_JIT_QUICK")) { /* tile_gemm.cu, a generic and a specialised module */
         list[2] = list[14]; /* list[1] is the generic int4 module for sm_90a */
@@ -77,7 +78,7 @@ static void test_every_kernel_compiles(void) {
     }
     printf("     (NVRTC %d.%d: %d kernel builds)\n", maj, min, built);
     CHECK_EQ_INT(built, nb);
-    CHECK(nb >= (getenv("HC_TEST_JIT_QUICK") ? 3 : 29));
+    CHECK(nb >= (getenv("HC_TEST_JIT_QUICK") ? 3 : 30));
 }
 
 /* Spill stores ptxas reports for entry function fn in an NVRTC log (-1: not in the log). */
@@ -101,18 +102,19 @@ static void test_hot_kernels_do_not_regress(void) {
     for (int i = 0; i < n; i++) {
         static const char *const names[] = {"HC_CODEC", "HC_SK", "HC_LGS", "HC_ZP"};
         char o[4][24];
-        const char *opts[5];
+        const char *opts[6];
         for (int j = 0; j < 4; j++) {
             snprintf(o[j], sizeof o[j], "-D%s=%s", names[j], kinds[i][j]);
             opts[j] = o[j];
         }
         opts[4] = "--ptxas-options=-v";
+        opts[5] = "-DHC_WGMMA_MID=1"; /* the 64- and 128-token warp-specialised kernels too */
         void *cubin = NULL;
         size_t size = 0;
         char *log = NULL;
         hc_err e = {0};
         why[i][0] = 0;
-        if (hc_jit_compile_log("tile_mma.cu", "sm_90a", opts, 5, &cubin, &size, &log, &e)) {
+        if (hc_jit_compile_log("tile_mma.cu", "sm_90a", opts, 6, &cubin, &size, &log, &e)) {
             snprintf(why[i], sizeof why[i], "does not compile: %s", e.msg);
         } else if (!log) {
             snprintf(why[i], sizeof why[i], "no NVRTC log");
@@ -121,8 +123,9 @@ static void test_hot_kernels_do_not_regress(void) {
         } else {
             /* (hc_mma_gemv_t16 spills 4-12 bytes for two kinds under its 128-register bound:
              * known, measured as it is) */
-            static const char *const hot[] = {"hc_wgmma_gemm256", "hc_mma_gemv_t8"};
-            for (int h = 0; h < 2 && !why[i][0]; h++) {
+            static const char *const hot[] = {"hc_wgmma_gemm256", "hc_wgmma_gemm128",
+                                              "hc_wgmma_gemm64", "hc_mma_gemv_t8"};
+            for (int h = 0; h < 4 && !why[i][0]; h++) {
                 long sp = spill_stores(log, hot[h]);
                 if (sp != 0) snprintf(why[i], sizeof why[i], "%s: %ld bytes spill stores", hot[h], sp);
             }
