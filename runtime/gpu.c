@@ -655,8 +655,9 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         /* On sm_90a the warp-specialised kernels, their activation tiles read by TMA through a
          * tensor map of X made for this call: 256-token tiles for M > 128 (HC_WGMMA_WIDE=0:
          * none); with HC_WGMMA_MID also 64- and 128-token tiles -- the largest tile at most half
-         * empty, made smaller while the grid would leave a quarter of the SMs idle. The others
-         * run on the 128-token hc_wgmma_gemm (mma.sync off Hopper). */
+         * empty, made smaller while the grid would leave a quarter of the SMs idle (then
+         * HC_WGMMA_WIDE is not consulted). The others run on the 128-token hc_wgmma_gemm
+         * (mma.sync off Hopper). */
         const mma_module *M = &g->mods[L->mod];
         unsigned toks = 0; /* of the warp-specialised kernel; 0: none */
         if (wg && cu.tmap_encode) {
@@ -665,7 +666,7 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
                 toks = m > 128 ? 256 : m > 64 ? 128 : 64;
                 while (toks > 64 && pairs * ((m + toks - 1) / toks) * 4 < (uint64_t)g->sms * 3)
                     toks /= 2;
-                if ((m + toks - 1) / toks > 65535) toks = 256; /* grid.y */
+                if ((m + toks - 1) / toks > 65535) toks = 256; /* grid.y (defensive) */
             } else if (g->kn.wgmma_wide && m > 128) {
                 toks = 256;
             }
