@@ -2,7 +2,8 @@
 # ncu_profile.sh KERNEL [SKIP]: profiles one launch of KERNEL in the quick benchmark on the lent
 # GPU (after the build of bench/device_run.sh) and leaves under $OUT: details.txt (speed of
 # light, warp states, scheduler) and src.csv (per-SASS-instruction stall samples; sum them by
-# reason or list the top instructions to see what the warps wait for). ncu locks the SM clock
+# reason or list the top instructions to see what the warps wait for: bench/ncu_summary.py, run
+# here on the returned file). ncu locks the SM clock
 # (about 1.35 GHz on the H200), so read its durations as relative.
 set -u
 out=${OUT:-device-out}
