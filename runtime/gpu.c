@@ -692,16 +692,12 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &tmx};
         dim3 grid = {(unsigned)((p->tiles_n + 1) / 2), (unsigned)((m + tok_tile - 1) / tok_tile), 1};
         dim3 block = {toks ? 384u : 256u, 1, 1};
-        const void *kern = toks == 256  ? (const void *)M->wide
-                           : toks == 128 ? (const void *)M->ws[1]
-                           : toks == 64  ? (const void *)M->ws[0]
-                           : wg          ? (const void *)M->wgmma
-                                         : (const void *)M->gemm;
+        const cudaKernel_t kerns[] = {M->ws[0], M->ws[1], M->wide, M->wgmma, M->gemm};
         static const char *const what[] = {"launch hc_wgmma_gemm64", "launch hc_wgmma_gemm128",
                                            "launch hc_wgmma_gemm256", "launch hc_wgmma_gemm",
                                            "launch hc_mma_gemm"};
-        CU(cu.launch(kern, grid, block, args, smem, s),
-           what[toks == 64 ? 0 : toks == 128 ? 1 : toks == 256 ? 2 : wg ? 3 : 4]);
+        const int ki = toks == 64 ? 0 : toks == 128 ? 1 : toks == 256 ? 2 : wg ? 3 : 4;
+        CU(cu.launch((const void *)kerns[ki], grid, block, args, smem, s), what[ki]);
     }
 out:
     if (locked) pthread_mutex_unlock(&md->mu);

@@ -127,6 +127,15 @@ static void cache_write(const char *dir, const char *path, const void *cubin, si
     free(tmp);
 }
 
+/* NVRTC's log of prog, malloc'd and terminated (NULL when out of memory). */
+static char *program_log(nvrtcProgram prog) {
+    size_t ls = 0;
+    nv.log_size(prog, &ls);
+    char *log = malloc(ls + 1);
+    if (log) nv.log(prog, log), log[ls] = 0;
+    return log;
+}
+
 hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
                          void **cubin, size_t *size, hc_err *err) {
     return hc_jit_compile_log(main, arch, opts, nopts, cubin, size, NULL, err);
@@ -177,10 +186,8 @@ hc_status hc_jit_compile_log(const char *main, const char *arch, const char *con
     }
     r = nv.compile(prog, na, all);
     if (r != NVRTC_SUCCESS) {
-        size_t ls = 0;
-        nv.log_size(prog, &ls);
-        char *log = malloc(ls + 1), *errs = malloc(ls + 1);
-        if (log) nv.log(prog, log), log[ls] = 0;
+        /* each line can gain "; " for its newline: twice the log is room enough */
+        char *log = program_log(prog), *errs = log ? malloc(2 * strlen(log) + 1) : NULL;
         if (log && errs) { /* the error lines first: warnings would fill the message */
             errs[0] = 0;
             for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
@@ -199,11 +206,7 @@ hc_status hc_jit_compile_log(const char *main, const char *arch, const char *con
         st = hc_fail(err, HC_INTERNAL, "NVRTC: no cubin for '%s' (%s)", main, arch);
         goto out;
     }
-    if (log_out) {
-        size_t ls = 0;
-        nv.log_size(prog, &ls);
-        if ((*log_out = malloc(ls + 1))) nv.log(prog, *log_out), (*log_out)[ls] = 0;
-    }
+    if (log_out) *log_out = program_log(prog);
     if (path) cache_write(dir, path, *cubin, *size);
 out:
     if (prog) nv.destroy(&prog);
