@@ -198,55 +198,59 @@ static hc_container *bench_container(const char *path, int si, uint64_t N, uint6
 }
 
 /* HC_BENCH_SWEEP: the kernel knobs (kernels/tile_mma.cu) against each other on the int4 and
- * MXFP4 layers, M = 1, 16 and 4096, CUDA-graph times; one GPU handle (and JIT build) each.
- * HC_BENCH_SWEEP=1 compares the settings below; HC_BENCH_SWEEP="S,B,G,W,P;S,B,G,W,P..."
- * (stages, min blocks, generic, wide, PDL) compares those given (at most 8). */
+ * MXFP4 layers, M = 1, 16, 64, 256 and 4096, CUDA-graph times; one GPU handle (and JIT build)
+ * each. HC_BENCH_SWEEP=1 compares the settings below (the defaults first);
+ * HC_BENCH_SWEEP="S,B,G,W,P,D;..." (stages, min blocks, generic, wide, PDL, mid) compares
+ * those given (at most 8). */
+enum { NKNOB = 6 };
 static void sweep(void) {
     /* the knobs (docs/gpu.md), and the settings compared */
-    static const char *const knob[] = {"HC_GEMV_STAGES", "HC_GEMV_MINB", "HC_GPU_GENERIC",
-                                       "HC_WGMMA_WIDE", "HC_GPU_PDL"};
-    static char cfg[8][5][8] = {{"4", "4", "0", "1", "0"}, {"4", "4", "0", "0", "0"},
-                                {"4", "4", "0", "1", "1"}, {"3", "5", "0", "1", "1"}};
+    static const char *const knob[NKNOB] = {"HC_GEMV_STAGES", "HC_GEMV_MINB", "HC_GPU_GENERIC",
+                                            "HC_WGMMA_WIDE",  "HC_GPU_PDL",   "HC_WGMMA_MID"};
+    static char cfg[8][NKNOB][8] = {{"4", "4", "0", "1", "1", "1"}, {"4", "4", "0", "1", "0", "1"},
+                                    {"4", "4", "0", "1", "1", "0"}, {"4", "4", "0", "0", "1", "0"}};
     size_t ncfg = 4;
     const char *want = getenv("HC_BENCH_SWEEP");
     if (want && strchr(want, ',')) {
         ncfg = 0;
         for (const char *q = want; *q && ncfg < 8;) {
-            int v[5], used = 0;
-            if (sscanf(q, "%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4], &used) != 5) {
-                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P;... at '%s'\n", q);
+            int v[NKNOB], used = 0;
+            if (sscanf(q, "%d,%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &used) !=
+                NKNOB) {
+                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P,D;... at '%s'\n", q);
                 exit(2);
             }
-            for (int i = 0; i < 5; i++) snprintf(cfg[ncfg][i], sizeof cfg[ncfg][i], "%d", v[i]);
+            for (int i = 0; i < NKNOB; i++) snprintf(cfg[ncfg][i], sizeof cfg[ncfg][i], "%d", v[i]);
             ncfg++;
             q += used;
             if (*q == ';') q++;
         }
     }
-    static const uint64_t ms[] = {1, 16, 4096};
+    static const uint64_t ms[] = {1, 16, 64, 256, 4096};
     char path[128], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-sweep-%d.hconvert", (int)getpid());
     void *x, *y;
     CK(cudaMalloc(&x, 4096ull * 8192 * 2));
     CK(cudaMalloc(&y, 4096ull * 28672 * 2));
     fill_bf16(x, 4096ull * 8192, 1);
-    printf("sweep: stages minb generic wide pdl | layer N x K: us at M=1, 16, 4096\n");
+    printf("sweep: stages minb generic wide pdl mid | layer N x K: us at M=1, 16, 64, 256, 4096\n");
     for (int si = 0; si < 2; si++)
         for (int hi = 0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
             uint32_t copies;
             hc_container *c = bench_container(path, si, N, K, &copies);
             for (size_t ci = 0; ci < ncfg; ci++) {
-                for (int i = 0; i < 5; i++) setenv(knob[i], cfg[ci][i], 1);
+                for (int i = 0; i < NKNOB; i++) setenv(knob[i], cfg[ci][i], 1);
                 hc_gpu *g = NULL;
                 hc_gpu_model *md = NULL;
                 if (hc_gpu_open(&g, msg, sizeof msg) ||
                     hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg))
                     die("sweep load", msg);
-                printf("sweep: %s %s %s %s %s | %-14.14s %5llux%-5llu:", cfg[ci][0], cfg[ci][1],
-                       cfg[ci][2], cfg[ci][3], cfg[ci][4], bench_spec(si)->label, (unsigned long long)N,
+                printf("sweep:");
+                for (int i = 0; i < NKNOB; i++) printf(" %s", cfg[ci][i]);
+                printf(" | %-14.14s %5llux%-5llu:", bench_spec(si)->label, (unsigned long long)N,
                        (unsigned long long)K);
-                for (int mi = 0; mi < 3; mi++) {
+                for (int mi = 0; mi < 5; mi++) {
                     ours_ctx oc = {md, copies, x, y, ms[mi], N, K, NULL};
                     double host = 0;
                     printf(" %9.1f", graph_us(&oc, &host));
@@ -260,7 +264,7 @@ static void sweep(void) {
             unlink(path);
         }
     cudaFree(x), cudaFree(y);
-    for (int i = 0; i < 5; i++) unsetenv(knob[i]);
+    for (int i = 0; i < NKNOB; i++) unsetenv(knob[i]);
 }
 
 int main(void) {

@@ -42,7 +42,7 @@
  * copies of the first stages are issued before griddepcontrol.wait (weights do not depend on
  * the kernel before; activations, outputs and the workspace are touched only after it) */
 #ifndef HC_GEMV_PDL
-#define HC_GEMV_PDL 0
+#define HC_GEMV_PDL 1
 #endif
 #if HC_GEMV_PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define HC_PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
@@ -785,7 +785,7 @@ __device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
 #endif
 #define HC_WIDE_GROUP 8
 #ifndef HC_WGMMA_MID
-#define HC_WGMMA_MID 0
+#define HC_WGMMA_MID 1
 #endif
 /* a CUtensorMap, as the host encodes it (cuTensorMapEncodeTiled) */
 struct __align__(64) hc_tmap {
@@ -934,8 +934,8 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
         HC_WS_BODY(toks);                                                                      \
     }
 HC_WS_KERNEL(hc_wgmma_gemm256, 256)
-/* HC_WGMMA_MID (a knob; written in session 8, not yet run on a device): the same kernel with
- * 64- and 128-token tiles, for 16 < M <= 128 and for layers with few stripes (more blocks) */
+/* HC_WGMMA_MID (default 1; 0 drops them): the same kernel with 64- and 128-token tiles, for
+ * 16 < M <= 128 and for layers with few stripes (more blocks) -- bench/NOTES.md v18 */
 #if HC_WGMMA_MID
 HC_WS_KERNEL(hc_wgmma_gemm64, 64)
 HC_WS_KERNEL(hc_wgmma_gemm128, 128)

@@ -101,9 +101,9 @@ static void knobs_from_env(kernel_knobs *k) {
     k->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 1);
     snprintf(k->opt[0], sizeof k->opt[0], "-DHC_GEMV_STAGES=%d", k->gemv_stages);
     snprintf(k->opt[1], sizeof k->opt[1], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
-    k->pdl = env_knob("HC_GPU_PDL", 0, 1, 0);
+    k->pdl = env_knob("HC_GPU_PDL", 0, 1, 1);
     snprintf(k->opt[2], sizeof k->opt[2], "-DHC_GEMV_PDL=%d", k->pdl);
-    k->wgmma_mid = env_knob("HC_WGMMA_MID", 0, 1, 0);
+    k->wgmma_mid = env_knob("HC_WGMMA_MID", 0, 1, 1);
     snprintf(k->opt[3], sizeof k->opt[3], "-DHC_WGMMA_MID=%d", k->wgmma_mid);
 }
 
@@ -648,28 +648,52 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
                "launch hc_mma_gemv");
         }
     } else {
-        /* wgmma on sm_90a unless HC_GPU_GEMM=mma asks for the mma.sync kernel (tests run both) */
+        /* HC_GPU_GEMM (read per call, for tests and measurements) forces one kernel: mma
+         * (mma.sync), wgmma (the 128-token wgmma kernel), ws64 / ws128 / ws256 (the
+         * warp-specialised kernel with that token tile); an error where it is not available */
         const char *which = getenv("HC_GPU_GEMM");
-        bool wg = !strcmp(g->arch, "sm_90a") && !(which && !strcmp(which, "mma"));
+        static const char *const forced[] = {"ws64", "ws128", "ws256", "wgmma", "mma"};
+        int force = -1;
+        for (int i = 0; which && *which && i < 5; i++)
+            if (!strcmp(which, forced[i])) force = i;
+        if (which && *which && force < 0) {
+            st = hc_fail(&err, HC_USAGE, "'%s': HC_GPU_GEMM='%s' is none of ws64, ws128, ws256, "
+                         "wgmma, mma", name, which);
+            goto out;
+        }
+        bool wg = !strcmp(g->arch, "sm_90a") && force != 4;
+        const mma_module *M = &g->mods[L->mod];
+        bool have_ws = wg && cu.tmap_encode && M->wide, have_mid = have_ws && g->kn.wgmma_mid;
+        if ((force >= 0 && force < 4 && !wg) || (force == 2 && !have_ws) ||
+            (force >= 0 && force < 2 && !have_mid)) {
+            st = hc_fail(&err, HC_UNSUPPORTED, "'%s': HC_GPU_GEMM=%s: that kernel is not "
+                         "available here (%s%s%s)", name, which, g->arch,
+                         cu.tmap_encode ? "" : ", no cuTensorMapEncodeTiled",
+                         force < 2 && !g->kn.wgmma_mid ? ", HC_WGMMA_MID=0" : "");
+            goto out;
+        }
         size_t smem = wg ? WGMMA_SMEM(p->chunk_bytes) : 3 * (2 * p->chunk_bytes + 16384);
         /* On sm_90a the warp-specialised kernels, their activation tiles read by TMA through a
-         * tensor map of X made for this call: 256-token tiles for M > 128 (HC_WGMMA_WIDE=0:
-         * none); with HC_WGMMA_MID also 64- and 128-token tiles -- the largest tile at most half
-         * empty, made smaller while the grid would leave a quarter of the SMs idle (then
-         * HC_WGMMA_WIDE is not consulted). The others run on the 128-token hc_wgmma_gemm
-         * (mma.sync off Hopper). */
-        const mma_module *M = &g->mods[L->mod];
+         * tensor map of X made for this call: with HC_WGMMA_MID (default) 64-, 128- and
+         * 256-token tiles -- the largest tile at most half empty, made smaller while the grid
+         * would leave a quarter of the SMs idle (HC_WGMMA_WIDE is then not consulted); with
+         * HC_WGMMA_MID=0 256-token tiles for M > 128 (HC_WGMMA_WIDE=0: none). The others run
+         * on the 128-token hc_wgmma_gemm (mma.sync off Hopper). */
         unsigned toks = 0; /* of the warp-specialised kernel; 0: none */
-        if (wg && cu.tmap_encode) {
-            if (g->kn.wgmma_mid) {
-                uint64_t pairs = (p->tiles_n + 1) / 2;
-                toks = m > 128 ? 256 : m > 64 ? 128 : 64;
-                while (toks > 64 && pairs * ((m + toks - 1) / toks) * 4 < (uint64_t)g->sms * 3)
-                    toks /= 2;
-                if ((m + toks - 1) / toks > 65535) toks = 256; /* grid.y (defensive) */
-            } else if (g->kn.wgmma_wide && m > 128) {
-                toks = 256;
-            }
+        if (force >= 0) {
+            toks = force < 3 ? 64u << force : 0;
+        } else if (have_mid) {
+            uint64_t pairs = (p->tiles_n + 1) / 2;
+            toks = m > 128 ? 256 : m > 64 ? 128 : 64;
+            while (toks > 64 && pairs * ((m + toks - 1) / toks) * 4 < (uint64_t)g->sms * 3)
+                toks /= 2;
+        } else if (have_ws && g->kn.wgmma_wide && m > 128) {
+            toks = 256;
+        }
+        if (toks && (m + toks - 1) / toks > 65535) { /* grid.y */
+            st = hc_fail(&err, HC_UNSUPPORTED, "'%s': M=%llu needs more than 65535 blocks of %u "
+                         "tokens (grid.y)", name, (unsigned long long)m, toks);
+            goto out;
         }
         CUtensorMap tmx;
         if (toks) {

@@ -46,8 +46,8 @@ static void test_every_kernel_compiles(void) {
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[i][0], kopt[i][1], kopt[i][2], kopt[i][3]}};
     }
     static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
-                                        "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=1",
-                                        "-DHC_WGMMA_MID=1"};
+                                        "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=0",
+                                        "-DHC_WGMMA_MID=0"};
     for (int i = 0; i < 6; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
     if (getenv("HC_TEST_JIT_QUICK")) { /* tile_gemm.cu, a generic and a specialised module */

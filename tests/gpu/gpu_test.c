@@ -201,8 +201,11 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
                     x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
                 }
-            for (int pass = 0; pass < (M > 16 ? 2 : 1); pass++) { /* large M: wgmma, mma.sync */
-                if (pass) setenv("HC_GPU_GEMM", "mma", 1);
+            /* M > 16: the kernel the runtime picks, then each kernel forced (HC_GPU_GEMM) */
+            static const char *const forced[] = {"", "mma", "wgmma", "ws64", "ws128", "ws256"};
+            int npass = M <= 16 ? 1 : strcmp(hc_gpu_arch(g), "sm_90a") ? 2 : 6;
+            for (int pass = 0; pass < npass; pass++) {
+                if (pass) setenv("HC_GPU_GEMM", forced[pass], 1);
                 double t0 = now_s();
                 int ok = hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg) == HC_OK;
                 double dt = now_s() - t0;
@@ -232,10 +235,19 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                        "executor's (%.1f ms)\n", fine ? "ok  " : "FAIL", sp->label,
                        (unsigned long long)N, (unsigned long long)K, (unsigned long long)E,
                        shapes[hi].perm ? " perm" : "", (unsigned long long)M,
-                       M <= 16 ? "small-M" : pass ? "mma" : "tiled", (unsigned long long)checked,
+                       M <= 16 ? "small-M" : pass ? forced[pass] : "picked", (unsigned long long)checked,
                        rel, (unsigned long long)bad, (unsigned long long)badc, dt * 1e3);
                 passed += fine, failed += !fine;
             }
+                if (si == 0 && M == 64) { /* a forced kernel that does not exist is refused */
+                    setenv("HC_GPU_GEMM", "ws32", 1);
+                    hc_status rs = hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg);
+                    unsetenv("HC_GPU_GEMM");
+                    int fine = rs != HC_OK && strstr(msg, "HC_GPU_GEMM='ws32'");
+                    printf("%s HC_GPU_GEMM=ws32 refused: %s\n", fine ? "ok  " : "FAIL",
+                           rs ? msg : "(accepted)");
+                    passed += fine, failed += !fine;
+                }
                 free(x), free(y), free(yc);
             }
             free(w);
