@@ -5,8 +5,9 @@
 # HC_TEST_KNOBS, e.g. "HC_GPU_PDL=1"), compute-sanitizer memcheck and racecheck on the quick
 # test set (sanknobs: memcheck again with the knobs), the knob sweep and the full benchmark
 # (benchknobs: again with the knobs). Sanitizer logs go to one file (at most 8 files come
-# back). STEPS picks a subset (default: all):
-#   STEPS="test knobs sanitize sanknobs sweep bench benchknobs" sh bench/device_run.sh
+# back). STEPS picks a subset (default: all but scaling, the M = 1 time over N with the copy
+# pipeline alone beside it):
+#   STEPS="test knobs sanitize sanknobs scaling sweep bench benchknobs" sh bench/device_run.sh
 # Each step has its own time limit so that one hang cannot eat the call.
 set -u
 out=${OUT:-device-out}
@@ -44,6 +45,11 @@ if has sanknobs && [ -n "${HC_TEST_KNOBS:-}" ]; then # memcheck once more, with 
         --error-exitcode 9 $b/gpu_test >"$out/memcheck_knobs.log" 2>&1
     echo "memcheck with $HC_TEST_KNOBS rc=$?: $(grep -E 'SUMMARY' "$out/memcheck_knobs.log" | tail -1)"
     cat "$out/memcheck_knobs.log" >>"$out/sanitize.log" && rm -f "$out/memcheck_knobs.log"
+fi
+if has scaling; then
+    HC_BENCH_SCALING=1 timeout 200 $b/bench/gpu_bench >"$out/scaling.log" 2>&1
+    echo "scaling rc=$?"
+    cat "$out/scaling.log"
 fi
 if has sweep; then
     HC_BENCH_SWEEP=1 timeout 200 $b/bench/gpu_bench >"$out/sweep.log" 2>&1

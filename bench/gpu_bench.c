@@ -200,24 +200,27 @@ static hc_container *bench_container(const char *path, int si, uint64_t N, uint6
 /* HC_BENCH_SWEEP: the kernel knobs (kernels/tile_mma.cu) against each other on the int4 and
  * MXFP4 layers, M = 1, 16, 64, 256 and 4096, CUDA-graph times; one GPU handle (and JIT build)
  * each. HC_BENCH_SWEEP=1 compares the settings below (the defaults first);
- * HC_BENCH_SWEEP="S,B,G,W,P,D;..." (stages, min blocks, generic, wide, PDL, mid) compares
- * those given (at most 8). */
-enum { NKNOB = 6 };
+ * HC_BENCH_SWEEP="S,B,G,W,P,D,O;..." (stages, min blocks, generic, wide, PDL, mid, M = 1
+ * stages) compares those given (at most 8). */
+enum { NKNOB = 7 };
 static void sweep(void) {
     /* the knobs (docs/gpu.md), and the settings compared */
     static const char *const knob[NKNOB] = {"HC_GEMV_STAGES", "HC_GEMV_MINB", "HC_GPU_GENERIC",
-                                            "HC_WGMMA_WIDE",  "HC_GPU_PDL",   "HC_WGMMA_MID"};
-    static char cfg[8][NKNOB][8] = {{"4", "4", "0", "1", "1", "1"}, {"4", "4", "0", "1", "0", "1"},
-                                    {"4", "4", "0", "1", "1", "0"}, {"4", "4", "0", "0", "1", "0"}};
+                                            "HC_WGMMA_WIDE",  "HC_GPU_PDL",   "HC_WGMMA_MID",
+                                            "HC_GEMV1_STAGES"};
+    static char cfg[8][NKNOB][8] = {{"4", "4", "0", "1", "1", "1", "6"},
+                                    {"4", "4", "0", "1", "1", "1", "4"},
+                                    {"4", "4", "0", "1", "1", "1", "8"},
+                                    {"4", "4", "0", "1", "0", "1", "6"}};
     size_t ncfg = 4;
     const char *want = getenv("HC_BENCH_SWEEP");
     if (want && strchr(want, ',')) {
         ncfg = 0;
         for (const char *q = want; *q && ncfg < 8;) {
             int v[NKNOB], used = 0;
-            if (sscanf(q, "%d,%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &used) !=
-                NKNOB) {
-                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P,D;... at '%s'\n", q);
+            if (sscanf(q, "%d,%d,%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                       &used) != NKNOB) {
+                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P,D,O;... at '%s'\n", q);
                 exit(2);
             }
             for (int i = 0; i < NKNOB; i++) snprintf(cfg[ncfg][i], sizeof cfg[ncfg][i], "%d", v[i]);
@@ -233,7 +236,7 @@ static void sweep(void) {
     CK(cudaMalloc(&x, 4096ull * 8192 * 2));
     CK(cudaMalloc(&y, 4096ull * 28672 * 2));
     fill_bf16(x, 4096ull * 8192, 1);
-    printf("sweep: stages minb generic wide pdl mid | layer N x K: us at M=1, 16, 64, 256, 4096\n");
+    printf("sweep: stages minb generic wide pdl mid stages1 | layer N x K: us at M=1, 16, 64, 256, 4096\n");
     for (int si = 0; si < 2; si++)
         for (int hi = 0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
@@ -267,9 +270,68 @@ static void sweep(void) {
     for (int i = 0; i < NKNOB; i++) unsetenv(knob[i]);
 }
 
+/* HC_BENCH_SCALING=1: where the M = 1 time goes -- int4 g128 at K = 8192 over N (the time's
+ * slope is the streaming rate, its intercept the fixed cost of a launch), each with the full
+ * kernel and with the copy pipeline alone (HC_DIAG_GEMV_COPY_ONLY), and the stream read at
+ * several sizes. */
+static void scaling(void) {
+    static const uint64_t Ns[] = {4096, 8192, 16384, 28672, 33792, 57344};
+    const uint64_t K = 8192;
+    char path[128], msg[1024];
+    snprintf(path, sizeof path, "/tmp/hc-gpu-scaling-%d.hconvert", (int)getpid());
+    hc_gpu *g[2] = {NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+        setenv("HC_DIAG_GEMV_COPY_ONLY", d ? "1" : "0", 1);
+        if (hc_gpu_open(&g[d], msg, sizeof msg)) die("scaling open", msg);
+    }
+    unsetenv("HC_DIAG_GEMV_COPY_ONLY");
+    static const uint64_t sizes[] = {32ull << 20, 128ull << 20, 512ull << 20, 2048ull << 20};
+    for (int i = 0; i < 4; i++) {
+        double gbs = 0;
+        if (hc_gpu_stream_read(g[0], sizes[i], 20, &gbs, msg, sizeof msg)) die("stream", msg);
+        printf("scaling: stream read %5llu MiB x 20: %6.0f GB/s\n",
+               (unsigned long long)(sizes[i] >> 20), gbs);
+    }
+    void *x, *y;
+    CK(cudaMalloc(&x, K * 16 * 2));
+    CK(cudaMalloc(&y, 57344ull * 16 * 2));
+    fill_bf16(x, K * 16, 1);
+    printf("scaling: int4 g128 K=8192 M=1 | N | weight MB | full kernel us GB/s | copies only "
+           "us GB/s\n");
+    for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++) {
+        uint64_t N = Ns[ni];
+        uint32_t copies;
+        hc_container *c = bench_container(path, 0, N, K, &copies);
+        double us[2], mb = 0;
+        for (int d = 0; d < 2; d++) {
+            hc_gpu_model *md = NULL;
+            if (hc_gpu_model_load(g[d], c, NULL, &md, msg, sizeof msg)) die("scaling load", msg);
+            uint64_t layers, bytes;
+            double secs;
+            hc_gpu_model_stats(md, &layers, &bytes, &secs);
+            mb = (double)bytes / copies / 1e6;
+            ours_ctx oc = {md, copies, x, y, 1, N, K, NULL};
+            double host = 0;
+            us[d] = graph_us(&oc, &host);
+            hc_gpu_model_free(md);
+        }
+        printf("scaling: %6llu %7.1f | %8.1f %6.0f | %8.1f %6.0f\n", (unsigned long long)N, mb,
+               us[0], mb / us[0] * 1e3, us[1], mb / us[1] * 1e3);
+        fflush(stdout);
+        hc_container_free(c);
+        unlink(path);
+    }
+    cudaFree(x), cudaFree(y);
+    hc_gpu_free(g[0]), hc_gpu_free(g[1]);
+}
+
 int main(void) {
     if (getenv("HC_BENCH_SWEEP")) {
         sweep();
+        return 0;
+    }
+    if (getenv("HC_BENCH_SCALING")) {
+        scaling();
         return 0;
     }
     hc_gpu *g = NULL;

@@ -21,9 +21,10 @@
 //   128 x 64 activation tile); each weight is decoded, scaled in float32 and rounded once to
 //   bf16 (as dequantize-then-GEMM would), activations go through ldmatrix.
 // hc_wgmma_gemm (sm_90a): the same tiles on wgmma m64n128k16, A in registers.
-// hc_wgmma_gemm256 (sm_90a, M > 128): warp-specialised, 128 weight rows x 256 tokens per block: a
-//   producer thread fills a 5-stage pipeline with TMA (activations) and bulk copies (chunks),
-//   two consumer warpgroups decode their rows into registers and run wgmma m64n256k16.
+// hc_wgmma_gemm64/128/256 (sm_90a, M > 16): warp-specialised, 128 weight rows x 64/128/256
+//   tokens per block: a producer thread fills a 5-stage pipeline with TMA (activations) and
+//   bulk copies (chunks), two consumer warpgroups decode their rows into registers and run
+//   wgmma m64nTk16.
 #include "layout_core.h"
 
 #ifndef HC_CODEC
@@ -34,6 +35,9 @@
  * measurements behind the defaults). */
 #ifndef HC_GEMV_STAGES
 #define HC_GEMV_STAGES 4 /* tiles of a warp's pipeline (HC_GEMV_STAGES - 1 in flight) */
+#endif
+#ifndef HC_GEMV1_STAGES
+#define HC_GEMV1_STAGES 6 /* the M = 1 kernel's (its stages hold one activation row) */
 #endif
 #ifndef HC_GEMV_MINB
 #define HC_GEMV_MINB 4 /* launch bounds: resident blocks per SM the registers must allow */
@@ -50,6 +54,9 @@
 #else
 #define HC_PDL_WAIT() ((void)0)
 #define HC_PDL_RELEASE() ((void)0)
+#endif
+#ifndef HC_GEMV_DIAG
+#define HC_GEMV_DIAG 0 /* 1: the small-M kernels only copy (a measurement; wrong results) */
 #endif
 #define HC_GEMM_STAGES 3
 #define HC_WGMMA_STAGES 3
@@ -309,10 +316,12 @@ __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params
 }
 
 /* ================= small M ================= */
-/* A stage of a warp's pipeline: the tile chunk, then the tile's activations [TOK][64] bf16
+/* A stage of a warp's pipeline: the tile chunk, then the tile's activations [XR][64] bf16
  * (the 128-byte rows swizzled by 16-byte pieces: piece q of token t at t * 128 + (q ^ t % 8) *
- * 16, so ldmatrix reads them without bank conflicts). Rows of tokens >= m are zeroed once. */
-template <int TOK>
+ * 16, so ldmatrix reads them without bank conflicts); NS stages. Rows of tokens >= m are zeroed
+ * once; tokens XR..TOK-1 (XR < TOK: the M = 1 kernel, whose stages hold one activation row
+ * and so fit more of them) read a zero row after the warp's stages. */
+template <int TOK, int XR, int NS>
 __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                           hc_u64 expert, const hc_u16 *__restrict__ x, hc_u64 m,
                                           hc_u16 *__restrict__ y, float *__restrict__ ws,
@@ -321,16 +330,17 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     hc_u8 *smem = hc_smem;
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned g = lane >> 2, c = lane & 3;
-    const hc_u64 nb = blockIdx.x, cb = P_CB, sb = cb + TOK * 128;
+    const hc_u64 nb = blockIdx.x, cb = P_CB, sb = cb + XR * 128;
+    constexpr unsigned ZR = XR < TOK ? 128 : 0; /* the zero row */
     const hc_u8 *stripe = w + (expert * p.tiles_n + nb) * p.tiles_k * cb;
-    hc_u8 *mine = smem + (hc_u64)warp * HC_GEMV_STAGES * sb;
+    hc_u8 *mine = smem + (hc_u64)warp * (NS * sb + ZR), *zrow = mine + NS * sb;
     const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
     const long nt = kb0 < p.tiles_k ? (long)((p.tiles_k - kb0 + step - 1) / step) : 0;
-    const unsigned live = (unsigned)(m < TOK ? m : TOK), xpieces = live * 8;
+    const unsigned live = (unsigned)(m < XR ? m : XR), xpieces = live * 8;
     const unsigned gmask = (1u << P_LGS) - 1;
     /* activation rows of absent tokens stay zero in every stage */
-    for (unsigned q = lane; q < HC_GEMV_STAGES * (TOK - live) * 8; q += 32) {
-        unsigned st = q / ((TOK - live) * 8), r = q % ((TOK - live) * 8);
+    for (unsigned q = lane; q < NS * (XR - live) * 8; q += 32) {
+        unsigned st = q / ((XR - live) * 8), r = q % ((XR - live) * 8);
         *(uint4 *)(mine + st * sb + cb + (live + r / 8) * 128 + (r % 8) * 16) = make_uint4(0, 0, 0, 0);
     }
 
@@ -347,13 +357,14 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
 
     auto wait = [&](long) {
-        cp_wait<HC_GEMV_STAGES - 1>();
+        cp_wait<NS - 1>();
         __syncwarp();
     };
     /* this lane's pieces of every tile: chunk bytes lane * 16 + 512 q, and activation pieces
      * lane + 32 h (token t, 16-byte piece pc); the copies walk running pointers, so a tile's
      * issue is its cp.async instructions and a few adds */
-    constexpr unsigned XH = (TOK * 8 + 31) / 32;
+    if (ZR && lane < 8) *(uint4 *)(zrow + lane * 16) = make_uint4(0, 0, 0, 0);
+    constexpr unsigned XH = (XR * 8 + 31) / 32;
     const unsigned mine_s = smem_addr(mine);
     const hc_u8 *csrc = stripe + kb0 * cb + lane * 16;
     const hc_u64 src_step = step * cb, kstep = step * 64;
@@ -393,36 +404,36 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         issue_w(snext);
         issue_x(snext, kcol);
         kcol += kstep;
-        snext = snext + 1 == HC_GEMV_STAGES ? 0 : snext + 1;
+        snext = snext + 1 == NS ? 0 : snext + 1;
     };
     __syncwarp();
 #if HC_GEMV_PDL
     /* the first stages' weights before the previous kernel is done (they go into the first
      * commit group with stage 0's activations; later groups hold activations only) */
 #pragma unroll
-    for (int s = 0; s < HC_GEMV_STAGES - 1; s++)
+    for (int s = 0; s < NS - 1; s++)
         if (s < nt) issue_w((unsigned)s);
     HC_PDL_RELEASE();
     HC_PDL_WAIT();
 #pragma unroll
-    for (int s = 0; s < HC_GEMV_STAGES - 1; s++) {
+    for (int s = 0; s < NS - 1; s++) {
         if (s < nt) issue_x((unsigned)s, kcol), kcol += kstep, snext++;
         cp_commit();
     }
 #else
 #pragma unroll
-    for (int s = 0; s < HC_GEMV_STAGES - 1; s++) {
+    for (int s = 0; s < NS - 1; s++) {
         if (s < nt) issue();
         cp_commit();
     }
 #endif
     for (long i = 0; i < nt; i++) {
         __syncwarp(); /* every lane is done with the stage about to be refilled */
-        if (i + HC_GEMV_STAGES - 1 < nt) issue();
+        if (i + NS - 1 < nt) issue();
         cp_commit();
         unsigned b[4][MT][2];
         wait(i);
-        const hc_u8 *ch = mine + (hc_u64)(i % HC_GEMV_STAGES) * sb;
+        const hc_u8 *ch = mine + (hc_u64)(i % NS) * sb;
         const hc_u8 *xs = ch + cb;
         /* B fragments: ldmatrix x4 = 8 tokens x 32 columns (two k16 steps) */
 #pragma unroll
@@ -430,12 +441,17 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 unsigned t = mt * 8 + (lane & 7), pc = h * 4 + (lane >> 3);
-                unsigned addr = smem_addr(xs + t * 128 + ((pc ^ (t & 7)) * 16));
+                unsigned addr = smem_addr(t < XR ? xs + t * 128 + ((pc ^ (t & 7)) * 16)
+                                                 : zrow + pc * 16);
                 asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                              : "=r"(b[2 * h][mt][0]), "=r"(b[2 * h][mt][1]),
                                "=r"(b[2 * h + 1][mt][0]), "=r"(b[2 * h + 1][mt][1])
                              : "r"(addr));
             }
+#if HC_GEMV_DIAG /* HC_DIAG_GEMV_COPY_ONLY: the copies and one read, no arithmetic */
+        acc[0][0][0] += (float)(*(const unsigned *)(ch + lane * 16) & 1u);
+        continue;
+#endif
 #pragma unroll
         for (int rb = 0; rb < 4; rb++) {
             rb_codes v;
@@ -506,17 +522,23 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     if (threadIdx.x == 0) cnt[nb] = 0; /* ready for the next launch */
 }
 
-/* Dynamic shared memory: 4 warps x HC_GEMV_STAGES x (chunk_bytes + TOK x 128), x 16-byte
- * aligned with K % 8 == 0 (the host gathers otherwise). */
+/* Dynamic shared memory: 4 warps x HC_GEMV_STAGES x (chunk_bytes + TOK x 128); M = 1: 4 warps x
+ * (HC_GEMV1_STAGES x (chunk_bytes + 128) + 128). x 16-byte aligned with K % 8 == 0 (the host
+ * gathers otherwise). */
+extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
+    hc_mma_gemv_t1(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
+                   hc_u16 *y, float *ws, unsigned *cnt) {
+    gemv_body<8, 1, HC_GEMV1_STAGES>(w, p, expert, x, m, y, ws, cnt);
+}
 extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t8(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                    hc_u16 *y, float *ws, unsigned *cnt) {
-    gemv_body<8>(w, p, expert, x, m, y, ws, cnt);
+    gemv_body<8, 8, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt);
 }
 extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t16(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                     hc_u16 *y, float *ws, unsigned *cnt) {
-    gemv_body<16>(w, p, expert, x, m, y, ws, cnt);
+    gemv_body<16, 16, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt);
 }
 
 /* One K tile for the large-M kernels, copied by NT cooperating threads (thread tid): the

@@ -52,9 +52,10 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
 typedef struct {
-    int gemv_stages, wgmma_wide, pdl, wgmma_mid;
+    int gemv_stages, gemv1_stages, wgmma_wide, pdl, wgmma_mid;
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
-    char opt[4][32];
+    bool diag;       /* HC_DIAG_GEMV_COPY_ONLY=1: wrong results, for measurement only */
+    char opt[6][32];
 } kernel_knobs;
 
 /* The kind of layer a tiled tensor is, as the kernel modules are specialised: codec (0: no GPU
@@ -68,9 +69,9 @@ typedef struct {
     layer_kind kind;
     bool generic;
     cudaLibrary_t lib;
-    cudaKernel_t gemv[2], gemm, wgmma, wide; /* gemv for M <= 8, 16; wide: M > 128 */
+    cudaKernel_t gemv[3], gemm, wgmma, wide; /* gemv for M = 1, <= 8, <= 16; wide: 256 tokens */
     cudaKernel_t ws[2];                      /* HC_WGMMA_MID: 64- and 128-token tiles */
-    int gemv_blocks[2];                /* resident blocks per SM */
+    int gemv_blocks[3];                /* resident blocks per SM */
 } mma_module;
 
 struct hc_gpu {
@@ -105,6 +106,15 @@ static void knobs_from_env(kernel_knobs *k) {
     snprintf(k->opt[2], sizeof k->opt[2], "-DHC_GEMV_PDL=%d", k->pdl);
     k->wgmma_mid = env_knob("HC_WGMMA_MID", 0, 1, 1);
     snprintf(k->opt[3], sizeof k->opt[3], "-DHC_WGMMA_MID=%d", k->wgmma_mid);
+    /* a measurement, not a knob: the small-M kernels copy every tile and skip the arithmetic
+     * (their results are wrong), to time the copy pipeline alone (bench/NOTES.md) */
+    k->diag = env_knob("HC_DIAG_GEMV_COPY_ONLY", 0, 1, 0);
+    k->gemv1_stages = env_knob("HC_GEMV1_STAGES", 2, 8, 6);
+    snprintf(k->opt[4], sizeof k->opt[4], "-DHC_GEMV1_STAGES=%d", k->gemv1_stages);
+    snprintf(k->opt[5], sizeof k->opt[5], "-DHC_GEMV_DIAG=1");
+    if (k->diag)
+        fprintf(stderr, "hconvert: HC_DIAG_GEMV_COPY_ONLY=1: M <= 16 results are wrong "
+                        "(a measurement of the copy pipeline)\n");
 }
 
 static unsigned codec_of(const hc_tile_params *p);
@@ -148,7 +158,8 @@ static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
     int no = 0;
     opts[no++] = buf[0];
     for (int i = 1; i < 4 && kn->specialise; i++) opts[no++] = buf[i];
-    for (int i = 0; i < 4; i++) opts[no++] = kn->opt[i];
+    for (int i = 0; i < 5; i++) opts[no++] = kn->opt[i];
+    if (kn->diag) opts[no++] = kn->opt[5];
     return no;
 }
 
@@ -340,6 +351,8 @@ static const char *const codec_names[HC_CODECS] = {
 /* dynamic shared memory of hc_mma_gemv_t<tok>: 4 warps x stages x (chunk + tok x 128) */
 #define GEMV_SMEM(g, chunk, tok) \
     (4 * (size_t)(g)->kn.gemv_stages * ((size_t)(chunk) + (tok) * 128))
+/* of hc_mma_gemv_t1: 4 warps x (HC_GEMV1_STAGES x (chunk + one activation row) + a zero row) */
+#define GEMV1_SMEM(g, chunk) (4 * ((size_t)(g)->kn.gemv1_stages * ((size_t)(chunk) + 128) + 128))
 /* of the warp-specialised kernels with toks-token tiles (hc_wgmma_gemm256, 64, 128):
  * alignment slack + 5 stages x round1024(activations, two chunks) */
 #define WS_SMEM(toks, chunk) \
@@ -374,15 +387,18 @@ static hc_status layer_module(hc_gpu *g, layer_kind k, int *index, hc_err *perr)
     st = hc_jit_compile("tile_mma.cu", g->arch, opts, no, &cubin, &size, &err);
     if (st) goto out;
     CU(cu.lib_load(&M->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData(tile_mma)");
-    CU(cu.lib_kernel(&M->gemv[0], M->lib, "hc_mma_gemv_t8"), "hc_mma_gemv_t8");
-    CU(cu.lib_kernel(&M->gemv[1], M->lib, "hc_mma_gemv_t16"), "hc_mma_gemv_t16");
+    CU(cu.lib_kernel(&M->gemv[0], M->lib, "hc_mma_gemv_t1"), "hc_mma_gemv_t1");
+    CU(cu.lib_kernel(&M->gemv[1], M->lib, "hc_mma_gemv_t8"), "hc_mma_gemv_t8");
+    CU(cu.lib_kernel(&M->gemv[2], M->lib, "hc_mma_gemv_t16"), "hc_mma_gemv_t16");
     CU(cu.lib_kernel(&M->gemm, M->lib, "hc_mma_gemm"), "hc_mma_gemm");
     CU(cu.lib_kernel(&M->wgmma, M->lib, "hc_wgmma_gemm"), "hc_wgmma_gemm");
     CU(cu.lib_kernel(&M->wide, M->lib, "hc_wgmma_gemm256"), "hc_wgmma_gemm256");
     /* every chunk size (at most 5376 bytes) fits */
     CU(cu.func_attr((const void *)M->gemv[0], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                    GEMV_SMEM(g, 5376, 8)), "shared memory of hc_mma_gemv_t8");
+                    GEMV1_SMEM(g, 5376)), "shared memory of hc_mma_gemv_t1");
     CU(cu.func_attr((const void *)M->gemv[1], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                    GEMV_SMEM(g, 5376, 8)), "shared memory of hc_mma_gemv_t8");
+    CU(cu.func_attr((const void *)M->gemv[2], cudaFuncAttributeMaxDynamicSharedMemorySize,
                     GEMV_SMEM(g, 5376, 16)), "shared memory of hc_mma_gemv_t16");
     CU(cu.func_attr((const void *)M->gemm, cudaFuncAttributeMaxDynamicSharedMemorySize,
                     3 * (2 * 5376 + 16384)), "shared memory of hc_mma_gemm");
@@ -539,7 +555,10 @@ static hc_status grow(void **buf, size_t *have, size_t want, bool zero, hc_err *
     cu.free_(*buf);
     *buf = NULL, *have = 0;
     CU(cu.malloc_(buf, want), "cudaMalloc(workspace)");
-    if (zero) CU(cu.memset_(*buf, 0, want), "cudaMemset(workspace)");
+    if (zero) { /* (on the legacy stream: done before a kernel on any stream reads it) */
+        CU(cu.memset_(*buf, 0, want), "cudaMemset(workspace)");
+        CU(cu.sync(), "synchronise after clearing a workspace");
+    }
     *have = want;
 out:
     if (st) *perr = err;
@@ -605,25 +624,28 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     }
     unsigned long long e = expert, mm = m;
     if (small) {
-        int t16 = m > 8;
-        size_t smem = GEMV_SMEM(g, p->chunk_bytes, t16 ? 16 : 8);
+        /* M = 1: hc_mma_gemv_t1, whose stages hold one activation row (more stages in the same
+         * shared memory: more weight bytes in flight) */
+        const int gi = m == 1 ? 0 : m <= 8 ? 1 : 2;
+        size_t smem = gi == 0 ? GEMV1_SMEM(g, p->chunk_bytes)
+                              : GEMV_SMEM(g, p->chunk_bytes, gi == 2 ? 16 : 8);
         mma_module *M = &g->mods[L->mod];
-        if (!M->gemv_blocks[t16]) {
+        if (!M->gemv_blocks[gi]) {
             int b = 0;
-            if (cu.occupancy(&b, (const void *)M->gemv[t16], 128, smem) != cudaSuccess || b < 1)
+            if (cu.occupancy(&b, (const void *)M->gemv[gi], 128, smem) != cudaSuccess || b < 1)
                 b = 2;
-            M->gemv_blocks[t16] = b;
+            M->gemv_blocks[gi] = b;
         }
         /* K split over blocks so that the grid is one wave of resident blocks: a block streams
          * its tiles at the memory's pace, and a second, partial wave would double the time
          * (measured: bench/NOTES.md). Each warp keeps at least two tiles. */
-        uint64_t resident = (uint64_t)g->sms * (uint64_t)M->gemv_blocks[t16];
+        uint64_t resident = (uint64_t)g->sms * (uint64_t)M->gemv_blocks[gi];
         uint64_t want = resident / p->tiles_n;
         uint64_t most = p->tiles_k / 8;
         unsigned ksplit = (unsigned)(want < most ? want : most);
         if (ksplit < 1) ksplit = 1;
         if (ksplit > 1) {
-            size_t tok = t16 ? 16 : 8;
+            size_t tok = gi == 2 ? 16 : 8;
             st = grow(&md->ws, &md->ws_bytes, (size_t)ksplit * p->tiles_n * 64 * tok * 4, false,
                       &err);
             if (!st) st = grow(&md->cnt, &md->cnt_n, p->tiles_n * 4, true, &err);
@@ -642,9 +664,9 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
             cudaLaunchConfig_t cfg = {0};
             cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s;
             cfg.attrs = &at, cfg.numAttrs = 1;
-            CU(cu.launch_ex(&cfg, (const void *)M->gemv[t16], args), "launch hc_mma_gemv (PDL)");
+            CU(cu.launch_ex(&cfg, (const void *)M->gemv[gi], args), "launch hc_mma_gemv (PDL)");
         } else {
-            CU(cu.launch((const void *)M->gemv[t16], grid, block, args, smem, s),
+            CU(cu.launch((const void *)M->gemv[gi], grid, block, args, smem, s),
                "launch hc_mma_gemv");
         }
     } else {

@@ -47,8 +47,9 @@ static void test_every_kernel_compiles(void) {
     }
     static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
                                         "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=0",
-                                        "-DHC_WGMMA_MID=0"};
-    for (int i = 0; i < 6; i++)
+                                        "-DHC_WGMMA_MID=0", "-DHC_GEMV_DIAG=1",
+                                        "-DHC_GEMV1_STAGES=3"};
+    for (int i = 0; i < 8; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
     if (getenv("HC_TEST_JIT_QUICK")) { /* tile_gemm.cu, a generic and a specialised module */
         list[2] = list[14]; /* list[1] is the generic int4 module for sm_90a */
@@ -124,8 +125,9 @@ static void test_hot_kernels_do_not_regress(void) {
             /* (hc_mma_gemv_t16 spills 4-12 bytes for two kinds under its 128-register bound:
              * known, measured as it is) */
             static const char *const hot[] = {"hc_wgmma_gemm256", "hc_wgmma_gemm128",
-                                              "hc_wgmma_gemm64", "hc_mma_gemv_t8"};
-            for (int h = 0; h < 4 && !why[i][0]; h++) {
+                                              "hc_wgmma_gemm64", "hc_mma_gemv_t8",
+                                              "hc_mma_gemv_t1"};
+            for (int h = 0; h < 5 && !why[i][0]; h++) {
                 long sp = spill_stores(log, hot[h]);
                 if (sp != 0) snprintf(why[i], sizeof why[i], "%s: %ld bytes spill stores", hot[h], sp);
             }
