@@ -493,16 +493,19 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
             }
     __syncthreads();
     const bool split = gridDim.y > 1;
-    for (unsigned idx = threadIdx.x; idx < 64 * TOK; idx += blockDim.x) {
-        unsigned row = idx / TOK, tok = idx % TOK;
+    /* the live tokens' sums only: element idx of E is row idx / mlive, token idx % mlive */
+    const unsigned mlive = (unsigned)(m < TOK ? m : TOK), E = 64 * mlive;
+    for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
+        unsigned row = idx / mlive, tok = idx % mlive;
         float s = red[row * TOK + tok] + red[(64 + row) * TOK + tok] +
                   red[(128 + row) * TOK + tok] + red[(192 + row) * TOK + tok];
         hc_u64 n = nb * 64 + row;
-        if (split) ws[((hc_u64)blockIdx.y * p.tiles_n + nb) * 64 * TOK + idx] = s;
-        else if (n < p.N && tok < m) y[tok * p.N + n] = bf16_of(s);
+        if (split) __stcg(&ws[((hc_u64)blockIdx.y * p.tiles_n + nb) * 64 * TOK + row * TOK + tok], s);
+        else if (n < p.N) y[tok * p.N + n] = bf16_of(s);
     }
     if (!split) return;
-    /* the last block of this stripe to finish adds the partial sums, in block order */
+    /* the last block of this stripe to finish adds the partial sums, in block order, with the
+     * loads of 8 blocks' partials in flight together (one round trip each, not one per block) */
     __shared__ unsigned last;
     __threadfence();
     __syncthreads();
@@ -510,13 +513,22 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (unsigned idx = threadIdx.x; idx < 64 * TOK; idx += blockDim.x) {
-        unsigned row = idx / TOK, tok = idx % TOK;
+    for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
+        unsigned row = idx / mlive, tok = idx % mlive;
         hc_u64 n = nb * 64 + row;
-        if (n >= p.N || tok >= m) continue;
+        if (n >= p.N) continue;
+        const float *src = ws + (hc_u64)nb * 64 * TOK + row * TOK + tok;
+        const hc_u64 bstride = p.tiles_n * 64ull * TOK;
         float s = 0.0f;
-        for (unsigned yb = 0; yb < gridDim.y; yb++)
-            s += __ldcg(&ws[((hc_u64)yb * p.tiles_n + nb) * 64 * TOK + idx]);
+        for (unsigned y0 = 0; y0 < gridDim.y; y0 += 8) {
+            float v[8];
+#pragma unroll
+            for (unsigned u = 0; u < 8; u++)
+                v[u] = y0 + u < gridDim.y ? __ldcg(src + (y0 + u) * bstride) : 0.0f;
+#pragma unroll
+            for (unsigned u = 0; u < 8; u++)
+                if (y0 + u < gridDim.y) s += v[u];
+        }
         y[tok * p.N + n] = bf16_of(s);
     }
     if (threadIdx.x == 0) cnt[nb] = 0; /* ready for the next launch */
