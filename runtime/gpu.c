@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "base.h"
+#include "gpu_plan.h"
 #include "jit.h"
 #include "layout.h"
 
@@ -53,6 +54,7 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 /* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
 typedef struct {
     int gemv_stages, gemv1_stages, wgmma_wide, pdl, wgmma_mid;
+    int balance; /* HC_GEMV_BALANCE: the small-M K split by gpu_plan.h's model (host only) */
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
     bool diag;       /* HC_DIAG_GEMV_COPY_ONLY=1: wrong results, for measurement only */
     char opt[6][32];
@@ -100,6 +102,7 @@ static void knobs_from_env(kernel_knobs *k) {
     k->gemv_stages = env_knob("HC_GEMV_STAGES", 2, 6, 4);
     k->specialise = env_knob("HC_GPU_GENERIC", 0, 1, 0) == 0;
     k->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 1);
+    k->balance = env_knob("HC_GEMV_BALANCE", 0, 1, 0);
     snprintf(k->opt[0], sizeof k->opt[0], "-DHC_GEMV_STAGES=%d", k->gemv_stages);
     snprintf(k->opt[1], sizeof k->opt[1], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
     k->pdl = env_knob("HC_GPU_PDL", 0, 1, 1);
@@ -637,13 +640,11 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
             M->gemv_blocks[gi] = b;
         }
         /* K split over blocks so that the grid is one wave of resident blocks: a block streams
-         * its tiles at the memory's pace, and a second, partial wave would double the time
-         * (measured: bench/NOTES.md). Each warp keeps at least two tiles. */
-        uint64_t resident = (uint64_t)g->sms * (uint64_t)M->gemv_blocks[gi];
-        uint64_t want = resident / p->tiles_n;
-        uint64_t most = p->tiles_k / 8;
-        unsigned ksplit = (unsigned)(want < most ? want : most);
-        if (ksplit < 1) ksplit = 1;
+         * its tiles at the memory's pace (measured: bench/NOTES.md); HC_GEMV_BALANCE=1 picks
+         * it by the per-multiprocessor model of gpu_plan.h instead. Each warp keeps at least
+         * two tiles. */
+        unsigned ksplit = hc_gemv_ksplit(p->tiles_n, p->tiles_k, (uint64_t)g->sms,
+                                         (uint64_t)M->gemv_blocks[gi], g->kn.balance);
         if (ksplit > 1) {
             size_t tok = gi == 2 ? 16 : 8;
             st = grow(&md->ws, &md->ws_bytes, (size_t)ksplit * p->tiles_n * 64 * tok * 4, false,

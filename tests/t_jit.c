@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
+#include "gpu_plan.h"
 #include "jit.h"
 #include "test.h"
 
@@ -180,7 +181,35 @@ static void test_gpu_absent_is_clean(void) {
     printf("     (no GPU here: %s)\n", msg);
 }
 
+/* The small-M K split (runtime/gpu_plan.h) on the H200's 132 SMs x 4 resident blocks: the
+ * default fills one wave (values worked out by hand from the rule), the model's choice
+ * (HC_GEMV_BALANCE) for the benchmark's shapes, worked out by hand from the busiest SM's load
+ * and 3 tiles of fill per block (28672 rows: 448 stripes; split 1: 1 x (32 + 3) = 35 tile
+ * times; 2: 896 blocks, 7 per SM, 7/4 x (16 + 3) = 33.25; 3: 11/4 x 13.67 = 37.6; 4: 14/4 x
+ * 11 = 38.5; 5: 17/4 x 9.4 = 40), and both within [1, tiles_k / 8]. */
+static void test_gemv_ksplit_plan(void) {
+    CHECK_EQ_INT(hc_gemv_ksplit(448, 128, 132, 4, 0), 1);  /* 28672 x 8192 */
+    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 132, 4, 0), 4);  /* 8192 x 8192 */
+    CHECK_EQ_INT(hc_gemv_ksplit(64, 128, 132, 4, 0), 8);   /* 4096 x 8192 */
+    CHECK_EQ_INT(hc_gemv_ksplit(10, 45, 132, 4, 0), 5);    /* 640 x 2880: two tiles a warp */
+    CHECK_EQ_INT(hc_gemv_ksplit(896, 128, 132, 4, 0), 1);  /* 57344 x 8192 */
+    CHECK_EQ_INT(hc_gemv_ksplit(4, 2, 132, 4, 0), 1);      /* 200 x 70 */
+    CHECK_EQ_INT(hc_gemv_ksplit(448, 128, 132, 4, 1), 2);
+    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 132, 4, 1), 4);  /* 4 per SM at most: as the default */
+    CHECK_EQ_INT(hc_gemv_ksplit(896, 128, 132, 4, 1), 1);  /* 7 stripes per SM either way */
+    CHECK_EQ_INT(hc_gemv_ksplit(256, 128, 132, 4, 1), 2);  /* 16384 rows: 512 blocks */
+    CHECK_EQ_INT(hc_gemv_ksplit(10, 45, 132, 4, 1), 5);
+    for (uint64_t tn = 1; tn < 3000; tn += 37)
+        for (uint64_t tk = 1; tk < 400; tk += 29)
+            for (int b = 0; b < 2; b++) {
+                unsigned ks = hc_gemv_ksplit(tn, tk, 132, 4, b);
+                uint64_t most = tk / 8 ? tk / 8 : 1;
+                CHECK(ks >= 1 && ks <= most);
+            }
+}
+
 void suite_jit(void) {
+    RUN(test_gemv_ksplit_plan);
     RUN(test_every_kernel_compiles);
     RUN(test_hot_kernels_do_not_regress);
     RUN(test_cache_returns_the_same_cubin);
