@@ -55,6 +55,12 @@
 #define HC_PDL_WAIT() ((void)0)
 #define HC_PDL_RELEASE() ((void)0)
 #endif
+/* HC_GEMV_MXS (HC_GEMV_MXFOLD_SMEM=1; folded MXFP4 only): the small-M kernels decode a tile's
+ * 128 scales once -- each lane the 4 of its own two rows' records, written back over those
+ * records as bf16 -- instead of every lane decoding the 16 it applies (4 lanes share a row) */
+#ifndef HC_GEMV_MXS
+#define HC_GEMV_MXS 0
+#endif
 #ifndef HC_GEMV_DIAG
 #define HC_GEMV_DIAG 0 /* 1: the small-M kernels only copy (a measurement; wrong results) */
 #endif
@@ -178,6 +184,27 @@ __device__ __forceinline__ float tile_scale(const hc_u8 *ch, const hc_mma_params
     if (p.global_div != 0.0f) v = v / p.global_div;
 #endif
     return v;
+#endif
+}
+
+#if HC_CODEC == 5
+/* The bf16 bits of a folded MXFP4 record's group scale j (tile_scale's value, which is a bf16
+ * number: a power of two, 2^-127, NaN or 0). */
+__device__ __forceinline__ unsigned mxfold_bf16(unsigned rec, unsigned j) {
+    unsigned b = rec & 0xFF, d = (rec >> (8 + 8 * j)) & 0xFF;
+    int e = b == 0xFF ? (int)d : (int)b + (int)(signed char)d;
+    return e >= 255 ? 0x7FC0u : e > 0 ? (unsigned)e << 7 : e == 0 ? 0x0040u : 0u;
+}
+#endif
+/* The scale the small-M kernels apply: tile_scale, or with HC_GEMV_MXS the bf16 the tile's
+ * lanes wrote over the records (gemv_body). */
+__device__ __forceinline__ float gemv_scale(const hc_u8 *ch, const hc_mma_params &p, unsigned r,
+                                            unsigned j) {
+#if HC_CODEC == 5 && HC_GEMV_MXS
+    (void)p;
+    return __uint_as_float((unsigned)*(const hc_u16 *)(ch + P_CODE_BYTES + r * 4 + j * 2) << 16);
+#else
+    return tile_scale(ch, p, r, j);
 #endif
 }
 
@@ -434,6 +461,15 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         unsigned b[4][MT][2];
         wait(i);
         const hc_u8 *ch = mine + (hc_u64)(i % NS) * sb;
+#if HC_CODEC == 5 && HC_GEMV_MXS
+        { /* lane L: rows 2L and 2L + 1, each record (B, d0, d1, 0) -> (bf16 s0, bf16 s1) */
+            uint2 *rw = (uint2 *)(mine + (hc_u64)(i % NS) * sb + P_CODE_BYTES + lane * 8);
+            const uint2 rc = *rw;
+            *rw = make_uint2(mxfold_bf16(rc.x, 0) | mxfold_bf16(rc.x, 1) << 16,
+                             mxfold_bf16(rc.y, 0) | mxfold_bf16(rc.y, 1) << 16);
+            __syncwarp();
+        }
+#endif
         const hc_u8 *xs = ch + cb;
         /* B fragments: ldmatrix x4 = 8 tokens x 32 columns (two k16 steps) */
 #pragma unroll
@@ -464,8 +500,8 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
                 if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
-                    float s0 = tile_scale(ch, p, rb * 16 + g, j);
-                    float s1 = tile_scale(ch, p, rb * 16 + g + 8, j);
+                    float s0 = gemv_scale(ch, p, rb * 16 + g, j);
+                    float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j);
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++) {
                         acc[rb][mt][0] = fmaf(part[mt][0], s0, acc[rb][mt][0]);

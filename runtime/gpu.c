@@ -57,7 +57,7 @@ typedef struct {
     int balance; /* HC_GEMV_BALANCE: the small-M K split by gpu_plan.h's model (host only) */
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
     bool diag;       /* HC_DIAG_GEMV_COPY_ONLY=1: wrong results, for measurement only */
-    char opt[6][32];
+    char opt[7][32];
 } kernel_knobs;
 
 /* The kind of layer a tiled tensor is, as the kernel modules are specialised: codec (0: no GPU
@@ -114,7 +114,9 @@ static void knobs_from_env(kernel_knobs *k) {
     k->diag = env_knob("HC_DIAG_GEMV_COPY_ONLY", 0, 1, 0);
     k->gemv1_stages = env_knob("HC_GEMV1_STAGES", 2, 8, 6);
     snprintf(k->opt[4], sizeof k->opt[4], "-DHC_GEMV1_STAGES=%d", k->gemv1_stages);
-    snprintf(k->opt[5], sizeof k->opt[5], "-DHC_GEMV_DIAG=1");
+    snprintf(k->opt[5], sizeof k->opt[5], "-DHC_GEMV_MXS=%d",
+             env_knob("HC_GEMV_MXFOLD_SMEM", 0, 1, 0));
+    snprintf(k->opt[6], sizeof k->opt[6], "-DHC_GEMV_DIAG=1");
     if (k->diag)
         fprintf(stderr, "hconvert: HC_DIAG_GEMV_COPY_ONLY=1: M <= 16 results are wrong "
                         "(a measurement of the copy pipeline)\n");
@@ -161,8 +163,8 @@ static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
     int no = 0;
     opts[no++] = buf[0];
     for (int i = 1; i < 4 && kn->specialise; i++) opts[no++] = buf[i];
-    for (int i = 0; i < 5; i++) opts[no++] = kn->opt[i];
-    if (kn->diag) opts[no++] = kn->opt[5];
+    for (int i = 0; i < 6; i++) opts[no++] = kn->opt[i];
+    if (kn->diag) opts[no++] = kn->opt[6];
     return no;
 }
 

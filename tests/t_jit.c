@@ -52,6 +52,9 @@ static void test_every_kernel_compiles(void) {
                                         "-DHC_GEMV1_STAGES=3"};
     for (int i = 0; i < 8; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
+    /* HC_GEMV_MXS acts on folded MXFP4 (kinds[7]) only */
+    list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[7][0], kopt[7][1], kopt[7][2], kopt[7][3], "-DHC_GEMV_MXS=1"}};
+    list[nb++] = (build){"tile_mma.cu", "sm_90a", {"-DHC_CODEC=5", "-DHC_GEMV_MXS=1"}};
     if (getenv("HC_TEST_JIT_QUICK")) { /* tile_gemm.cu, a generic and a specialised module */
         list[2] = list[14]; /* list[1] is the generic int4 module for sm_90a */
         nb = 3;
