@@ -324,9 +324,18 @@ __device__ __forceinline__ void exact_frag(const hc_u8 *ch, const hc_mma_params 
 
 /* The same, each weight then scaled in float32 and rounded once to bf16 (the large-M kernels;
  * dequantize-then-GEMM numerics). */
+/* SH: the records already hold the group scales as bf16 (HC_GEMV_MXS in ws_gemm) */
+template <bool SH = false>
 __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params &p, unsigned r0,
                                             unsigned j, frag_words f, unsigned *a) {
-    float s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
+    float s0, s1;
+    if (SH) {
+        const hc_u16 *h = (const hc_u16 *)(ch + P_CODE_BYTES) + j;
+        s0 = __uint_as_float((unsigned)h[r0 * 2] << 16);
+        s1 = __uint_as_float((unsigned)h[(r0 + 8) * 2] << 16);
+    } else {
+        s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
+    }
     exact_frag(ch, p, r0, j, f, a);
 #if HC_SCALE_IS_BF16
     const unsigned b0 = (__float_as_uint(s0) >> 16) * 0x10001u;
@@ -925,10 +934,25 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
         mbar_wait(smem_addr(&full[s]), ph);
         const hc_u8 *ch = smem + s * stage_bytes + XB + wgc * cb;
+#if HC_CODEC == 5 && HC_GEMV_MXS
+        constexpr bool SH = true;
+        { /* this warp's 16 rows' 32 group scales, one a lane, as bf16 over the records */
+            hc_u8 *rw = smem + s * stage_bytes + XB + wgc * cb + P_CODE_BYTES + (wl * 16 + (lane >> 1)) * 4;
+            const unsigned rc = *(const unsigned *)rw;
+            __syncwarp(); /* (the record's other lane has read it too) */
+            *(hc_u16 *)(rw + (lane & 1) * 2) = (hc_u16)mxfold_bf16(rc, lane & 1);
+            /* (ordered before the producer's next bulk copy into this stage, async proxy) */
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncwarp();
+        }
+#else
+        constexpr bool SH = false;
+#endif
         rb_codes v;
         load_codes(ch, wl, lane, v);
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) scaled_frag(ch, p, r0, (unsigned)ks >> P_LGS, words_of(v, ks), a[ks]);
+        for (int ks = 0; ks < 4; ks++)
+            scaled_frag<SH>(ch, p, r0, (unsigned)ks >> P_LGS, words_of(v, ks), a[ks]);
     };
     /* issues tile kb's wgmma (stage s, A in a), then decodes tile kb + 1 into an (stage sn,
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
