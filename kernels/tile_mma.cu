@@ -463,16 +463,17 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         cp_commit();
     }
 #endif
-    for (long i = 0; i < nt; i++) {
+    unsigned scur = 0; /* tile i's stage, i % NS without a division */
+    for (long i = 0; i < nt; i++, scur = scur + 1 == NS ? 0 : scur + 1) {
         __syncwarp(); /* every lane is done with the stage about to be refilled */
         if (i + NS - 1 < nt) issue();
         cp_commit();
         unsigned b[4][MT][2];
         wait(i);
-        const hc_u8 *ch = mine + (hc_u64)(i % NS) * sb;
+        const hc_u8 *ch = mine + scur * (unsigned)sb;
 #if HC_CODEC == 5 && HC_GEMV_MXS
         { /* lane L: rows 2L and 2L + 1, each record (B, d0, d1, 0) -> (bf16 s0, bf16 s1) */
-            uint2 *rw = (uint2 *)(mine + (hc_u64)(i % NS) * sb + P_CODE_BYTES + lane * 8);
+            uint2 *rw = (uint2 *)(mine + scur * (unsigned)sb + P_CODE_BYTES + lane * 8);
             const uint2 rc = *rw;
             *rw = make_uint2(mxfold_bf16(rc.x, 0) | mxfold_bf16(rc.x, 1) << 16,
                              mxfold_bf16(rc.y, 0) | mxfold_bf16(rc.y, 1) << 16);
