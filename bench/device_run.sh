@@ -52,7 +52,7 @@ if has scaling; then
     cat "$out/scaling.log"
 fi
 if has sweep; then
-    HC_BENCH_SWEEP=1 timeout 200 $b/bench/gpu_bench >"$out/sweep.log" 2>&1
+    HC_BENCH_SWEEP=1 timeout 300 $b/bench/gpu_bench >"$out/sweep.log" 2>&1
     echo "sweep rc=$?"
     cat "$out/sweep.log"
 fi

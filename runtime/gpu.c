@@ -55,9 +55,10 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 typedef struct {
     int gemv_stages, gemv1_stages, wgmma_wide, pdl, wgmma_mid;
     int balance; /* HC_GEMV_BALANCE: the small-M K split by gpu_plan.h's model (host only) */
+    int cluster; /* HC_GEMV_CLUSTER: the small-M K split as clusters (sm_90a) */
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
     bool diag;       /* HC_DIAG_GEMV_COPY_ONLY=1: wrong results, for measurement only */
-    char opt[7][32];
+    char opt[8][32];
 } kernel_knobs;
 
 /* The kind of layer a tiled tensor is, as the kernel modules are specialised: codec (0: no GPU
@@ -116,7 +117,9 @@ static void knobs_from_env(kernel_knobs *k) {
     snprintf(k->opt[4], sizeof k->opt[4], "-DHC_GEMV1_STAGES=%d", k->gemv1_stages);
     snprintf(k->opt[5], sizeof k->opt[5], "-DHC_GEMV_MXS=%d",
              env_knob("HC_GEMV_MXFOLD_SMEM", 0, 1, 0));
-    snprintf(k->opt[6], sizeof k->opt[6], "-DHC_GEMV_DIAG=1");
+    k->cluster = env_knob("HC_GEMV_CLUSTER", 0, 1, 0);
+    snprintf(k->opt[6], sizeof k->opt[6], "-DHC_GEMV_CLUSTER=%d", k->cluster);
+    snprintf(k->opt[7], sizeof k->opt[7], "-DHC_GEMV_DIAG=1");
     if (k->diag)
         fprintf(stderr, "hconvert: HC_DIAG_GEMV_COPY_ONLY=1: M <= 16 results are wrong "
                         "(a measurement of the copy pipeline)\n");
@@ -152,7 +155,7 @@ static hc_status gpu_runs(const hc_tensor_info *t, const hc_tile_params *p, laye
     return HC_OK;
 }
 
-/* NVRTC options of the tile_mma.cu module for kind k: opts (at least 11 entries) points into
+/* NVRTC options of the tile_mma.cu module for kind k: opts (at least 12 entries) points into
  * buf; returns how many. */
 static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
                           const char **opts) {
@@ -163,8 +166,8 @@ static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
     int no = 0;
     opts[no++] = buf[0];
     for (int i = 1; i < 4 && kn->specialise; i++) opts[no++] = buf[i];
-    for (int i = 0; i < 6; i++) opts[no++] = kn->opt[i];
-    if (kn->diag) opts[no++] = kn->opt[6];
+    for (int i = 0; i < 7; i++) opts[no++] = kn->opt[i];
+    if (kn->diag) opts[no++] = kn->opt[7];
     return no;
 }
 
@@ -387,7 +390,7 @@ static hc_status layer_module(hc_gpu *g, layer_kind k, int *index, hc_err *perr)
     memset(M, 0, sizeof *M);
     M->kind = k, M->generic = !g->kn.specialise;
     char def[4][32];
-    const char *opts[12];
+    const char *opts[16];
     int no = module_options(&g->kn, k, def, opts);
     st = hc_jit_compile("tile_mma.cu", g->arch, opts, no, &cubin, &size, &err);
     if (st) goto out;
@@ -656,18 +659,33 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         }
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt};
         dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {128, 1, 1};
-        if (g->kn.pdl && cu.launch_ex) {
+        /* HC_GEMV_CLUSTER (sm_90a): a K split of 2-8 launched as thread-block clusters, its
+         * blocks adding their sums through distributed shared memory (built with
+         * -DHC_GEMV_CLUSTER=1) */
+        const bool cluster = g->kn.cluster && ksplit >= 2 && ksplit <= 8 && cu.launch_ex &&
+                             !strcmp(g->arch, "sm_90a");
+        if ((g->kn.pdl || cluster) && cu.launch_ex) {
             /* HC_GPU_PDL: programmatic dependent launch, so that this kernel's blocks start and
              * fetch their first weight tiles while the kernel before it finishes (the kernel
              * waits for it -- hc_gather_x included -- before reading activations or writing
              * anything; modules are built with -DHC_GEMV_PDL=1) */
-            cudaLaunchAttribute at = {0};
-            at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            at.val.programmaticStreamSerializationAllowed = 1;
+            cudaLaunchAttribute at[2];
+            memset(at, 0, sizeof at);
+            unsigned na = 0;
+            if (g->kn.pdl) {
+                at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+                at[na++].val.programmaticStreamSerializationAllowed = 1;
+            }
+            if (cluster) {
+                at[na].id = cudaLaunchAttributeClusterDimension;
+                at[na].val.clusterDim.x = 1, at[na].val.clusterDim.y = ksplit;
+                at[na++].val.clusterDim.z = 1;
+            }
             cudaLaunchConfig_t cfg = {0};
             cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s;
-            cfg.attrs = &at, cfg.numAttrs = 1;
-            CU(cu.launch_ex(&cfg, (const void *)M->gemv[gi], args), "launch hc_mma_gemv (PDL)");
+            cfg.attrs = at, cfg.numAttrs = na;
+            CU(cu.launch_ex(&cfg, (const void *)M->gemv[gi], args),
+               cluster ? "launch hc_mma_gemv (cluster)" : "launch hc_mma_gemv (PDL)");
         } else {
             CU(cu.launch((const void *)M->gemv[gi], grid, block, args, smem, s),
                "launch hc_mma_gemv");
@@ -859,7 +877,7 @@ hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, 
         }
         seen[n++] = k;
         char def[4][32];
-        const char *opts[12];
+        const char *opts[16];
         int no = module_options(&kn, k, def, opts);
         void *cubin = NULL;
         size_t size = 0;

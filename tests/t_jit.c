@@ -49,8 +49,8 @@ static void test_every_kernel_compiles(void) {
     static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
                                         "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=0",
                                         "-DHC_WGMMA_MID=0", "-DHC_GEMV_DIAG=1",
-                                        "-DHC_GEMV1_STAGES=3"};
-    for (int i = 0; i < 8; i++)
+                                        "-DHC_GEMV1_STAGES=3", "-DHC_GEMV_CLUSTER=1"};
+    for (int i = 0; i < 9; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
     /* HC_GEMV_MXS acts on folded MXFP4 (kinds[7]) only */
     list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[7][0], kopt[7][1], kopt[7][2], kopt[7][3], "-DHC_GEMV_MXS=1"}};
