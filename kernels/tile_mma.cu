@@ -549,7 +549,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
      * stripe add their sums through distributed shared memory instead of the workspace */
     unsigned ncta;
     asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(ncta));
-    const bool cl = split && ncta == gridDim.y;
+    const bool cl = split && ncta == gridDim.y && ncta <= 8; /* (rank 0 reads 8 at most) */
 #else
     const bool cl = false;
 #endif
