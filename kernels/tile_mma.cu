@@ -201,13 +201,19 @@ __device__ __forceinline__ unsigned mxfold_bf16(unsigned rec, unsigned j) {
     return e >= 255 ? 0x7FC0u : e > 0 ? (unsigned)e << 7 : e == 0 ? 0x0040u : 0u;
 }
 #endif
+/* Row r's group scale j where HC_GEMV_MXS has written the scales over the records as bf16
+ * (bf16 j of the row's 4 bytes) */
+__device__ __forceinline__ float record_scale(const hc_u8 *ch, const hc_mma_params &p, unsigned r,
+                                              unsigned j) {
+    (void)p; /* (P_CODE_BYTES reads it in generic modules) */
+    return __uint_as_float((unsigned)*(const hc_u16 *)(ch + P_CODE_BYTES + r * 4 + j * 2) << 16);
+}
 /* The scale the small-M kernels apply: tile_scale, or with HC_GEMV_MXS the bf16 the tile's
  * lanes wrote over the records (gemv_body). */
 __device__ __forceinline__ float gemv_scale(const hc_u8 *ch, const hc_mma_params &p, unsigned r,
                                             unsigned j) {
 #if HC_CODEC == 5 && HC_GEMV_MXS
-    (void)p;
-    return __uint_as_float((unsigned)*(const hc_u16 *)(ch + P_CODE_BYTES + r * 4 + j * 2) << 16);
+    return record_scale(ch, p, r, j);
 #else
     return tile_scale(ch, p, r, j);
 #endif
@@ -335,9 +341,7 @@ __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params
                                             unsigned j, frag_words f, unsigned *a) {
     float s0, s1;
     if (SH) {
-        const hc_u16 *h = (const hc_u16 *)(ch + P_CODE_BYTES) + j;
-        s0 = __uint_as_float((unsigned)h[r0 * 2] << 16);
-        s1 = __uint_as_float((unsigned)h[(r0 + 8) * 2] << 16);
+        s0 = record_scale(ch, p, r0, j), s1 = record_scale(ch, p, r0 + 8, j);
     } else {
         s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
     }
@@ -475,10 +479,10 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         cp_commit();
         unsigned b[4][MT][2];
         wait(i);
-        const hc_u8 *ch = mine + scur * (unsigned)sb;
+        hc_u8 *ch = mine + scur * (unsigned)sb;
 #if HC_CODEC == 5 && HC_GEMV_MXS
         { /* lane L: rows 2L and 2L + 1, each record (B, d0, d1, 0) -> (bf16 s0, bf16 s1) */
-            uint2 *rw = (uint2 *)(mine + scur * (unsigned)sb + P_CODE_BYTES + lane * 8);
+            uint2 *rw = (uint2 *)(ch + P_CODE_BYTES + lane * 8);
             const uint2 rc = *rw;
             *rw = make_uint2(mxfold_bf16(rc.x, 0) | mxfold_bf16(rc.x, 1) << 16,
                              mxfold_bf16(rc.y, 0) | mxfold_bf16(rc.y, 1) << 16);
@@ -982,11 +986,11 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
     /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
         mbar_wait(smem_addr(&full[s]), ph);
-        const hc_u8 *ch = smem + s * stage_bytes + XB + wgc * cb;
+        hc_u8 *ch = smem + s * stage_bytes + XB + wgc * cb;
 #if HC_CODEC == 5 && HC_GEMV_MXS
         constexpr bool SH = true;
         { /* this warp's 16 rows' 32 group scales, one a lane, as bf16 over the records */
-            hc_u8 *rw = smem + s * stage_bytes + XB + wgc * cb + P_CODE_BYTES + (wl * 16 + (lane >> 1)) * 4;
+            hc_u8 *rw = ch + P_CODE_BYTES + (wl * 16 + (lane >> 1)) * 4;
             const unsigned rc = *(const unsigned *)rw;
             __syncwarp(); /* (the record's other lane has read it too) */
             *(hc_u16 *)(rw + (lane & 1) * 2) = (hc_u16)mxfold_bf16(rc, lane & 1);
