@@ -55,16 +55,12 @@
 #define HC_PDL_WAIT() ((void)0)
 #define HC_PDL_RELEASE() ((void)0)
 #endif
-/* HC_GEMV_MXS (HC_GEMV_MXFOLD_SMEM=1; folded MXFP4 only): the small-M kernels decode a tile's
- * 128 scales once -- each lane the 4 of its own two rows' records, written back over those
- * records as bf16 -- instead of every lane decoding the 16 it applies (4 lanes share a row) */
+/* HC_GEMV_MXS (HC_GEMV_MXFOLD_SMEM, default 1; folded MXFP4 only): the small-M kernels decode a
+ * tile's 128 scales once -- each lane the 4 of its own two rows' records, written back over
+ * those records as bf16 -- instead of every lane decoding the 16 it applies (4 lanes share a
+ * row); the warp-specialised kernels likewise (bench/NOTES.md v25) */
 #ifndef HC_GEMV_MXS
-#define HC_GEMV_MXS 0
-#endif
-/* HC_GEMV_CLUSTER (HC_GEMV_CLUSTER=1, sm_90a): the small-M kernels' K split, when the host
- * launches it as a cluster (split <= 8), adds partial sums through distributed shared memory */
-#ifndef HC_GEMV_CLUSTER
-#define HC_GEMV_CLUSTER 0
+#define HC_GEMV_MXS 1
 #endif
 #ifndef HC_GEMV_DIAG
 #define HC_GEMV_DIAG 0 /* 1: the small-M kernels only copy (a measurement; wrong results) */
@@ -548,16 +544,6 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
             }
     __syncthreads();
     const bool split = gridDim.y > 1;
-#if HC_GEMV_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    /* launched with the K split as a thread-block cluster (1, gridDim.y, 1): the blocks of a
-     * stripe add their sums through distributed shared memory instead of the workspace */
-    unsigned ncta;
-    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(ncta));
-    const bool cl = split && ncta == gridDim.y && ncta <= 8; /* (rank 0 reads 8 at most) */
-#else
-    const bool cl = false;
-#endif
-    float *sums = red + 4 * 64 * TOK; /* this block's sums (cluster path) */
     /* the live tokens' sums only: element idx of E is row idx / mlive, token idx % mlive */
     const unsigned mlive = (unsigned)(m < TOK ? m : TOK), E = 64 * mlive;
     for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
@@ -565,43 +551,10 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         float s = red[row * TOK + tok] + red[(64 + row) * TOK + tok] +
                   red[(128 + row) * TOK + tok] + red[(192 + row) * TOK + tok];
         hc_u64 n = nb * 64 + row;
-        if (cl) sums[idx] = s;
-        else if (split) __stcg(&ws[((hc_u64)blockIdx.y * p.tiles_n + nb) * 64 * TOK + row * TOK + tok], s);
+        if (split) __stcg(&ws[((hc_u64)blockIdx.y * p.tiles_n + nb) * 64 * TOK + row * TOK + tok], s);
         else if (n < p.N) y[tok * p.N + n] = bf16_of(s);
     }
     if (!split) return;
-#if HC_GEMV_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (cl) { /* rank 0 (blockIdx.y 0) adds the ranks' sums in rank order, as the workspace
-               * path adds the blocks' (same result, bit for bit) */
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
-                     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
-        if (blockIdx.y == 0)
-            for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
-                unsigned row = idx / mlive, tok = idx % mlive;
-                hc_u64 n = nb * 64 + row;
-                if (n >= p.N) continue;
-                const unsigned local = smem_addr(sums + idx);
-                float v[8], s = 0.0f;
-#pragma unroll
-                for (unsigned r = 0; r < 8; r++) {
-                    v[r] = 0.0f;
-                    if (r < ncta) {
-                        unsigned a;
-                        asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(local), "r"(r));
-                        asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v[r]) : "r"(a));
-                    }
-                }
-#pragma unroll
-                for (unsigned r = 0; r < 8; r++)
-                    if (r < ncta) s += v[r];
-                y[tok * p.N + n] = bf16_of(s);
-            }
-        /* the other ranks' shared memory must outlive rank 0's reads */
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
-                     "barrier.cluster.wait.acquire.aligned;" ::: "memory");
-        return;
-    }
-#endif
     /* the last block of this stripe to finish adds the partial sums, in block order, with the
      * loads of 8 blocks' partials in flight together (one round trip each, not one per block) */
     __shared__ unsigned last;

@@ -54,11 +54,9 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 /* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
 typedef struct {
     int gemv_stages, gemv1_stages, wgmma_wide, pdl, wgmma_mid;
-    int balance; /* HC_GEMV_BALANCE: the small-M K split by gpu_plan.h's model (host only) */
-    int cluster; /* HC_GEMV_CLUSTER: the small-M K split as clusters (sm_90a) */
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
     bool diag;       /* HC_DIAG_GEMV_COPY_ONLY=1: wrong results, for measurement only */
-    char opt[8][32];
+    char opt[7][32]; /* 0-5: the module options; 6: HC_GEMV_DIAG, with diag only */
 } kernel_knobs;
 
 /* The kind of layer a tiled tensor is, as the kernel modules are specialised: codec (0: no GPU
@@ -103,7 +101,6 @@ static void knobs_from_env(kernel_knobs *k) {
     k->gemv_stages = env_knob("HC_GEMV_STAGES", 2, 6, 4);
     k->specialise = env_knob("HC_GPU_GENERIC", 0, 1, 0) == 0;
     k->wgmma_wide = env_knob("HC_WGMMA_WIDE", 0, 1, 1);
-    k->balance = env_knob("HC_GEMV_BALANCE", 0, 1, 0);
     snprintf(k->opt[0], sizeof k->opt[0], "-DHC_GEMV_STAGES=%d", k->gemv_stages);
     snprintf(k->opt[1], sizeof k->opt[1], "-DHC_GEMV_MINB=%d", env_knob("HC_GEMV_MINB", 1, 8, 4));
     k->pdl = env_knob("HC_GPU_PDL", 0, 1, 1);
@@ -116,10 +113,9 @@ static void knobs_from_env(kernel_knobs *k) {
     k->gemv1_stages = env_knob("HC_GEMV1_STAGES", 2, 8, 6);
     snprintf(k->opt[4], sizeof k->opt[4], "-DHC_GEMV1_STAGES=%d", k->gemv1_stages);
     snprintf(k->opt[5], sizeof k->opt[5], "-DHC_GEMV_MXS=%d",
-             env_knob("HC_GEMV_MXFOLD_SMEM", 0, 1, 0));
-    k->cluster = env_knob("HC_GEMV_CLUSTER", 0, 1, 0);
-    snprintf(k->opt[6], sizeof k->opt[6], "-DHC_GEMV_CLUSTER=%d", k->cluster);
-    snprintf(k->opt[7], sizeof k->opt[7], "-DHC_GEMV_DIAG=1");
+             env_knob("HC_GEMV_MXFOLD_SMEM", 0, 1, 1));
+
+    snprintf(k->opt[6], sizeof k->opt[6], "-DHC_GEMV_DIAG=1");
     if (k->diag)
         fprintf(stderr, "hconvert: HC_DIAG_GEMV_COPY_ONLY=1: M <= 16 results are wrong "
                         "(a measurement of the copy pipeline)\n");
@@ -166,8 +162,8 @@ static int module_options(const kernel_knobs *kn, layer_kind k, char buf[4][32],
     int no = 0;
     opts[no++] = buf[0];
     for (int i = 1; i < 4 && kn->specialise; i++) opts[no++] = buf[i];
-    for (int i = 0; i < 7; i++) opts[no++] = kn->opt[i];
-    if (kn->diag) opts[no++] = kn->opt[7];
+    for (int i = 0; i < 6; i++) opts[no++] = kn->opt[i];
+    if (kn->diag) opts[no++] = kn->opt[6];
     return no;
 }
 
@@ -645,11 +641,10 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
             M->gemv_blocks[gi] = b;
         }
         /* K split over blocks so that the grid is one wave of resident blocks: a block streams
-         * its tiles at the memory's pace (measured: bench/NOTES.md); HC_GEMV_BALANCE=1 picks
-         * it by the per-multiprocessor model of gpu_plan.h instead. Each warp keeps at least
-         * two tiles. */
+         * its tiles at the memory's pace (measured, with the alternatives: bench/NOTES.md
+         * v19-v24, v28). Each warp keeps at least two tiles. */
         unsigned ksplit = hc_gemv_ksplit(p->tiles_n, p->tiles_k, (uint64_t)g->sms,
-                                         (uint64_t)M->gemv_blocks[gi], g->kn.balance);
+                                         (uint64_t)M->gemv_blocks[gi]);
         if (ksplit > 1) {
             size_t tok = gi == 2 ? 16 : 8;
             st = grow(&md->ws, &md->ws_bytes, (size_t)ksplit * p->tiles_n * 64 * tok * 4, false,
@@ -659,33 +654,19 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         }
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt};
         dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {128, 1, 1};
-        /* HC_GEMV_CLUSTER (sm_90a): a K split of 2-8 launched as thread-block clusters, its
-         * blocks adding their sums through distributed shared memory (built with
-         * -DHC_GEMV_CLUSTER=1) */
-        const bool cluster = g->kn.cluster && ksplit >= 2 && ksplit <= 8 && cu.launch_ex &&
-                             !strcmp(g->arch, "sm_90a");
-        if ((g->kn.pdl || cluster) && cu.launch_ex) {
+        if (g->kn.pdl && cu.launch_ex) {
             /* HC_GPU_PDL: programmatic dependent launch, so that this kernel's blocks start and
              * fetch their first weight tiles while the kernel before it finishes (the kernel
              * waits for it -- hc_gather_x included -- before reading activations or writing
              * anything; modules are built with -DHC_GEMV_PDL=1) */
-            cudaLaunchAttribute at[2];
-            memset(at, 0, sizeof at);
-            unsigned na = 0;
-            if (g->kn.pdl) {
-                at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-                at[na++].val.programmaticStreamSerializationAllowed = 1;
-            }
-            if (cluster) {
-                at[na].id = cudaLaunchAttributeClusterDimension;
-                at[na].val.clusterDim.x = 1, at[na].val.clusterDim.y = ksplit;
-                at[na++].val.clusterDim.z = 1;
-            }
+            cudaLaunchAttribute at;
+            memset(&at, 0, sizeof at);
+            at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            at.val.programmaticStreamSerializationAllowed = 1;
             cudaLaunchConfig_t cfg = {0};
             cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s;
-            cfg.attrs = at, cfg.numAttrs = na;
-            CU(cu.launch_ex(&cfg, (const void *)M->gemv[gi], args),
-               cluster ? "launch hc_mma_gemv (cluster)" : "launch hc_mma_gemv (PDL)");
+            cfg.attrs = &at, cfg.numAttrs = 1;
+            CU(cu.launch_ex(&cfg, (const void *)M->gemv[gi], args), "launch hc_mma_gemv (PDL)");
         } else {
             CU(cu.launch((const void *)M->gemv[gi], grid, block, args, smem, s),
                "launch hc_mma_gemv");

@@ -49,12 +49,12 @@ static void test_every_kernel_compiles(void) {
     static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
                                         "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=0",
                                         "-DHC_WGMMA_MID=0", "-DHC_GEMV_DIAG=1",
-                                        "-DHC_GEMV1_STAGES=3", "-DHC_GEMV_CLUSTER=1"};
-    for (int i = 0; i < 9; i++)
+                                        "-DHC_GEMV1_STAGES=3"};
+    for (int i = 0; i < 8; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
-    /* HC_GEMV_MXS acts on folded MXFP4 (kinds[7]) only */
-    list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[7][0], kopt[7][1], kopt[7][2], kopt[7][3], "-DHC_GEMV_MXS=1"}};
-    list[nb++] = (build){"tile_mma.cu", "sm_90a", {"-DHC_CODEC=5", "-DHC_GEMV_MXS=1"}};
+    /* HC_GEMV_MXS (default 1) acts on folded MXFP4 (kinds[7]) only: the path without it */
+    list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[7][0], kopt[7][1], kopt[7][2], kopt[7][3], "-DHC_GEMV_MXS=0"}};
+    list[nb++] = (build){"tile_mma.cu", "sm_90a", {"-DHC_CODEC=5", "-DHC_GEMV_MXS=0"}};
     if (getenv("HC_TEST_JIT_QUICK")) { /* tile_gemm.cu, a generic and a specialised module */
         list[2] = list[14]; /* list[1] is the generic int4 module for sm_90a */
         nb = 3;
@@ -184,31 +184,24 @@ static void test_gpu_absent_is_clean(void) {
     printf("     (no GPU here: %s)\n", msg);
 }
 
-/* The small-M K split (runtime/gpu_plan.h) on the H200's 132 SMs x 4 resident blocks: the
- * default fills one wave (values worked out by hand from the rule), the model's choice
- * (HC_GEMV_BALANCE) for the benchmark's shapes, worked out by hand from the busiest SM's load
- * and 3 tiles of fill per block (28672 rows: 448 stripes; split 1: 1 x (32 + 3) = 35 tile
- * times; 2: 896 blocks, 7 per SM, 7/4 x (16 + 3) = 33.25; 3: 11/4 x 13.67 = 37.6; 4: 14/4 x
- * 11 = 38.5; 5: 17/4 x 9.4 = 40), and both within [1, tiles_k / 8]. */
+/* The small-M K split (runtime/gpu_plan.h) on the H200's 132 SMs x 4 resident blocks: one wave
+ * (values worked out by hand from the rule), always within [1, tiles_k / 8]. */
 static void test_gemv_ksplit_plan(void) {
-    CHECK_EQ_INT(hc_gemv_ksplit(448, 128, 132, 4, 0), 1);  /* 28672 x 8192 */
-    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 132, 4, 0), 4);  /* 8192 x 8192 */
-    CHECK_EQ_INT(hc_gemv_ksplit(64, 128, 132, 4, 0), 8);   /* 4096 x 8192 */
-    CHECK_EQ_INT(hc_gemv_ksplit(10, 45, 132, 4, 0), 5);    /* 640 x 2880: two tiles a warp */
-    CHECK_EQ_INT(hc_gemv_ksplit(896, 128, 132, 4, 0), 1);  /* 57344 x 8192 */
-    CHECK_EQ_INT(hc_gemv_ksplit(4, 2, 132, 4, 0), 1);      /* 200 x 70 */
-    CHECK_EQ_INT(hc_gemv_ksplit(448, 128, 132, 4, 1), 2);
-    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 132, 4, 1), 4);  /* 4 per SM at most: as the default */
-    CHECK_EQ_INT(hc_gemv_ksplit(896, 128, 132, 4, 1), 1);  /* 7 stripes per SM either way */
-    CHECK_EQ_INT(hc_gemv_ksplit(256, 128, 132, 4, 1), 2);  /* 16384 rows: 512 blocks */
-    CHECK_EQ_INT(hc_gemv_ksplit(10, 45, 132, 4, 1), 5);
+    CHECK_EQ_INT(hc_gemv_ksplit(448, 128, 132, 4), 1);  /* 28672 x 8192 */
+    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 132, 4), 4);  /* 8192 x 8192 */
+    CHECK_EQ_INT(hc_gemv_ksplit(64, 128, 132, 4), 8);   /* 4096 x 8192 */
+    CHECK_EQ_INT(hc_gemv_ksplit(10, 45, 132, 4), 5);    /* 640 x 2880: two tiles a warp */
+    CHECK_EQ_INT(hc_gemv_ksplit(896, 128, 132, 4), 1);  /* 57344 x 8192 */
+    CHECK_EQ_INT(hc_gemv_ksplit(4, 2, 132, 4), 1);      /* 200 x 70 */
+    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 132, 2), 2);  /* 2 resident blocks: half the split */
+    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 0, 4), 1);    /* no SMs reported */
     for (uint64_t tn = 1; tn < 3000; tn += 37)
-        for (uint64_t tk = 1; tk < 400; tk += 29)
-            for (int b = 0; b < 2; b++) {
-                unsigned ks = hc_gemv_ksplit(tn, tk, 132, 4, b);
-                uint64_t most = tk / 8 ? tk / 8 : 1;
-                CHECK(ks >= 1 && ks <= most);
-            }
+        for (uint64_t tk = 1; tk < 400; tk += 29) {
+            unsigned ks = hc_gemv_ksplit(tn, tk, 132, 4);
+            uint64_t most = tk / 8 ? tk / 8 : 1;
+            CHECK(ks >= 1 && ks <= most);
+            CHECK(ks == 1 || tn * ks <= 132 * 4); /* one wave */
+        }
 }
 
 void suite_jit(void) {
