@@ -6,8 +6,8 @@
 # test set (sanknobs: memcheck again with the knobs), the knob sweep and the full benchmark
 # (benchknobs: again with the knobs). Sanitizer logs go to one file (at most 8 files come
 # back). STEPS picks a subset (default: all but scaling, the M = 1 time over N with the copy
-# pipeline alone beside it):
-#   STEPS="test knobs sanitize sanknobs scaling sweep bench benchknobs" sh bench/device_run.sh
+# pipeline alone beside it, and timeline, M = 1 launches per block and per SM):
+#   STEPS="test knobs sanitize sanknobs scaling timeline sweep bench benchknobs" sh bench/device_run.sh
 # Each step has its own time limit so that one hang cannot eat the call.
 set -u
 out=${OUT:-device-out}
@@ -50,6 +50,11 @@ if has scaling; then
     HC_BENCH_SCALING=1 timeout 200 $b/bench/gpu_bench >"$out/scaling.log" 2>&1
     echo "scaling rc=$?"
     cat "$out/scaling.log"
+fi
+if has timeline; then
+    HC_BENCH_TIMELINE=1 timeout 120 $b/bench/gpu_bench >"$out/timeline.log" 2>&1
+    echo "timeline rc=$?"
+    cat "$out/timeline.log"
 fi
 if has sweep; then
     HC_BENCH_SWEEP=1 timeout 300 $b/bench/gpu_bench >"$out/sweep.log" 2>&1

@@ -200,27 +200,28 @@ static hc_container *bench_container(const char *path, int si, uint64_t N, uint6
 /* HC_BENCH_SWEEP: the kernel knobs (kernels/tile_mma.cu) against each other on the int4 and
  * MXFP4 layers, M = 1, 16, 64, 256 and 4096, CUDA-graph times; one GPU handle (and JIT build)
  * each. HC_BENCH_SWEEP=1 compares the settings below (the defaults first);
- * HC_BENCH_SWEEP="S,B,G,W,P,D,O,X;..." (stages, min blocks, generic, wide, PDL, mid, M = 1
- * stages, mxfold scales in shared memory) compares those given (at most 8). */
-enum { NKNOB = 8 };
+ * HC_BENCH_SWEEP="S,B,G,W,P,D,O,X,V;..." (stages, min blocks, generic, wide, PDL, mid, M = 1
+ * stages, mxfold scales in shared memory, the 16-warp M = 1 kernel) compares those given (at
+ * most 8). */
+enum { NKNOB = 9 };
 static void sweep(void) {
     /* the knobs (docs/gpu.md), and the settings compared */
     static const char *const knob[NKNOB] = {"HC_GEMV_STAGES", "HC_GEMV_MINB", "HC_GPU_GENERIC",
                                             "HC_WGMMA_WIDE",  "HC_GPU_PDL",   "HC_WGMMA_MID",
-                                            "HC_GEMV1_STAGES", "HC_GEMV_MXFOLD_SMEM"};
-    static char cfg[8][NKNOB][8] = {{"4", "4", "0", "1", "1", "1", "6", "1"},
-                                    {"4", "4", "0", "1", "1", "1", "6", "0"},
-                                    {"4", "4", "0", "1", "0", "1", "6", "1"},
-                                    {"4", "4", "0", "1", "1", "1", "4", "1"}};
+                                            "HC_GEMV1_STAGES", "HC_GEMV_MXFOLD_SMEM", "HC_GEMV_WIDE1"};
+    static char cfg[8][NKNOB][8] = {{"4", "4", "0", "1", "1", "1", "6", "1", "0"},
+                                    {"4", "4", "0", "1", "1", "1", "6", "1", "1"},
+                                    {"4", "4", "0", "1", "0", "1", "6", "1", "0"},
+                                    {"4", "4", "0", "1", "0", "1", "6", "1", "1"}};
     size_t ncfg = 4;
     const char *want = getenv("HC_BENCH_SWEEP");
     if (want && strchr(want, ',')) {
         ncfg = 0;
         for (const char *q = want; *q && ncfg < 8;) {
             int v[NKNOB], used = 0;
-            if (sscanf(q, "%d,%d,%d,%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                       &v[6], &v[7], &used) != NKNOB) {
-                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P,D,O,X;... at '%s'\n", q);
+            if (sscanf(q, "%d,%d,%d,%d,%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4],
+                       &v[5], &v[6], &v[7], &v[8], &used) != NKNOB) {
+                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P,D,O,X,V;... at '%s'\n", q);
                 exit(2);
             }
             for (int i = 0; i < NKNOB; i++) snprintf(cfg[ncfg][i], sizeof cfg[ncfg][i], "%d", v[i]);
@@ -236,7 +237,7 @@ static void sweep(void) {
     CK(cudaMalloc(&x, 4096ull * 8192 * 2));
     CK(cudaMalloc(&y, 4096ull * 28672 * 2));
     fill_bf16(x, 4096ull * 8192, 1);
-    printf("sweep: stages minb generic wide pdl mid stages1 mxs | layer N x K: us at M=1, 16, 64, 256, 4096\n");
+    printf("sweep: stages minb generic wide pdl mid stages1 mxs wide1 | layer N x K: us at M=1, 16, 64, 256, 4096\n");
     for (int si = 0; si < 2; si++)
         for (int hi = 0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
@@ -325,7 +326,98 @@ static void scaling(void) {
     hc_gpu_free(g[0]), hc_gpu_free(g[1]);
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* HC_BENCH_TIMELINE=1: where a M = 1 launch's time goes, per block and per SM (the kernels'
+ * HC_DIAG_GEMV_TIMELINE records of the last launch of a graph of back-to-back launches): the
+ * spread of block starts, the first tile's wait, the loop, and the finishing time of SMs by
+ * the number of blocks they ran. */
+static void timeline(void) {
+    static const struct {
+        int si;
+        uint64_t N;
+    } cases[] = {{0, 8192}, {0, 28672}, {0, 33792}, {1, 8192}, {1, 28672}};
+    const uint64_t K = 8192;
+    char path[128], msg[1024];
+    snprintf(path, sizeof path, "/tmp/hc-gpu-timeline-%d.hconvert", (int)getpid());
+    setenv("HC_DIAG_GEMV_TIMELINE", "1", 1);
+    hc_gpu *g = NULL;
+    if (hc_gpu_open(&g, msg, sizeof msg)) die("timeline open", msg);
+    unsetenv("HC_DIAG_GEMV_TIMELINE");
+    void *x, *y;
+    CK(cudaMalloc(&x, K * 16 * 2));
+    CK(cudaMalloc(&y, 33792ull * 16 * 2));
+    fill_bf16(x, K * 16, 1);
+    enum { MAXB = 8192, MAXSM = 1024 };
+    static uint64_t rec[MAXB * 5], endt[MAXB], first[MAXB], smend[MAXSM];
+    static unsigned smn[MAXSM];
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        uint64_t N = cases[ci].N;
+        uint32_t copies;
+        hc_container *c = bench_container(path, cases[ci].si, N, K, &copies);
+        hc_gpu_model *md = NULL;
+        if (hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) die("timeline load", msg);
+        ours_ctx oc = {md, copies, x, y, 1, N, K, NULL};
+        double host = 0, us = graph_us(&oc, &host);
+        size_t nb = 0;
+        if (hc_gpu_diag_timeline(md, rec, MAXB * 5, &nb, msg, sizeof msg)) die("timeline", msg);
+        uint64_t t0 = UINT64_MAX, tmax0 = 0, tend = 0;
+        for (size_t b = 0; b < nb; b++) {
+            const uint64_t *r = rec + b * 5;
+            t0 = r[1] < t0 ? r[1] : t0, tmax0 = r[1] > tmax0 ? r[1] : tmax0;
+            tend = r[4] > tend ? r[4] : tend;
+        }
+        memset(smend, 0, sizeof smend), memset(smn, 0, sizeof smn);
+        uint64_t loop = 0, tail = 0;
+        for (size_t b = 0; b < nb; b++) {
+            const uint64_t *r = rec + b * 5;
+            unsigned sm = (unsigned)r[0] % MAXSM;
+            smn[sm]++;
+            smend[sm] = r[4] - t0 > smend[sm] ? r[4] - t0 : smend[sm];
+            endt[b] = r[4] - t0, first[b] = r[2] - r[1];
+            loop += r[3] - r[2], tail += r[4] - r[3];
+        }
+        qsort(endt, nb, sizeof endt[0], cmp_u64), qsort(first, nb, sizeof first[0], cmp_u64);
+        printf("timeline: %s N=%llu K=%llu M=1: %.1f us per launch (graph); last launch: %zu "
+               "blocks over %.2f us, starts spread %.2f us, first tile after %.2f (median) / "
+               "%.2f (max) us, loop %.2f us and outputs %.2f us per block (mean); block ends at "
+               "10/50/90/100%%: %.2f %.2f %.2f %.2f us\n",
+               bench_spec(cases[ci].si)->label, (unsigned long long)N, (unsigned long long)K, us,
+               nb, (double)(tend - t0) / 1e3, (double)(tmax0 - t0) / 1e3,
+               (double)first[nb / 2] / 1e3, (double)first[nb - 1] / 1e3,
+               (double)loop / (double)nb / 1e3, (double)tail / (double)nb / 1e3,
+               (double)endt[nb / 10] / 1e3, (double)endt[nb / 2] / 1e3,
+               (double)endt[nb * 9 / 10] / 1e3, (double)endt[nb - 1] / 1e3);
+        for (unsigned k = 1; k <= 16; k++) { /* SMs by blocks run: how many, when they finish */
+            unsigned cnt = 0;
+            uint64_t sum = 0, mx = 0, mn = UINT64_MAX;
+            for (unsigned sm = 0; sm < MAXSM; sm++)
+                if (smn[sm] == k) {
+                    cnt++, sum += smend[sm];
+                    mx = smend[sm] > mx ? smend[sm] : mx, mn = smend[sm] < mn ? smend[sm] : mn;
+                }
+            if (cnt)
+                printf("timeline:   %3u SMs ran %2u blocks: done at %.2f (min) %.2f (mean) "
+                       "%.2f (max) us\n", cnt, k, (double)mn / 1e3, (double)sum / cnt / 1e3,
+                       (double)mx / 1e3);
+        }
+        fflush(stdout);
+        hc_gpu_model_free(md);
+        hc_container_free(c);
+        unlink(path);
+    }
+    cudaFree(x), cudaFree(y);
+    hc_gpu_free(g);
+}
+
 int main(void) {
+    if (getenv("HC_BENCH_TIMELINE")) {
+        timeline();
+        return 0;
+    }
     if (getenv("HC_BENCH_SWEEP")) {
         sweep();
         return 0;

@@ -176,6 +176,12 @@ hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t expert,
  * nothing. *built counts the modules (kinds of layers). HC_UNSUPPORTED without NVRTC. */
 hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, char *msg,
                             size_t msg_len);
+/* A measurement: with HC_DIAG_GEMV_TIMELINE=1 set when the GPU was opened, the small-M kernels
+ * record per block 5 words (SM, then the global timer in ns at entry, first tile arrived, loop
+ * end, outputs written); this copies those of the model's last M <= 16 call (after a
+ * synchronisation) into rec (cap words), *n blocks. */
+hc_status hc_gpu_diag_timeline(hc_gpu_model *m, uint64_t *rec, size_t cap, size_t *n, char *msg,
+                               size_t msg_len);
 /* The peer for memory-bound kernels: a plain read of `bytes` on the device, in GB/s. */
 hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, char *msg,
                              size_t msg_len);

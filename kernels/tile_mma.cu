@@ -10,12 +10,13 @@
 // Each pair of codes becomes a bf16x2 word with a few bit operations and one bf16x2 FMA; the
 // value is exact (integers up to 255, E2M1 and E4M3 values are all bf16 numbers).
 //
-// hc_mma_gemv_t<8|16>: M <= 8 or 16 tokens, memory bound. A block takes one 64-row stripe;
+// hc_mma_gemv_t<1|8|16>: M = 1, <= 8 or 16 tokens, memory bound. A block takes one 64-row stripe;
 //   each of its four warps streams whole tile chunks through its own shared-memory pipeline
 //   (cp.async, HC_GEMV_STAGES deep) and accumulates exact codes per scale group, applying each
 //   row's scale in float32 once per group. K is split over warps and over blocks
 //   (gridDim.y); the blocks of a stripe write partial sums to a workspace and the last one to
 //   finish adds them in a fixed order (deterministic results, no atomics on outputs).
+//   hc_mma_gemv_t1w: the M = 1 loop as 16 warps of one block per stripe (small layers).
 // hc_mma_gemm: M > 16, matrix bound. A block of eight warps computes 128 weight rows x 128
 //   tokens over all of K with a three-stage cp.async pipeline of (two chunks + a swizzled
 //   128 x 64 activation tile); each weight is decoded, scaled in float32 and rounded once to
@@ -42,6 +43,9 @@
 #ifndef HC_GEMV_MINB
 #define HC_GEMV_MINB 4 /* launch bounds: resident blocks per SM the registers must allow */
 #endif
+#ifndef HC_GEMV1W_STAGES
+#define HC_GEMV1W_STAGES 5 /* hc_mma_gemv_t1w's (16 warps in the shared memory of one SM) */
+#endif
 /* HC_GEMV_PDL: the small-M kernels start under programmatic dependent launch -- the weight
  * copies of the first stages are issued before griddepcontrol.wait (weights do not depend on
  * the kernel before; activations, outputs and the workspace are touched only after it) */
@@ -62,8 +66,18 @@
 #ifndef HC_GEMV_MXS
 #define HC_GEMV_MXS 1
 #endif
+/* HC_GEMV_DIAG (measurements): 1: the small-M kernels only copy (wrong results); 2: they also
+ * record per block its SM and the global timer at entry, first tile, loop end and outputs
+ * (5 words after the split's partial sums in the workspace; hc_gpu_diag_timeline) */
 #ifndef HC_GEMV_DIAG
-#define HC_GEMV_DIAG 0 /* 1: the small-M kernels only copy (a measurement; wrong results) */
+#define HC_GEMV_DIAG 0
+#endif
+#if HC_GEMV_DIAG == 2
+__device__ __forceinline__ unsigned long long gtimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
 #endif
 #define HC_GEMM_STAGES 3
 #define HC_WGMMA_STAGES 3
@@ -362,7 +376,7 @@ __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params
  * 16, so ldmatrix reads them without bank conflicts); NS stages. Rows of tokens >= m are zeroed
  * once; tokens XR..TOK-1 (XR < TOK: the M = 1 kernel, whose stages hold one activation row
  * and so fit more of them) read a zero row after the warp's stages. */
-template <int TOK, int XR, int NS>
+template <int TOK, int XR, int NS, int NW = 4>
 __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                           hc_u64 expert, const hc_u16 *__restrict__ x, hc_u64 m,
                                           hc_u16 *__restrict__ y, float *__restrict__ ws,
@@ -375,10 +389,13 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     constexpr unsigned ZR = XR < TOK ? 128 : 0; /* the zero row */
     const hc_u8 *stripe = w + (expert * p.tiles_n + nb) * p.tiles_k * cb;
     hc_u8 *mine = smem + (hc_u64)warp * (NS * sb + ZR), *zrow = mine + NS * sb;
-    const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
+    const hc_u64 step = (hc_u64)NW * gridDim.y, kb0 = blockIdx.y * (hc_u64)NW + warp;
     const long nt = kb0 < p.tiles_k ? (long)((p.tiles_k - kb0 + step - 1) / step) : 0;
     const unsigned live = (unsigned)(m < XR ? m : XR), xpieces = live * 8;
     const unsigned gmask = (1u << P_LGS) - 1;
+#if HC_GEMV_DIAG == 2
+    unsigned long long tl[3] = {threadIdx.x == 0 ? gtimer() : 0ull, 0ull, 0ull};
+#endif
     /* activation rows of absent tokens stay zero in every stage */
     for (unsigned q = lane; q < NS * (XR - live) * 8; q += 32) {
         unsigned st = q / ((XR - live) * 8), r = q % ((XR - live) * 8);
@@ -475,6 +492,9 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         cp_commit();
         unsigned b[4][MT][2];
         wait(i);
+#if HC_GEMV_DIAG == 2
+        if (i == 0 && threadIdx.x == 0) tl[1] = gtimer();
+#endif
         hc_u8 *ch = mine + scur * (unsigned)sb;
 #if HC_CODEC == 5 && HC_GEMV_MXS
         { /* lane L: rows 2L and 2L + 1, each record (B, d0, d1, 0) -> (bf16 s0, bf16 s1) */
@@ -499,7 +519,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
                                "=r"(b[2 * h + 1][mt][0]), "=r"(b[2 * h + 1][mt][1])
                              : "r"(addr));
             }
-#if HC_GEMV_DIAG /* HC_DIAG_GEMV_COPY_ONLY: the copies and one read, no arithmetic */
+#if HC_GEMV_DIAG == 1 /* HC_DIAG_GEMV_COPY_ONLY: the copies and one read, no arithmetic */
         acc[0][0][0] += (float)(*(const unsigned *)(ch + lane * 16) & 1u);
         continue;
 #endif
@@ -530,6 +550,9 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
             }
         }
     }
+#if HC_GEMV_DIAG == 2
+    if (threadIdx.x == 0) tl[2] = gtimer();
+#endif
     cp_wait<0>();
     __syncthreads(); /* the pipelines' memory becomes the reduction buffer */
     float *red = (float *)smem; /* [warp][row][token] */
@@ -548,12 +571,22 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     const unsigned mlive = (unsigned)(m < TOK ? m : TOK), E = 64 * mlive;
     for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
         unsigned row = idx / mlive, tok = idx % mlive;
-        float s = red[row * TOK + tok] + red[(64 + row) * TOK + tok] +
-                  red[(128 + row) * TOK + tok] + red[(192 + row) * TOK + tok];
+        float s = red[row * TOK + tok]; /* warp order: deterministic */
+#pragma unroll
+        for (int wi = 1; wi < NW; wi++) s += red[(wi * 64 + row) * TOK + tok];
         hc_u64 n = nb * 64 + row;
         if (split) __stcg(&ws[((hc_u64)blockIdx.y * p.tiles_n + nb) * 64 * TOK + row * TOK + tok], s);
         else if (n < p.N) y[tok * p.N + n] = bf16_of(s);
     }
+#if HC_GEMV_DIAG == 2
+    if (threadIdx.x == 0) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        unsigned long long *r = (unsigned long long *)(ws + (hc_u64)gridDim.y * p.tiles_n * 64 * TOK) +
+                                ((hc_u64)blockIdx.y * gridDim.x + blockIdx.x) * 5;
+        r[0] = smid, r[1] = tl[0], r[2] = tl[1], r[3] = tl[2], r[4] = gtimer();
+    }
+#endif
     if (!split) return;
     /* the last block of this stripe to finish adds the partial sums, in block order, with the
      * loads of 8 blocks' partials in flight together (one round trip each, not one per block) */
@@ -592,6 +625,14 @@ extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t1(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                    hc_u16 *y, float *ws, unsigned *cnt) {
     gemv_body<8, 1, HC_GEMV1_STAGES>(w, p, expert, x, m, y, ws, cnt);
+}
+/* M = 1 on layers of at most one stripe per SM (HC_GEMV_WIDE1): 16 warps on a stripe, the K
+ * split inside the block (no workspace, no last-block finisher), one block per SM. Dynamic
+ * shared memory: 16 warps x (HC_GEMV1W_STAGES x (chunk_bytes + 128) + 128). */
+extern "C" __global__ void __launch_bounds__(512, 1)
+    hc_mma_gemv_t1w(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
+                    hc_u16 *y, float *ws, unsigned *cnt) {
+    gemv_body<8, 1, HC_GEMV1W_STAGES, 16>(w, p, expert, x, m, y, ws, cnt);
 }
 extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t8(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,

@@ -48,9 +48,9 @@ static void test_every_kernel_compiles(void) {
     }
     static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
                                         "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=0",
-                                        "-DHC_WGMMA_MID=0", "-DHC_GEMV_DIAG=1",
+                                        "-DHC_WGMMA_MID=0", "-DHC_GEMV_DIAG=1", "-DHC_GEMV_DIAG=2",
                                         "-DHC_GEMV1_STAGES=3"};
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 9; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
     /* HC_GEMV_MXS (default 1) acts on folded MXFP4 (kinds[7]) only: the path without it */
     list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[7][0], kopt[7][1], kopt[7][2], kopt[7][3], "-DHC_GEMV_MXS=0"}};
@@ -130,8 +130,8 @@ static void test_hot_kernels_do_not_regress(void) {
              * known, measured as it is) */
             static const char *const hot[] = {"hc_wgmma_gemm256", "hc_wgmma_gemm128",
                                               "hc_wgmma_gemm64", "hc_mma_gemv_t8",
-                                              "hc_mma_gemv_t1"};
-            for (int h = 0; h < 5 && !why[i][0]; h++) {
+                                              "hc_mma_gemv_t1", "hc_mma_gemv_t1w"};
+            for (int h = 0; h < 6 && !why[i][0]; h++) {
                 long sp = spill_stores(log, hot[h]);
                 if (sp != 0) snprintf(why[i], sizeof why[i], "%s: %ld bytes spill stores", hot[h], sp);
             }
