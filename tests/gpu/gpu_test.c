@@ -3,6 +3,7 @@
  * order, --fmad=false), for M = 7 and 33 and for every expert of fused tensors. Without a GPU
  * it says so and exits 0. Ends with "N passed, N failed". */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +291,64 @@ static void check_layer(hc_gpu *g, hc_container *c, const char *cas, const char 
     }
 }
 
+/* Regular files in dir (-1: cannot read it). */
+static long count_files(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    long n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* `convert --target` precompiles the modules of a container's layers (hc_gpu_precompile) into
+ * the cache: a later hc_gpu_model_load with the same cache finds them all (adds no cubin),
+ * where without the precompile it adds some (so the count can tell). */
+static void test_precompile_serves_the_runtime(const char *arch) {
+    const char *old = getenv("HC_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL, msg[1024], path[256];
+    snprintf(path, sizeof path, "/tmp/hc-gpu-pc-%d.hconvert", (int)getpid());
+    hc_container *c = NULL;
+    if (synth_container(path, &synth_specs[0], 1, 640, 2880, false, 5, NULL, msg, sizeof msg) ||
+        hc_container_open(path, 1, &c, msg, sizeof msg)) {
+        printf("FAIL precompile: container: %s\n", msg);
+        failed++;
+        free(saved);
+        return;
+    }
+    long added[2] = {-1, -1}; /* cubins hc_gpu_model_load added: with, without the precompile */
+    unsigned built = 0;
+    for (int pre = 1; pre >= 0; pre--) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "/tmp/hc-gpu-pc-XXXXXX");
+        if (!mkdtemp(dir)) break;
+        setenv("HC_CACHE_DIR", dir, 1);
+        hc_gpu *g2 = NULL;
+        hc_gpu_model *md = NULL;
+        hc_status st = pre ? hc_gpu_precompile(c, arch, &built, msg, sizeof msg) : HC_OK;
+        if (!st) st = hc_gpu_open(&g2, msg, sizeof msg);
+        long before = count_files(dir);
+        if (!st) st = hc_gpu_model_load(g2, c, NULL, &md, msg, sizeof msg);
+        if (!st) added[pre] = count_files(dir) - before;
+        else printf("precompile (%s): %s\n", pre ? "with" : "without", msg);
+        hc_gpu_model_free(md);
+        hc_gpu_free(g2);
+        char rm[128];
+        snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+        if (system(rm) != 0) printf("warning: cannot remove %s\n", dir);
+    }
+    if (saved) setenv("HC_CACHE_DIR", saved, 1);
+    else unsetenv("HC_CACHE_DIR");
+    free(saved);
+    hc_container_free(c);
+    unlink(path);
+    bool ok = built == 1 && added[1] == 0 && added[0] > 0;
+    printf("%s precompile serves the runtime: %u module(s) precompiled for %s; the model load "
+           "added %ld cubin(s) after it, %ld without it\n", ok ? "ok  " : "FAIL", built, arch,
+           added[1], added[0]);
+    passed += ok, failed += !ok;
+}
+
 int main(void) {
     hc_gpu *g = NULL;
     char msg[1024];
@@ -304,6 +363,7 @@ int main(void) {
     }
     printf("GPU %s\n", hc_gpu_arch(g));
     jit_times(hc_gpu_arch(g));
+    test_precompile_serves_the_runtime(hc_gpu_arch(g));
     FILE *f = getenv("HC_GPU_TEST_QUICK") ? NULL : fopen("tests/fixtures/quant/cases.txt", "r");
     char cas[256];
     while (f && fscanf(f, "%255s", cas) == 1) {
