@@ -16,7 +16,6 @@
 //   row's scale in float32 once per group. K is split over warps and over blocks
 //   (gridDim.y); the blocks of a stripe write partial sums to a workspace and the last one to
 //   finish adds them in a fixed order (deterministic results, no atomics on outputs).
-//   hc_mma_gemv_t1w: the M = 1 loop as 16 warps of one block per stripe (small layers).
 // hc_mma_gemm: M > 16, matrix bound. A block of eight warps computes 128 weight rows x 128
 //   tokens over all of K with a three-stage cp.async pipeline of (two chunks + a swizzled
 //   128 x 64 activation tile); each weight is decoded, scaled in float32 and rounded once to
@@ -42,9 +41,6 @@
 #endif
 #ifndef HC_GEMV_MINB
 #define HC_GEMV_MINB 4 /* launch bounds: resident blocks per SM the registers must allow */
-#endif
-#ifndef HC_GEMV1W_STAGES
-#define HC_GEMV1W_STAGES 5 /* hc_mma_gemv_t1w's (16 warps in the shared memory of one SM) */
 #endif
 /* HC_GEMV_PDL: the small-M kernels start under programmatic dependent launch -- the weight
  * copies of the first stages are issued before griddepcontrol.wait (weights do not depend on
@@ -376,7 +372,7 @@ __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params
  * 16, so ldmatrix reads them without bank conflicts); NS stages. Rows of tokens >= m are zeroed
  * once; tokens XR..TOK-1 (XR < TOK: the M = 1 kernel, whose stages hold one activation row
  * and so fit more of them) read a zero row after the warp's stages. */
-template <int TOK, int XR, int NS, int NW = 4>
+template <int TOK, int XR, int NS>
 __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                           hc_u64 expert, const hc_u16 *__restrict__ x, hc_u64 m,
                                           hc_u16 *__restrict__ y, float *__restrict__ ws,
@@ -389,7 +385,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     constexpr unsigned ZR = XR < TOK ? 128 : 0; /* the zero row */
     const hc_u8 *stripe = w + (expert * p.tiles_n + nb) * p.tiles_k * cb;
     hc_u8 *mine = smem + (hc_u64)warp * (NS * sb + ZR), *zrow = mine + NS * sb;
-    const hc_u64 step = (hc_u64)NW * gridDim.y, kb0 = blockIdx.y * (hc_u64)NW + warp;
+    const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
     const long nt = kb0 < p.tiles_k ? (long)((p.tiles_k - kb0 + step - 1) / step) : 0;
     const unsigned live = (unsigned)(m < XR ? m : XR), xpieces = live * 8;
     const unsigned gmask = (1u << P_LGS) - 1;
@@ -571,9 +567,8 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     const unsigned mlive = (unsigned)(m < TOK ? m : TOK), E = 64 * mlive;
     for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
         unsigned row = idx / mlive, tok = idx % mlive;
-        float s = red[row * TOK + tok]; /* warp order: deterministic */
-#pragma unroll
-        for (int wi = 1; wi < NW; wi++) s += red[(wi * 64 + row) * TOK + tok];
+        float s = red[row * TOK + tok] + red[(64 + row) * TOK + tok] +
+                  red[(128 + row) * TOK + tok] + red[(192 + row) * TOK + tok];
         hc_u64 n = nb * 64 + row;
         if (split) __stcg(&ws[((hc_u64)blockIdx.y * p.tiles_n + nb) * 64 * TOK + row * TOK + tok], s);
         else if (n < p.N) y[tok * p.N + n] = bf16_of(s);
@@ -625,14 +620,6 @@ extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t1(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                    hc_u16 *y, float *ws, unsigned *cnt) {
     gemv_body<8, 1, HC_GEMV1_STAGES>(w, p, expert, x, m, y, ws, cnt);
-}
-/* M = 1 on layers of at most one stripe per SM (HC_GEMV_WIDE1): 16 warps on a stripe, the K
- * split inside the block (no workspace, no last-block finisher), one block per SM. Dynamic
- * shared memory: 16 warps x (HC_GEMV1W_STAGES x (chunk_bytes + 128) + 128). */
-extern "C" __global__ void __launch_bounds__(512, 1)
-    hc_mma_gemv_t1w(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
-                    hc_u16 *y, float *ws, unsigned *cnt) {
-    gemv_body<8, 1, HC_GEMV1W_STAGES, 16>(w, p, expert, x, m, y, ws, cnt);
 }
 extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t8(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,

@@ -54,7 +54,6 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 /* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
 typedef struct {
     int gemv_stages, gemv1_stages, wgmma_wide, pdl, wgmma_mid;
-    int gemv_wide1; /* HC_GEMV_WIDE1: M = 1 on layers of <= one stripe per SM by hc_mma_gemv_t1w */
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
     int diag; /* measurements: 1 HC_DIAG_GEMV_COPY_ONLY=1 (wrong results), 2 HC_DIAG_GEMV_TIMELINE=1 */
     char opt[7][32]; /* 0-5: the module options; 6: HC_GEMV_DIAG, with diag only */
@@ -72,13 +71,12 @@ typedef struct {
     bool generic;
     cudaLibrary_t lib;
     cudaKernel_t gemv[3], gemm, wgmma, wide; /* gemv for M = 1, <= 8, <= 16; wide: 256 tokens */
-    cudaKernel_t gemv1w;                     /* M = 1, 16 warps a stripe (HC_GEMV_WIDE1) */
     cudaKernel_t ws[2];                      /* HC_WGMMA_MID: 64- and 128-token tiles */
     int gemv_blocks[3];                /* resident blocks per SM */
 } mma_module;
 
 struct hc_gpu {
-    int device, sms, smem_optin; /* smem_optin: the most dynamic shared memory of a block */
+    int device, sms;
     char arch[16];
     cudaLibrary_t lib;
     cudaKernel_t gemm_ref, stream_read, gather;
@@ -108,7 +106,6 @@ static void knobs_from_env(kernel_knobs *k) {
     k->pdl = env_knob("HC_GPU_PDL", 0, 1, 1);
     snprintf(k->opt[2], sizeof k->opt[2], "-DHC_GEMV_PDL=%d", k->pdl);
     k->wgmma_mid = env_knob("HC_WGMMA_MID", 0, 1, 1);
-    k->gemv_wide1 = env_knob("HC_GEMV_WIDE1", 0, 1, 0);
     snprintf(k->opt[3], sizeof k->opt[3], "-DHC_WGMMA_MID=%d", k->wgmma_mid);
     /* measurements, not knobs: the small-M kernels copy every tile and skip the arithmetic
      * (their results are wrong), to time the copy pipeline alone; or they record per block
@@ -259,7 +256,6 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     CU(cu.lib_kernel(&g->stream_read, g->lib, "hc_stream_read"), "cudaLibraryGetKernel");
     CU(cu.lib_kernel(&g->gather, g->lib, "hc_gather_x"), "cudaLibraryGetKernel");
     CU(cu.attr(&g->sms, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
-    CU(cu.attr(&g->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), "shared memory per block");
     pthread_mutex_init(&g->mu, NULL);
     knobs_from_env(&g->kn);
 out:
@@ -363,8 +359,6 @@ static const char *const codec_names[HC_CODECS] = {
     (4 * (size_t)(g)->kn.gemv_stages * ((size_t)(chunk) + (tok) * 128))
 /* of hc_mma_gemv_t1: 4 warps x (HC_GEMV1_STAGES x (chunk + one activation row) + a zero row) */
 #define GEMV1_SMEM(g, chunk) (4 * ((size_t)(g)->kn.gemv1_stages * ((size_t)(chunk) + 128) + 128))
-/* of hc_mma_gemv_t1w: 16 warps x (HC_GEMV1W_STAGES (5) x (chunk + 128) + 128) */
-#define GEMV1W_SMEM(chunk) (16 * (5 * ((size_t)(chunk) + 128) + 128))
 /* of the warp-specialised kernels with toks-token tiles (hc_wgmma_gemm256, 64, 128):
  * alignment slack + 5 stages x round1024(activations, two chunks) */
 #define WS_SMEM(toks, chunk) \
@@ -402,19 +396,12 @@ static hc_status layer_module(hc_gpu *g, layer_kind k, int *index, hc_err *perr)
     CU(cu.lib_kernel(&M->gemv[0], M->lib, "hc_mma_gemv_t1"), "hc_mma_gemv_t1");
     CU(cu.lib_kernel(&M->gemv[1], M->lib, "hc_mma_gemv_t8"), "hc_mma_gemv_t8");
     CU(cu.lib_kernel(&M->gemv[2], M->lib, "hc_mma_gemv_t16"), "hc_mma_gemv_t16");
-    CU(cu.lib_kernel(&M->gemv1w, M->lib, "hc_mma_gemv_t1w"), "hc_mma_gemv_t1w");
     CU(cu.lib_kernel(&M->gemm, M->lib, "hc_mma_gemm"), "hc_mma_gemm");
     CU(cu.lib_kernel(&M->wgmma, M->lib, "hc_wgmma_gemm"), "hc_wgmma_gemm");
     CU(cu.lib_kernel(&M->wide, M->lib, "hc_wgmma_gemm256"), "hc_wgmma_gemm256");
     /* every chunk size (at most 5376 bytes) fits */
     CU(cu.func_attr((const void *)M->gemv[0], cudaFuncAttributeMaxDynamicSharedMemorySize,
                     GEMV1_SMEM(g, 5376)), "shared memory of hc_mma_gemv_t1");
-    /* (hc_mma_gemv_t1w: the chunks that fit in one block's shared memory beside its 1 KiB of
-     * static shared memory; launched for those only) */
-    CU(cu.func_attr((const void *)M->gemv1w, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                    GEMV1W_SMEM(5376) + 1024 < (size_t)g->smem_optin ? (int)GEMV1W_SMEM(5376)
-                                                                    : g->smem_optin - 1024),
-       "shared memory of hc_mma_gemv_t1w");
     CU(cu.func_attr((const void *)M->gemv[1], cudaFuncAttributeMaxDynamicSharedMemorySize,
                     GEMV_SMEM(g, 5376, 8)), "shared memory of hc_mma_gemv_t8");
     CU(cu.func_attr((const void *)M->gemv[2], cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -650,10 +637,6 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         size_t smem = gi == 0 ? GEMV1_SMEM(g, p->chunk_bytes)
                               : GEMV_SMEM(g, p->chunk_bytes, gi == 2 ? 16 : 8);
         mma_module *M = &g->mods[L->mod];
-        /* HC_GEMV_WIDE1: M = 1 on at most one stripe per SM as 16 warps a block */
-        const bool w1 = gi == 0 && g->kn.gemv_wide1 && p->tiles_n <= (uint64_t)g->sms &&
-                        GEMV1W_SMEM(p->chunk_bytes) + 1024 <= (size_t)g->smem_optin;
-        if (w1) smem = GEMV1W_SMEM(p->chunk_bytes);
         if (!M->gemv_blocks[gi]) {
             int b = 0;
             if (cu.occupancy(&b, (const void *)M->gemv[gi], 128, smem) != cudaSuccess || b < 1)
@@ -663,9 +646,8 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         /* K split over blocks so that the grid is one wave of resident blocks: a block streams
          * its tiles at the memory's pace (measured, with the alternatives: bench/NOTES.md
          * v19-v24, v28). Each warp keeps at least two tiles. */
-        unsigned ksplit = w1 ? hc_gemv_ksplit(p->tiles_n, p->tiles_k / 4, (uint64_t)g->sms, 1)
-                             : hc_gemv_ksplit(p->tiles_n, p->tiles_k, (uint64_t)g->sms,
-                                              (uint64_t)M->gemv_blocks[gi]);
+        unsigned ksplit = hc_gemv_ksplit(p->tiles_n, p->tiles_k, (uint64_t)g->sms,
+                                         (uint64_t)M->gemv_blocks[gi]);
         if (ksplit > 1 || g->kn.diag == 2) {
             size_t tok = gi == 2 ? 16 : 8, part = (size_t)ksplit * p->tiles_n * 64 * tok * 4;
             /* HC_DIAG_GEMV_TIMELINE: 5 words per block after the partial sums */
@@ -676,8 +658,8 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
             if (st) goto out;
         }
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt};
-        dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {w1 ? 512u : 128u, 1, 1};
-        const cudaKernel_t kern = w1 ? M->gemv1w : M->gemv[gi];
+        dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {128, 1, 1};
+        const cudaKernel_t kern = M->gemv[gi];
         if (g->kn.pdl && cu.launch_ex) {
             /* HC_GPU_PDL: programmatic dependent launch, so that this kernel's blocks start and
              * fetch their first weight tiles while the kernel before it finishes (the kernel
