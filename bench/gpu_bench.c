@@ -200,28 +200,27 @@ static hc_container *bench_container(const char *path, int si, uint64_t N, uint6
 /* HC_BENCH_SWEEP: the kernel knobs (kernels/tile_mma.cu) against each other on the int4 and
  * MXFP4 layers, M = 1, 16, 64, 256 and 4096, CUDA-graph times; one GPU handle (and JIT build)
  * each. HC_BENCH_SWEEP=1 compares the settings below (the defaults first);
- * HC_BENCH_SWEEP="S,B,G,W,P,D,O,X,U;..." (stages, min blocks, generic, wide, PDL, mid, M = 1
- * stages, mxfold scales in shared memory, M = 1 units per stripe handed out) compares those
- * given (at most 8). */
-enum { NKNOB = 9 };
+ * HC_BENCH_SWEEP="S,B,G,W,P,D,O,X;..." (stages, min blocks, generic, wide, PDL, mid, M = 1
+ * stages, mxfold scales in shared memory) compares those given (at most 8). */
+enum { NKNOB = 8 };
 static void sweep(void) {
     /* the knobs (docs/gpu.md), and the settings compared */
     static const char *const knob[NKNOB] = {"HC_GEMV_STAGES", "HC_GEMV_MINB", "HC_GPU_GENERIC",
                                             "HC_WGMMA_WIDE",  "HC_GPU_PDL",   "HC_WGMMA_MID",
-                                            "HC_GEMV1_STAGES", "HC_GEMV_MXFOLD_SMEM", "HC_GEMV_DYN"};
-    static char cfg[8][NKNOB][8] = {{"4", "4", "0", "1", "1", "1", "6", "1", "0"},
-                                    {"4", "4", "0", "1", "1", "1", "6", "1", "2"},
-                                    {"4", "4", "0", "1", "1", "1", "6", "1", "4"},
-                                    {"4", "4", "0", "1", "1", "1", "6", "1", "8"}};
+                                            "HC_GEMV1_STAGES", "HC_GEMV_MXFOLD_SMEM"};
+    static char cfg[8][NKNOB][8] = {{"4", "4", "0", "1", "1", "1", "6", "1"},
+                                    {"4", "4", "0", "1", "1", "1", "6", "0"},
+                                    {"4", "4", "0", "1", "0", "1", "6", "1"},
+                                    {"4", "4", "0", "1", "1", "1", "4", "1"}};
     size_t ncfg = 4;
     const char *want = getenv("HC_BENCH_SWEEP");
     if (want && strchr(want, ',')) {
         ncfg = 0;
         for (const char *q = want; *q && ncfg < 8;) {
             int v[NKNOB], used = 0;
-            if (sscanf(q, "%d,%d,%d,%d,%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4],
-                       &v[5], &v[6], &v[7], &v[8], &used) != NKNOB) {
-                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P,D,O,X,U;... at '%s'\n", q);
+            if (sscanf(q, "%d,%d,%d,%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                       &v[6], &v[7], &used) != NKNOB) {
+                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P,D,O,X;... at '%s'\n", q);
                 exit(2);
             }
             for (int i = 0; i < NKNOB; i++) snprintf(cfg[ncfg][i], sizeof cfg[ncfg][i], "%d", v[i]);
@@ -237,7 +236,7 @@ static void sweep(void) {
     CK(cudaMalloc(&x, 4096ull * 8192 * 2));
     CK(cudaMalloc(&y, 4096ull * 28672 * 2));
     fill_bf16(x, 4096ull * 8192, 1);
-    printf("sweep: stages minb generic wide pdl mid stages1 mxs dyn | layer N x K: us at M=1, 16, 64, 256, 4096\n");
+    printf("sweep: stages minb generic wide pdl mid stages1 mxs | layer N x K: us at M=1, 16, 64, 256, 4096\n");
     for (int si = 0; si < 2; si++)
         for (int hi = 0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];

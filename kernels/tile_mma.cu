@@ -372,25 +372,21 @@ __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params
  * 16, so ldmatrix reads them without bank conflicts); NS stages. Rows of tokens >= m are zeroed
  * once; tokens XR..TOK-1 (XR < TOK: the M = 1 kernel, whose stages hold one activation row
  * and so fit more of them) read a zero row after the warp's stages. */
-/* The block's work: stripe bx, part by of ny (the K split); KR: the part is a contiguous
- * range of the stripe's tiles (else every ny-th group of 4). */
-template <int TOK, int XR, int NS, bool KR = false>
+template <int TOK, int XR, int NS>
 __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                           hc_u64 expert, const hc_u16 *__restrict__ x, hc_u64 m,
                                           hc_u16 *__restrict__ y, float *__restrict__ ws,
-                                          unsigned *__restrict__ cnt, unsigned bx, unsigned by,
-                                          unsigned ny) {
+                                          unsigned *__restrict__ cnt) {
     constexpr int MT = TOK / 8;
     hc_u8 *smem = hc_smem;
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned g = lane >> 2, c = lane & 3;
-    const hc_u64 nb = bx, cb = P_CB, sb = cb + XR * 128;
+    const hc_u64 nb = blockIdx.x, cb = P_CB, sb = cb + XR * 128;
     constexpr unsigned ZR = XR < TOK ? 128 : 0; /* the zero row */
     const hc_u8 *stripe = w + (expert * p.tiles_n + nb) * p.tiles_k * cb;
     hc_u8 *mine = smem + (hc_u64)warp * (NS * sb + ZR), *zrow = mine + NS * sb;
-    const hc_u64 step = KR ? 4ull : 4ull * ny, kend = KR ? (by + 1ull) * p.tiles_k / ny : p.tiles_k;
-    const hc_u64 kb0 = KR ? by * p.tiles_k / ny + warp : by * 4ull + warp;
-    const long nt = kb0 < kend ? (long)((kend - kb0 + step - 1) / step) : 0;
+    const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
+    const long nt = kb0 < p.tiles_k ? (long)((p.tiles_k - kb0 + step - 1) / step) : 0;
     const unsigned live = (unsigned)(m < XR ? m : XR), xpieces = live * 8;
     const unsigned gmask = (1u << P_LGS) - 1;
 #if HC_GEMV_DIAG == 2
@@ -566,7 +562,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
                 red[(warp * 64 + row) * TOK + tok] = acc[rb][mt][e];
             }
     __syncthreads();
-    const bool split = ny > 1;
+    const bool split = gridDim.y > 1;
     /* the live tokens' sums only: element idx of E is row idx / mlive, token idx % mlive */
     const unsigned mlive = (unsigned)(m < TOK ? m : TOK), E = 64 * mlive;
     for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
@@ -574,15 +570,15 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         float s = red[row * TOK + tok] + red[(64 + row) * TOK + tok] +
                   red[(128 + row) * TOK + tok] + red[(192 + row) * TOK + tok];
         hc_u64 n = nb * 64 + row;
-        if (split) __stcg(&ws[((hc_u64)by * p.tiles_n + nb) * 64 * TOK + row * TOK + tok], s);
+        if (split) __stcg(&ws[((hc_u64)blockIdx.y * p.tiles_n + nb) * 64 * TOK + row * TOK + tok], s);
         else if (n < p.N) y[tok * p.N + n] = bf16_of(s);
     }
 #if HC_GEMV_DIAG == 2
     if (threadIdx.x == 0) {
         unsigned smid;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        unsigned long long *r = (unsigned long long *)(ws + (hc_u64)ny * p.tiles_n * 64 * TOK) +
-                                ((hc_u64)by * p.tiles_n + bx) * 5;
+        unsigned long long *r = (unsigned long long *)(ws + (hc_u64)gridDim.y * p.tiles_n * 64 * TOK) +
+                                ((hc_u64)blockIdx.y * gridDim.x + blockIdx.x) * 5;
         r[0] = smid, r[1] = tl[0], r[2] = tl[1], r[3] = tl[2], r[4] = gtimer();
     }
 #endif
@@ -592,7 +588,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     __shared__ unsigned last;
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&cnt[nb], 1u) == ny - 1;
+    if (threadIdx.x == 0) last = atomicAdd(&cnt[nb], 1u) == gridDim.y - 1;
     __syncthreads();
     if (!last) return;
     __threadfence();
@@ -603,14 +599,14 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         const float *src = ws + (hc_u64)nb * 64 * TOK + row * TOK + tok;
         const hc_u64 bstride = p.tiles_n * 64ull * TOK;
         float s = 0.0f;
-        for (unsigned y0 = 0; y0 < ny; y0 += 8) {
+        for (unsigned y0 = 0; y0 < gridDim.y; y0 += 8) {
             float v[8];
 #pragma unroll
             for (unsigned u = 0; u < 8; u++)
-                v[u] = y0 + u < ny ? __ldcg(src + (y0 + u) * bstride) : 0.0f;
+                v[u] = y0 + u < gridDim.y ? __ldcg(src + (y0 + u) * bstride) : 0.0f;
 #pragma unroll
             for (unsigned u = 0; u < 8; u++)
-                if (y0 + u < ny) s += v[u];
+                if (y0 + u < gridDim.y) s += v[u];
         }
         y[tok * p.N + n] = bf16_of(s);
     }
@@ -623,42 +619,17 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
 extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t1(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                    hc_u16 *y, float *ws, unsigned *cnt) {
-    gemv_body<8, 1, HC_GEMV1_STAGES>(w, p, expert, x, m, y, ws, cnt, blockIdx.x, blockIdx.y, gridDim.y);
-}
-/* M = 1 with the work handed out (HC_GEMV_DYN): each stripe cut into `units` contiguous K
- * ranges; block b takes unit b, then the next unhanded unit of a counter (cnt[tiles_n]) until
- * none is left, so that SMs whose blocks finish early take more. Units of a stripe add up as
- * the K split's parts do (workspace, the stripe's last unit in part order: deterministic).
- * cnt[tiles_n + 1] counts finished blocks; the last resets both. */
-extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
-    hc_mma_gemv_t1d(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
-                    hc_u16 *y, float *ws, unsigned *cnt, unsigned units) {
-    __shared__ unsigned next;
-    const hc_u64 total = p.tiles_n * units;
-    for (hc_u64 u = blockIdx.x; u < total;) {
-        gemv_body<8, 1, HC_GEMV1_STAGES, true>(w, p, expert, x, m, y, ws, cnt,
-                                               (unsigned)(u % p.tiles_n),
-                                               (unsigned)(u / p.tiles_n), units);
-        __syncthreads(); /* the unit's shared memory is free */
-        if (threadIdx.x == 0) next = atomicAdd(&cnt[p.tiles_n], 1u) + gridDim.x;
-        __syncthreads();
-        u = next;
-    }
-    if (threadIdx.x == 0) {
-        __threadfence(); /* this block's last take before its count */
-        if (atomicAdd(&cnt[p.tiles_n + 1], 1u) == gridDim.x - 1)
-            cnt[p.tiles_n] = 0, cnt[p.tiles_n + 1] = 0; /* every block has taken its last */
-    }
+    gemv_body<8, 1, HC_GEMV1_STAGES>(w, p, expert, x, m, y, ws, cnt);
 }
 extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t8(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                    hc_u16 *y, float *ws, unsigned *cnt) {
-    gemv_body<8, 8, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt, blockIdx.x, blockIdx.y, gridDim.y);
+    gemv_body<8, 8, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt);
 }
 extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
     hc_mma_gemv_t16(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                     hc_u16 *y, float *ws, unsigned *cnt) {
-    gemv_body<16, 16, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt, blockIdx.x, blockIdx.y, gridDim.y);
+    gemv_body<16, 16, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt);
 }
 
 /* One K tile for the large-M kernels, copied by NT cooperating threads (thread tid): the

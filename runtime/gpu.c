@@ -54,7 +54,6 @@ static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
 /* The tuning knobs of kernels/tile_mma.cu, read once from the environment (docs/gpu.md). */
 typedef struct {
     int gemv_stages, gemv1_stages, wgmma_wide, pdl, wgmma_mid;
-    int gemv_dyn, gemv_dyn_blocks; /* HC_GEMV_DYN units per stripe (0: off), HC_GEMV_DYN_BLOCKS */
     bool specialise; /* HC_GPU_GENERIC=1: one module per codec (fewer builds, slower) */
     int diag; /* measurements: 1 HC_DIAG_GEMV_COPY_ONLY=1 (wrong results), 2 HC_DIAG_GEMV_TIMELINE=1 */
     char opt[7][32]; /* 0-5: the module options; 6: HC_GEMV_DIAG, with diag only */
@@ -72,7 +71,6 @@ typedef struct {
     bool generic;
     cudaLibrary_t lib;
     cudaKernel_t gemv[3], gemm, wgmma, wide; /* gemv for M = 1, <= 8, <= 16; wide: 256 tokens */
-    cudaKernel_t gemv1d;                     /* M = 1, work handed out (HC_GEMV_DYN) */
     cudaKernel_t ws[2];                      /* HC_WGMMA_MID: 64- and 128-token tiles */
     int gemv_blocks[3];                /* resident blocks per SM */
 } mma_module;
@@ -108,8 +106,6 @@ static void knobs_from_env(kernel_knobs *k) {
     k->pdl = env_knob("HC_GPU_PDL", 0, 1, 1);
     snprintf(k->opt[2], sizeof k->opt[2], "-DHC_GEMV_PDL=%d", k->pdl);
     k->wgmma_mid = env_knob("HC_WGMMA_MID", 0, 1, 1);
-    k->gemv_dyn = env_knob("HC_GEMV_DYN", 0, 16, 0);
-    k->gemv_dyn_blocks = env_knob("HC_GEMV_DYN_BLOCKS", 0, 1 << 20, 0); /* 0: one wave */
     snprintf(k->opt[3], sizeof k->opt[3], "-DHC_WGMMA_MID=%d", k->wgmma_mid);
     /* measurements, not knobs: the small-M kernels copy every tile and skip the arithmetic
      * (their results are wrong), to time the copy pipeline alone; or they record per block
@@ -400,15 +396,12 @@ static hc_status layer_module(hc_gpu *g, layer_kind k, int *index, hc_err *perr)
     CU(cu.lib_kernel(&M->gemv[0], M->lib, "hc_mma_gemv_t1"), "hc_mma_gemv_t1");
     CU(cu.lib_kernel(&M->gemv[1], M->lib, "hc_mma_gemv_t8"), "hc_mma_gemv_t8");
     CU(cu.lib_kernel(&M->gemv[2], M->lib, "hc_mma_gemv_t16"), "hc_mma_gemv_t16");
-    CU(cu.lib_kernel(&M->gemv1d, M->lib, "hc_mma_gemv_t1d"), "hc_mma_gemv_t1d");
     CU(cu.lib_kernel(&M->gemm, M->lib, "hc_mma_gemm"), "hc_mma_gemm");
     CU(cu.lib_kernel(&M->wgmma, M->lib, "hc_wgmma_gemm"), "hc_wgmma_gemm");
     CU(cu.lib_kernel(&M->wide, M->lib, "hc_wgmma_gemm256"), "hc_wgmma_gemm256");
     /* every chunk size (at most 5376 bytes) fits */
     CU(cu.func_attr((const void *)M->gemv[0], cudaFuncAttributeMaxDynamicSharedMemorySize,
                     GEMV1_SMEM(g, 5376)), "shared memory of hc_mma_gemv_t1");
-    CU(cu.func_attr((const void *)M->gemv1d, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                    GEMV1_SMEM(g, 5376)), "shared memory of hc_mma_gemv_t1d");
     CU(cu.func_attr((const void *)M->gemv[1], cudaFuncAttributeMaxDynamicSharedMemorySize,
                     GEMV_SMEM(g, 5376, 8)), "shared memory of hc_mma_gemv_t8");
     CU(cu.func_attr((const void *)M->gemv[2], cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -655,21 +648,6 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
          * v19-v24, v28). Each warp keeps at least two tiles. */
         unsigned ksplit = hc_gemv_ksplit(p->tiles_n, p->tiles_k, (uint64_t)g->sms,
                                          (uint64_t)M->gemv_blocks[gi]);
-        /* HC_GEMV_DYN: M = 1's stripes cut into that many units (each warp keeps two tiles or
-         * more), handed out to one wave of blocks (or HC_GEMV_DYN_BLOCKS) */
-        const bool dyn = gi == 0 && g->kn.gemv_dyn > 0;
-        unsigned units = 1;
-        uint64_t dblocks = 0;
-        if (dyn) {
-            uint64_t most = p->tiles_k / 8 ? p->tiles_k / 8 : 1;
-            units = (unsigned)((uint64_t)g->kn.gemv_dyn < most ? (uint64_t)g->kn.gemv_dyn : most);
-            ksplit = units;
-            dblocks = g->kn.gemv_dyn_blocks ? (uint64_t)g->kn.gemv_dyn_blocks
-                                            : (uint64_t)g->sms * (uint64_t)M->gemv_blocks[gi];
-            if (dblocks > p->tiles_n * units) dblocks = p->tiles_n * units;
-            st = grow(&md->cnt, &md->cnt_n, (p->tiles_n + 2) * 4, true, &err);
-            if (st) goto out;
-        }
         if (ksplit > 1 || g->kn.diag == 2) {
             size_t tok = gi == 2 ? 16 : 8, part = (size_t)ksplit * p->tiles_n * 64 * tok * 4;
             /* HC_DIAG_GEMV_TIMELINE: 5 words per block after the partial sums */
@@ -679,10 +657,9 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
             if (!st && ksplit > 1) st = grow(&md->cnt, &md->cnt_n, p->tiles_n * 4, true, &err);
             if (st) goto out;
         }
-        void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt, &units};
-        dim3 grid = {(unsigned)(dyn ? dblocks : p->tiles_n), dyn ? 1u : ksplit, 1},
-             block = {128, 1, 1};
-        const cudaKernel_t kern = dyn ? M->gemv1d : M->gemv[gi];
+        void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt};
+        dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {128, 1, 1};
+        const cudaKernel_t kern = M->gemv[gi];
         if (g->kn.pdl && cu.launch_ex) {
             /* HC_GPU_PDL: programmatic dependent launch, so that this kernel's blocks start and
              * fetch their first weight tiles while the kernel before it finishes (the kernel
