@@ -116,7 +116,6 @@ static void knobs_from_env(kernel_knobs *k) {
     snprintf(k->opt[4], sizeof k->opt[4], "-DHC_GEMV1_STAGES=%d", k->gemv1_stages);
     snprintf(k->opt[5], sizeof k->opt[5], "-DHC_GEMV_MXS=%d",
              env_knob("HC_GEMV_MXFOLD_SMEM", 0, 1, 1));
-
     snprintf(k->opt[6], sizeof k->opt[6], "-DHC_GEMV_DIAG=%d", k->diag);
     if (k->diag == 1)
         fprintf(stderr, "hconvert: HC_DIAG_GEMV_COPY_ONLY=1: M <= 16 results are wrong "
@@ -659,7 +658,6 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         }
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &md->ws, &md->cnt};
         dim3 grid = {(unsigned)p->tiles_n, ksplit, 1}, block = {128, 1, 1};
-        const cudaKernel_t kern = M->gemv[gi];
         if (g->kn.pdl && cu.launch_ex) {
             /* HC_GPU_PDL: programmatic dependent launch, so that this kernel's blocks start and
              * fetch their first weight tiles while the kernel before it finishes (the kernel
@@ -672,9 +670,9 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
             cudaLaunchConfig_t cfg = {0};
             cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s;
             cfg.attrs = &at, cfg.numAttrs = 1;
-            CU(cu.launch_ex(&cfg, (const void *)kern, args), "launch hc_mma_gemv (PDL)");
+            CU(cu.launch_ex(&cfg, (const void *)M->gemv[gi], args), "launch hc_mma_gemv (PDL)");
         } else {
-            CU(cu.launch((const void *)kern, grid, block, args, smem, s),
+            CU(cu.launch((const void *)M->gemv[gi], grid, block, args, smem, s),
                "launch hc_mma_gemv");
         }
     } else {

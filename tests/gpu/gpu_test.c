@@ -291,7 +291,7 @@ static void check_layer(hc_gpu *g, hc_container *c, const char *cas, const char 
     }
 }
 
-/* Regular files in dir (-1: cannot read it). */
+/* Entries of dir other than dot files (-1: cannot read it). */
 static long count_files(const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return -1;
