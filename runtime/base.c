@@ -252,37 +252,60 @@ hc_status hc_pwrite_full(int fd, const void *buf, size_t n, uint64_t off, const 
     return HC_OK;
 }
 
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+hc_status hc_open_regular(const char *path, int *fd, uint64_t *size, hc_err *err) {
+    *fd = -1;
+    int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) return hc_fail(err, HC_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(f, &sb) != 0) {
+        hc_status st = hc_fail(err, HC_IO, "cannot stat '%s': %s", path, strerror(errno));
+        close(f);
+        return st;
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(f);
+        return hc_fail(err, HC_INVALID, "'%s' is %s, not a regular file", path,
+                       file_kind(sb.st_mode));
+    }
+    int fl = fcntl(f, F_GETFL);
+    if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        hc_status st = hc_fail(err, HC_IO, "cannot configure '%s': %s", path, strerror(errno));
+        close(f);
+        return st;
+    }
+    *fd = f;
+    if (size) *size = (uint64_t)sb.st_size;
+    return HC_OK;
+}
+
 hc_status hc_read_file(const char *path, uint64_t max_len, char **data, size_t *len, hc_err *err) {
     *data = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return hc_fail(err, HC_IO, "cannot open '%s': %s", path, strerror(errno));
+    int fd;
+    uint64_t size;
+    HC_TRY(hc_open_regular(path, &fd, &size, err));
     hc_status st = HC_OK;
-    struct stat sb;
     char *buf = NULL;
-    if (fstat(fd, &sb) != 0) {
-        st = hc_fail(err, HC_IO, "cannot stat '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = hc_fail(err, HC_INVALID, "'%s' is not a regular file", path);
-        goto out;
-    }
-    if ((uint64_t)sb.st_size > max_len) {
+    if (size > max_len) {
         st = hc_fail(err, HC_INVALID, "'%s' is %llu bytes, more than the %llu allowed", path,
-                     (unsigned long long)sb.st_size, (unsigned long long)max_len);
+                     (unsigned long long)size, (unsigned long long)max_len);
         goto out;
     }
-    buf = malloc((size_t)sb.st_size + 1);
+    buf = malloc((size_t)size + 1);
     if (!buf) {
         st = hc_fail(err, HC_NOMEM, "out of memory reading '%s'", path);
         goto out;
     }
-    st = hc_pread_full(fd, buf, (size_t)sb.st_size, 0, path, err);
+    st = hc_pread_full(fd, buf, (size_t)size, 0, path, err);
     if (st != HC_OK) goto out;
-    buf[sb.st_size] = 0;
+    buf[size] = 0;
     *data = buf;
-    *len = (size_t)sb.st_size;
+    *len = (size_t)size;
     buf = NULL;
 out:
     free(buf);

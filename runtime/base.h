@@ -75,6 +75,11 @@ const char *hc_basename(const char *path);
 void hc_hex64(uint64_t v, char out[17]);
 bool hc_parse_hex64(const char *s, uint64_t *out);
 
+/* Opens path read-only for reading a regular file: O_NONBLOCK first, so a FIFO or a device
+ * never blocks the open, then fstat; anything but a regular file is refused (HC_INVALID,
+ * naming the path and what it is). On success *fd is a blocking descriptor and *size (when
+ * not NULL) its size. */
+hc_status hc_open_regular(const char *path, int *fd, uint64_t *size, hc_err *err);
 /* Whole-file helpers. */
 hc_status hc_read_file(const char *path, uint64_t max_len, char **data, size_t *len, hc_err *err);
 /* pread exactly n bytes at off, retrying short reads. */

@@ -69,5 +69,9 @@ void suite_layout(void);
 void suite_run(void);
 void suite_tp(void);
 void suite_jit(void);
+void suite_inputs(void);
+void suite_regex(void);
+void suite_hostile(void);
+void suite_faults(void);
 
 #endif

@@ -97,6 +97,10 @@ int main(void) {
     suite_run();
     suite_tp();
     suite_jit();
+    suite_inputs();
+    suite_regex();
+    suite_hostile();
+    suite_faults();
     if (tmp_root[0]) hc_remove_tree(tmp_root);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
