@@ -246,10 +246,19 @@ typedef struct {
     uint64_t bytes;
 } klass;
 
-/* Modules that share format, kind, bits, groups, shape and TP role form one class. */
+/* The same tensor-parallel outcome at every size (act-order cuts differ per module). */
+static bool same_tp(const mod_result *x, const mod_result *y) {
+    for (int t = 0; t < MAX_TP; t++)
+        if (x->plan[t].regroup != y->plan[t].regroup || x->plan[t].gpu != y->plan[t].gpu ||
+            x->plan[t].group_aligned != y->plan[t].group_aligned)
+            return false;
+    return true;
+}
+
+/* Modules that share format, kind, bits, groups, shape, TP role and TP outcome form one class. */
 static bool same_class(const hc_model *md, const mod_result *res, size_t a, size_t b) {
     const mod_result *x = &res[a], *y = &res[b];
-    return x->kind == y->kind && x->bits == y->bits && x->E == y->E && x->N == y->N &&
+    return same_tp(x, y) && x->kind == y->kind && x->bits == y->bits && x->E == y->E && x->N == y->N &&
            x->K == y->K && x->gk == y->gk && x->gn == y->gn && x->role == y->role &&
            x->zeros == y->zeros && x->gidx == y->gidx && x->nfam == y->nfam &&
            md->m[a].scheme.fmt == md->m[b].scheme.fmt;

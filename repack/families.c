@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "shard.h"
 #include "tiles.h"
 
 /* The GPU families are the kernels of kernels/tile_mma.cu (docs/gpu.md): bf16 activations, 64 x 64
@@ -102,16 +103,23 @@ void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *f
     } else if (role == 'r') {
         p->splits = q->K % tp == 0;
         p->shard_k = (q->K + tp - 1) / tp;
-        if (q->kind != HC_Q_PLAIN && q->gk < q->K && p->shard_k % q->gk) {
-            p->group_aligned = false;
-            p->regroup = hc_gcd_u64(p->shard_k, q->gk); /* each new group keeps its parent's scale */
-        }
+    }
+    /* the rank whose regrouped scale groups are smallest decides (convert cuts by the same
+     * rule, hc_shard_group_k; an act-order cut keeps arbitrary columns of each group) */
+    bool gpu_groups = true;
+    for (unsigned r = 0; role == 'r' && q->kind != HC_Q_PLAIN && r < tp; r++) {
+        uint64_t k0, k1, g = hc_shard_group_k(q, role, r, tp);
+        hc_shard_range(q->K, tp, r, &k0, &k1);
+        if (k1 == k0 || g == 0 || q->sk == 1 || (g == q->gk && !q->g_idx) ||
+            (q->g_idx && g % q->gk == 0))
+            continue;
+        p->group_aligned = false;
+        if (!p->regroup || g < p->regroup) p->regroup = g; /* each new group keeps its parent's scale */
+        gpu_groups &= hc_tile_group_k((k1 - k0) / g, g) >= 16;
     }
     p->pad_n = round_up(p->shard_n, fam ? fam->n_multiple : 1);
     p->pad_k = round_up(p->shard_k, fam ? fam->k_multiple : 1);
-    /* a regrouped rank has several groups of p->regroup columns */
-    p->gpu = fam && strcmp(fam->name, "cpu") &&
-             (!p->regroup || hc_tile_group_k(p->shard_k / p->regroup, p->regroup) >= 16);
+    p->gpu = fam && strcmp(fam->name, "cpu") && gpu_groups;
 }
 
 uint64_t hc_module_bytes(const hc_qtensor *q) {

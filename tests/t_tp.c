@@ -35,9 +35,11 @@ static double *values(const hc_model *md, const char *name, hc_qtensor *q) {
 
 static int checked_slices;
 
+/* cas: a case of tests/fixtures/quant, or a folder path */
 static void check_tp(const char *cas, unsigned tp) {
     char src[1024], out[1024];
-    snprintf(src, sizeof src, "%s/%s", fixture("quant"), cas);
+    if (strchr(cas, '/')) snprintf(src, sizeof src, "%s", cas);
+    else snprintf(src, sizeof src, "%s/%s", fixture("quant"), cas);
     snprintf(out, sizeof out, "%s/tp", test_tmpdir());
     hc_converter *cv = hc_converter_create();
     CHECK_EQ_INT(hc_converter_set(cv, HC_CONV_TP_SIZE, tp), HC_OK);
@@ -110,6 +112,84 @@ static void test_tp_shards_are_exact_slices(void) {
     CHECK(checked_slices >= 80);
 }
 
+/* A copy of an act-order fixture whose q_proj is renamed o_proj (same length, so the
+ * safetensors header stays valid): a row-parallel act-order layer. */
+static const char *actorder_row_parallel(const char *cas) {
+    static char dir[4][600];
+    static int k;
+    char *d = dir[k++ % 4];
+    snprintf(d, sizeof dir[0], "%s/%s_o_proj", test_tmpdir(), cas);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s/%s/config.json' '%s/' && "
+             "sed 's/self_attn\\.q_proj/self_attn.o_proj/g' '%s/%s/model.safetensors' > "
+             "'%s/model.safetensors'", d, fixture("quant"), cas, d, fixture("quant"), cas, d);
+    CHECK_EQ_INT(system(cmd), 0);
+    return d;
+}
+
+/* Row-parallel act-order cuts keep an arbitrary subset of each group's columns: every rank
+ * still dequantizes to exactly its slice (before: "act-order groups are not all of 32
+ * columns"), for GPTQ desc_act and compressed-tensors actorder=group. */
+static void test_tp_actorder_row_parallel(void) {
+    static const char *const cases[] = {"gptq_desc_act", "ct_w4_actorder"};
+    int before = checked_slices;
+    for (size_t c = 0; c < 2; c++) {
+        const char *src = actorder_row_parallel(cases[c]);
+        for (unsigned tp = 2; tp <= 8; tp *= 2) check_tp(src, tp);
+        check_tp(src, 3); /* uneven: 43, 43, 42 columns */
+    }
+    CHECK_EQ_INT(checked_slices - before, 2 * 3 * (2 + 4 + 8 + 3)); /* 2 cases, 3 modules */
+}
+
+/* The act-order shard rule by hand: group g keeps c_g columns of the rank's part; the new
+ * group is gcd(c_g), and validate's plan reports the smallest over the ranks. */
+static void test_tp_actorder_group_rule(void) {
+    static const struct {
+        int32_t g[8];
+        unsigned tp;
+        uint64_t want[4]; /* per rank */
+        uint64_t regroup; /* validate: 0 when every rank keeps whole groups' multiples */
+    } cases[] = {
+        {{0, 1, 1, 0, 0, 1, 0, 1}, 2, {2, 2}, 2},       /* each rank: two of each group */
+        {{0, 0, 0, 1, 1, 1, 0, 1}, 2, {1, 1}, 1},       /* 3 + 1 and 1 + 3 */
+        {{0, 0, 0, 0, 1, 1, 1, 1}, 2, {4, 4}, 0},       /* whole groups: nothing to regroup */
+        {{1, 0, 1, 0, 1, 0, 1, 0}, 4, {1, 1, 1, 1}, 1}, /* one column of each group per rank */
+        {{1, 1, 0, 0, 1, 1, 0, 0}, 4, {2, 2, 2, 2}, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hc_qtensor q;
+        memset(&q, 0, sizeof q);
+        int32_t g[8];
+        memcpy(g, cases[i].g, sizeof g);
+        double sc[4] = {1, 2, 3, 4}; /* [N = 2][sk = 2] */
+        q.kind = HC_Q_INT, q.bits = 4, q.E = 1, q.N = 2, q.K = 8, q.gn = 1, q.gk = 4;
+        q.sn = 2, q.sk = 2, q.g_idx = g, q.scales = sc, q.scale_dtype = HC_DT_F16;
+        for (unsigned r = 0; r < cases[i].tp; r++) {
+            CHECK_EQ_U64(hc_shard_group_k(&q, 'r', r, cases[i].tp), cases[i].want[r]);
+            hc_qtensor out;
+            char why[128];
+            if (!hc_qtensor_shard(&q, 'r', r, cases[i].tp, &out, why, sizeof why)) {
+                CHECK_FAIL_("case %zu rank %u: %s", i, r, why);
+                continue;
+            }
+            uint64_t k0, k1;
+            hc_shard_range(8, cases[i].tp, r, &k0, &k1);
+            /* every column keeps its source scale, and each new group has gk columns */
+            uint64_t count[8] = {0};
+            for (uint64_t n = 0; n < 2; n++)
+                for (uint64_t k = 0; k < out.K; k++)
+                    CHECK(out.scales[n * out.sk + (uint64_t)out.g_idx[k]] == sc[n * 2 + g[k0 + k]]);
+            for (uint64_t k = 0; k < out.K; k++) count[out.g_idx[k]]++;
+            for (uint64_t j = 0; j < out.sk; j++) CHECK_EQ_U64(count[j], out.gk);
+            hc_qtensor_free(&out);
+        }
+        hc_tp_plan p;
+        hc_tp_shard(&q, 'r', cases[i].tp, NULL, &p);
+        CHECK_EQ_U64(p.regroup, cases[i].regroup);
+        CHECK(p.group_aligned == (cases[i].regroup == 0));
+    }
+}
+
 /* Impossible tensor-parallel requests are refused with the option named. */
 static void test_tp_refusals_are_named(void) {
     char src[1024], out[1024];
@@ -168,4 +248,6 @@ void suite_tp(void) {
     RUN(test_families_match_the_kernels);
     RUN(test_tp_shards_are_exact_slices);
     RUN(test_tp_refusals_are_named);
+    RUN(test_tp_actorder_group_rule);
+    RUN(test_tp_actorder_row_parallel);
 }

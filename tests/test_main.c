@@ -1,4 +1,5 @@
 /* test_main.c: runs every unit-test suite and ends with the line "N passed, N failed". */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -87,20 +88,28 @@ uint64_t fnv1a64(const void *p, size_t n) {
     return h;
 }
 
-int main(void) {
-    suite_base();
-    suite_safetensors();
-    suite_checkpoint();
-    suite_container();
-    suite_quant();
-    suite_layout();
-    suite_run();
-    suite_tp();
-    suite_jit();
-    suite_inputs();
-    suite_regex();
-    suite_hostile();
-    suite_faults();
+/* test_unit [SUITE...]: every suite, or only the named ones (e.g. "tp jit") */
+int main(int argc, char **argv) {
+    static const struct {
+        const char *name;
+        void (*fn)(void);
+    } suites[] = {{"base", suite_base},     {"safetensors", suite_safetensors},
+                  {"checkpoint", suite_checkpoint}, {"container", suite_container},
+                  {"quant", suite_quant},   {"layout", suite_layout},
+                  {"run", suite_run},       {"tp", suite_tp},
+                  {"jit", suite_jit},       {"inputs", suite_inputs},
+                  {"regex", suite_regex},   {"hostile", suite_hostile},
+                  {"faults", suite_faults}};
+    int ran = 0;
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
+        bool want = argc < 2;
+        for (int a = 1; a < argc && !want; a++) want = !strcmp(argv[a], suites[i].name);
+        if (want) suites[i].fn(), ran++;
+    }
+    if (!ran) {
+        fprintf(stderr, "test_unit: no suite named '%s'\n", argc > 1 ? argv[1] : "");
+        return 2;
+    }
     if (tmp_root[0]) hc_remove_tree(tmp_root);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
