@@ -152,8 +152,8 @@ typedef struct {
     uint64_t prev_off, prev_len; /* this thread's last large tensor, for bounded writeback */
 } fill_buf;
 
-static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan_t *p,
-                           fill_buf *fb, hc_err *err) {
+static hc_status write_one(hc_atomic_file *af, const hc_cw_tensor *t, plan_t *p, fill_buf *fb,
+                           hc_err *err) {
     if (!t->data) { /* produced into the thread's buffer (reused: no fresh pages to zero) */
         if (t->size == 0) {
             hc_status st = t->fill(t->fill_ctx, t->fill_index, NULL, err);
@@ -168,13 +168,13 @@ static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan
         hc_status st = t->fill(t->fill_ctx, t->fill_index, fb->p, err);
         if (!st) {
             p->hash = XXH3_64bits(fb->p, (size_t)t->size);
-            st = hc_pwrite_full(fd, fb->p, (size_t)t->size, p->offset, path, err);
+            st = hc_atomic_write(af, fb->p, (size_t)t->size, p->offset, err);
         }
         return st;
     }
     if (!p->zstd) {
         p->hash = XXH3_64bits(t->data, (size_t)t->size);
-        return hc_pwrite_full(fd, t->data, (size_t)t->size, p->offset, path, err);
+        return hc_atomic_write(af, t->data, (size_t)t->size, p->offset, err);
     }
     void *buf = p->zbuf;
     p->zbuf = NULL;
@@ -185,7 +185,7 @@ static hc_status write_one(int fd, const char *path, const hc_cw_tensor *t, plan
                        (unsigned long long)p->stored, (unsigned long long)c);
     }
     p->hash = XXH3_64bits(buf, (size_t)c);
-    hc_status st = hc_pwrite_full(fd, buf, (size_t)c, p->offset, path, err);
+    hc_status st = hc_atomic_write(af, buf, (size_t)c, p->offset, err);
     free(buf);
     return st;
 }
@@ -258,11 +258,11 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     }
 
     /* 3. data, in parallel, at precomputed offsets */
-    st = hc_atomic_open(&af, path, err);
+    st = hc_out_open(&af, path, o->fault, err);
     if (st) goto out;
     if (ftruncate(af.fd, (off_t)file_size) != 0) {
-        st = hc_fail(err, HC_IO, "cannot size '%s' to %llu bytes", af.tmp_path,
-                     (unsigned long long)file_size);
+        st = hc_fail(err, HC_IO, "cannot size '%s' to %llu bytes: %s", path,
+                     (unsigned long long)file_size, strerror(errno));
         goto out;
     }
     uint64_t total = 0, done = 0;
@@ -275,7 +275,7 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (size_t i = 0; i < n; i++) {
         fill_buf *fb = &bufs[omp_get_thread_num()];
-        write_one(af.fd, af.tmp_path, &t[i], &p[i], fb, &errs[i]);
+        write_one(&af, &t[i], &p[i], fb, &errs[i]);
         /* start the disk on this tensor now, and wait for this thread's previous one: the
          * final fsync finds little left, and dirty pages stay bounded (no writeback stalls) */
         if (!errs[i].code && p[i].stored >= (1u << 20)) {
@@ -330,9 +330,9 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     hc_put_le64(pre + HC_PRE_FILE_SIZE, file_size);
     hc_put_le64(pre + HC_PRE_HEADER_HASH, XXH3_64bits(hdr, (size_t)hlen));
     hc_put_le64(pre + HC_PRE_PREAMBLE_HASH, XXH3_64bits(pre, HC_PRE_PREAMBLE_HASH));
-    st = hc_pwrite_full(af.fd, hdr, (size_t)hlen, HC_CT_PREAMBLE_SIZE, af.tmp_path, err);
-    if (!st) st = hc_pwrite_full(af.fd, pre, sizeof pre, 0, af.tmp_path, err);
-    if (!st) st = hc_atomic_commit(&af, err);
+    st = hc_atomic_write(&af, hdr, (size_t)hlen, HC_CT_PREAMBLE_SIZE, err);
+    if (!st) st = hc_atomic_write(&af, pre, sizeof pre, 0, err);
+    if (!st) st = o->set ? hc_atomic_set_add(o->set, &af, true, err) : hc_atomic_commit(&af, err);
 out:
     hc_atomic_abort(&af);
     free(hdr);

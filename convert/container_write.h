@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 
+#include "atomic.h"
 #include "base.h"
 
 typedef struct {
@@ -37,9 +38,14 @@ typedef struct {
     int threads;              /* <= 0: OpenMP default */
     void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
     void *progress_ctx;
+    /* NULL: path is renamed into place at the end. Otherwise the synced file joins this set
+     * (as its `last` entry, the mark of a complete folder) and its commit renames it. */
+    hc_atomic_set *set;
+    hc_fault *fault; /* test hook (atomic.h); NULL: none */
 } hc_cw_options;
 
-/* Writes path atomically; the output is byte-identical for any thread count. */
+/* Writes path atomically (under a temporary name with the OUT mark until renamed); the output
+ * is byte-identical for any thread count. */
 hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
                              const hc_cw_options *o, hc_err *err);
 

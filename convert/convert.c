@@ -1,7 +1,8 @@
 /* convert.c: the conversion pipeline: open and check the checkpoint, plan every module's
- * layout (scales only), then write the container with each quantized module repacked into its
- * tile layout as the writer reaches it (one module per thread in memory), and copy the
- * non-weight files so the output folder is servable. */
+ * layout (scales only), then, holding OUT's lock, copy the non-weight files (so the output
+ * folder is servable) and write the container with each quantized module repacked into its
+ * tile layout as the writer reaches it (one module per thread in memory); every file of every
+ * rank is renamed into place only once all are written (docs/convert.md). */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@
 
 struct hc_converter {
     int threads, dry_run, progress, tp_size, repack;
+    hc_out_options out;
     hc_conv_stats stats;
     char *report; /* the plan and the notes of the last run */
     size_t report_len;
@@ -34,9 +36,11 @@ struct hc_converter {
 
 hc_converter *hc_converter_create(void) {
     hc_converter *c = calloc(1, sizeof *c);
-    if (c) c->tp_size = 1, c->repack = 1;
+    if (c) c->tp_size = 1, c->repack = 1, c->out.side_file_limit = HC_SIDE_FILE_LIMIT_DEFAULT;
     return c;
 }
+
+hc_out_options *hc_converter_out_options(hc_converter *c) { return &c->out; }
 
 void hc_converter_free(hc_converter *c) {
     if (c) free(c->report);
@@ -294,9 +298,33 @@ static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cp
     return st;
 }
 
-/* The container of one rank: its tensor list, then the write and the file copies. */
+/* Copies the non-weight files into a rank's folder, into the set: nothing is renamed before
+ * the whole output is written (docs/convert.md). */
+static hc_status copy_side_files(hc_converter *c, const hc_ckpt *ck, const char *dir,
+                                 hc_atomic_set *set, hc_err *err) {
+    hc_status st = HC_OK;
+    for (size_t i = 0; i < ck->nextra && !st; i++) {
+        char *from = hc_asprintf("%s/%s", ck->root, ck->extra_files[i]);
+        char *to = hc_asprintf("%s/%s", dir, ck->extra_files[i]);
+        hc_atomic_file af;
+        st = from && to ? hc_out_open(&af, to, c->out.fault, err)
+                        : hc_fail(err, HC_NOMEM, "out of memory");
+        if (!st) {
+            st = hc_atomic_copy(&af, from, c->out.side_file_limit, err);
+            if (st) hc_atomic_abort(&af);
+            else st = hc_atomic_set_add(set, &af, false, err);
+        }
+        free(from);
+        free(to);
+        c->stats.files_copied += !st;
+    }
+    return st;
+}
+
+/* The container of one rank: its tensor list, then the file copies and the write (into the
+ * set, renamed when every rank is written). */
 static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *md,
-                            conv_plan *cp, const char *dir, hc_err *err) {
+                            conv_plan *cp, const char *dir, hc_atomic_set *set, hc_err *err) {
     hc_status st = HC_OK;
     size_t nt = 0, nslice = 0;
     hc_cw_tensor *tv = calloc(ck->nentries + md->n + 1, sizeof *tv);
@@ -397,6 +425,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
         goto out;
     }
     st = ensure_dir(dir, err);
+    if (!st) st = copy_side_files(c, ck, dir, set, err);
     if (st) goto out;
     path = hc_asprintf("%s/%s", dir, HC_CONTAINER_FILE);
     if (!path) {
@@ -419,6 +448,8 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
         .threads = c->threads,
         .progress = c->progress ? progress_cb : NULL,
         .progress_ctx = &ps,
+        .set = set,
+        .fault = c->out.fault,
     };
     st = hc_container_write(path, tv, nt, &o, err);
     cJSON_Delete(tile);
@@ -426,16 +457,6 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
     for (size_t i = 0; i < md->n; i++) {
         c->stats.tiles += cp->stats[i].tiles;
         c->stats.mx_unfolded += cp->stats[i].mx_unfolded;
-    }
-    struct stat sb;
-    if (stat(path, &sb) == 0) c->stats.container_bytes += (uint64_t)sb.st_size;
-    for (size_t i = 0; i < ck->nextra && !st; i++) {
-        char *from = hc_asprintf("%s/%s", ck->root, ck->extra_files[i]);
-        char *to = hc_asprintf("%s/%s", dir, ck->extra_files[i]);
-        st = from && to ? hc_atomic_copy(from, to, err) : hc_fail(err, HC_NOMEM, "out of memory");
-        free(from);
-        free(to);
-        c->stats.files_copied += !st;
     }
 out:
     for (size_t i = 0; params && i < md->n; i++) cJSON_Delete(params[i]);
@@ -446,6 +467,18 @@ out:
     free(tv);
     free(path);
     return st;
+}
+
+/* OUT exists, is ours for the run (the lock) and holds no temporary file a killed run left. */
+static hc_status open_out(hc_converter *c, const char *out_dir, int *lock, hc_err *err) {
+    size_t removed = 0;
+    HC_TRY(ensure_dir(out_dir, err));
+    HC_TRY(hc_out_lock(out_dir, lock, err));
+    HC_TRY(hc_out_clean_stale(out_dir, &removed, err));
+    if (removed)
+        note(c, "note: removed %zu temporary file%s a killed convert left in '%s'", removed,
+             removed == 1 ? "" : "s", out_dir);
+    return HC_OK;
 }
 
 hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir) {
@@ -461,6 +494,8 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     unsigned tp = (unsigned)c->tp_size;
     conv_plan *cps = calloc(tp, sizeof *cps);
     char *roles = NULL;
+    int lock = -1;
+    hc_atomic_set set = {0};
     hc_status st = cps ? hc_ckpt_open(src, &ck, err) : hc_fail(err, HC_NOMEM, "out of memory");
     if (!st) st = hc_ckpt_map(ck, err);
     if (!st) st = hc_model_open(ck, &md, err);
@@ -487,14 +522,20 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
         }
     }
     st = plan_modules(c, md, cps, err);
-    if (!st && !c->dry_run && tp > 1) st = ensure_dir(out_dir, err);
+    if (!st && !c->dry_run) st = open_out(c, out_dir, &lock, err);
     for (unsigned r = 0; r < tp && !st; r++) {
         char *dir = tp > 1 ? hc_asprintf("%s/rank%u", out_dir, r) : hc_strdup(out_dir);
         if (c->dry_run && tp > 1) note(c, "rank %u:", r);
-        st = dir ? write_rank(c, ck, md, &cps[r], dir, err) : hc_fail(err, HC_NOMEM, "out of memory");
+        st = dir ? write_rank(c, ck, md, &cps[r], dir, &set, err)
+                 : hc_fail(err, HC_NOMEM, "out of memory");
         free(dir);
     }
+    for (size_t i = 0; !st && i < set.n; i++)
+        if (set.v[i].last) c->stats.container_bytes += set.v[i].size;
+    if (!st && !c->dry_run) st = hc_atomic_set_commit(&set, err);
 out:
+    hc_atomic_set_abort(&set);
+    hc_out_unlock(lock);
     c->stats.seconds = now_s() - t0;
     for (unsigned r = 0; cps && r < tp; r++) {
         for (size_t i = 0; md && cps[r].plan && i < md->n; i++) hc_tile_plan_free(&cps[r].plan[i]);
