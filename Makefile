@@ -46,7 +46,7 @@ STEST_OBJ:= $(call objs,$(BUILD)/san,$(TEST_SRC))
 
 DEPS_OK  := $(BUILD)/.deps-ok
 
-.PHONY: all deps test demo install clean bench fixtures fuzz gpu-test bench-gpu
+.PHONY: all deps test demo install clean bench fixtures fuzz fuzz-bins gpu-test bench-gpu
 all: $(BUILD)/hconvert $(BUILD)/libhcrt.a $(BUILD)/libhcrt.so $(BUILD)/libhconvert.a \
      $(BUILD)/libhconvert.so
 
@@ -105,8 +105,25 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_O
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
 
-test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert
-	@sh tests/run.sh $(BUILD)
+# libFuzzer targets (tests/fuzz/README.md), one per input parser, built with clang into
+# $(BUILD)/fuzz with ASan+UBSan. The library objects are built without -Werror: clang warns
+# where gcc does not, and a clang-only warning must not stop `make test` (the gcc builds hold
+# -Werror); the fuzz targets themselves keep it.
+FUZZ_CC    ?= clang
+FUZZ_DIR   := $(BUILD)/fuzz
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(INCS) -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
+              -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_LIB   := runtime/base.c runtime/jsonutil.c runtime/container.c runtime/layout.c \
+              runtime/elements.c $(wildcard formats/*.c) convert/npy.c convert/atomic.c
+FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/%,$(wildcard tests/fuzz/fuzz_*.c))
+# `make test` builds them, except where install-deps does not run (HC_DEPS) and clang with
+# libFuzzer is absent: there the stage says so and skips (tests/fuzz/run.sh)
+FUZZ_PROBE  = printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' \
+              | $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null
+FUZZ_FOR_TEST = $(if $(HC_DEPS),$(shell $(FUZZ_PROBE) && echo fuzz-bins),fuzz-bins)
+
+test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert $(FUZZ_FOR_TEST)
+	@HC_DEPS='$(HC_DEPS)' sh tests/run.sh $(BUILD)
 
 # GPU tests: on a machine without a GPU they say so and pass
 $(BUILD)/gpu_test: tests/gpu/gpu_test.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
@@ -127,8 +144,21 @@ demo: $(BUILD)/hconvert
 bench: $(patsubst bench/%.c,$(BUILD)/bench/%,$(filter-out bench/gpu_bench.c,$(BENCH_SRC))) $(BUILD)/hconvert
 	@sh bench/run.sh $(BUILD)
 
-fuzz: $(BUILD)/hconvert
-	@sh tests/fuzz/run.sh $(or $(FUZZ_SECONDS),60)
+$(FUZZ_DIR)/obj/tests/fuzz/%.o: tests/fuzz/%.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Wall -Wextra -Werror -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(FUZZ_DIR)/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Wall -Wextra -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(FUZZ_DIR)/libfuzzlib.a: $(call objs,$(FUZZ_DIR)/obj,$(FUZZ_LIB))
+	@rm -f $@
+	ar rcs $@ $^
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/libfuzzlib.a
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
+fuzz-bins: $(FUZZ_BINS)
+# `make fuzz`: every target for FUZZ_SECONDS (default 60) each, after the regression inputs
+fuzz: fuzz-bins
+	@sh tests/fuzz/run.sh $(BUILD) $(or $(FUZZ_SECONDS),60)
 
 fixtures:
 	python3 tests/fixtures/gen_fixtures.py

@@ -1,5 +1,6 @@
 #!/bin/sh
-# run.sh: runs every test (unit tests plain and under ASan+UBSan, CLI tests with both builds)
+# run.sh: runs every test (unit tests plain and under ASan+UBSan, CLI tests with both builds,
+# the install check, the fuzz targets' regression inputs and a short round of each)
 # and ends with the plain line "N passed, N failed" summed over all of them.
 B=${1:-build}
 P=0
@@ -27,6 +28,8 @@ HC_TEST_JIT_QUICK=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=p
 run "cli tests" sh tests/cli.sh "$B/hconvert"
 run "cli tests (ASan+UBSan)" sh tests/cli.sh "$B/san/hconvert"
 run "install" sh tests/install/run.sh "$B"
+# every fuzz target: its regression inputs, then a few seconds of fuzzing (tests/fuzz/README.md)
+run "fuzz (regression inputs, 4 s per target)" sh tests/fuzz/run.sh "$B" 4 1
 rm -f "$log"
 echo "$P passed, $F failed"
 [ "$F" -eq 0 ]
