@@ -163,7 +163,7 @@ static sample run_once(int mode, FILE *devnull) {
             bench_die("hc_ckpt_open", "unexpected shard/tensor count or warnings");
         hc_ckpt_close(c);
     } else {
-        if (hc_inspect(g_dir, false, false, devnull, &err) != HC_OK) bench_die("hc_inspect", err.msg);
+        if (hc_inspect(g_dir, false, false, NULL, devnull, &err) != HC_OK) bench_die("hc_inspect", err.msg);
         fflush(devnull);
     }
     double t1 = now();

@@ -27,6 +27,7 @@
 
 struct hc_converter {
     int threads, dry_run, progress, tp_size, repack;
+    hc_ckpt_opts ckpt; /* extraction limits of an archive SRC */
     hc_out_options out;
     hc_conv_stats stats;
     char *report; /* the plan and the notes of the last run */
@@ -78,6 +79,14 @@ hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t v) {
         if (v < 1 || v > 64)
             return hc_fail(&c->err, HC_USAGE, "--tp %lld: expected 1..64 ranks", (long long)v);
         c->tp_size = (int)v;
+        return HC_OK;
+    case HC_CONV_MAX_EXTRACT_BYTES:
+    case HC_CONV_MAX_EXTRACT_RATIO:
+        if (v < 1)
+            return hc_fail(&c->err, HC_USAGE, "extraction limit %lld: expected a positive value",
+                           (long long)v);
+        *(p == HC_CONV_MAX_EXTRACT_BYTES ? &c->ckpt.max_extract_bytes
+                                         : &c->ckpt.max_extract_ratio) = (uint64_t)v;
         return HC_OK;
     }
     return hc_fail(&c->err, HC_USAGE, "unknown converter parameter %d", (int)p);
@@ -496,7 +505,7 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     char *roles = NULL;
     int lock = -1;
     hc_atomic_set set = {0};
-    hc_status st = cps ? hc_ckpt_open(src, &ck, err) : hc_fail(err, HC_NOMEM, "out of memory");
+    hc_status st = cps ? hc_ckpt_open_opts(src, &c->ckpt, &ck, err) : hc_fail(err, HC_NOMEM, "out of memory");
     if (!st) st = hc_ckpt_map(ck, err);
     if (!st) st = hc_model_open(ck, &md, err);
     if (st) goto out;

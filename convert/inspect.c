@@ -66,10 +66,10 @@ static void hist_text(FILE *out, const dtype_hist *h) {
     fputc('\n', out);
 }
 
-static hc_status inspect_checkpoint(const char *path, bool json, bool tensors, FILE *out,
-                                    hc_err *err) {
+static hc_status inspect_checkpoint(const char *path, bool json, bool tensors,
+                                    const hc_ckpt_opts *ckpt, FILE *out, hc_err *err) {
     hc_ckpt *c = NULL;
-    HC_TRY(hc_ckpt_open(path, &c, err));
+    HC_TRY(hc_ckpt_open_opts(path, ckpt, &c, err));
     dtype_hist h = {0};
     uint64_t total = 0;
     for (size_t i = 0; i < c->nentries; i++) {
@@ -245,10 +245,11 @@ static hc_status inspect_container(const char *file, bool json, bool tensors, FI
     return HC_OK;
 }
 
-hc_status hc_inspect(const char *path, bool json, bool tensors, FILE *out, hc_err *err) {
+hc_status hc_inspect(const char *path, bool json, bool tensors, const hc_ckpt_opts *ckpt,
+                     FILE *out, hc_err *err) {
     char *ct = hc_container_locate(path);
     hc_status st = ct ? inspect_container(ct, json, tensors, out, err)
-                      : inspect_checkpoint(path, json, tensors, out, err);
+                      : inspect_checkpoint(path, json, tensors, ckpt, out, err);
     free(ct);
     return st;
 }

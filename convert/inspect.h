@@ -7,7 +7,10 @@
 #include <stdio.h>
 
 #include "base.h"
+#include "checkpoint.h"
 
-hc_status hc_inspect(const char *path, bool json, bool tensors, FILE *out, hc_err *err);
+/* ckpt: the extraction limits of an archive (NULL: the defaults) */
+hc_status hc_inspect(const char *path, bool json, bool tensors, const hc_ckpt_opts *ckpt,
+                     FILE *out, hc_err *err);
 
 #endif

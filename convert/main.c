@@ -22,16 +22,17 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  convert SRC OUT [--target sm90|sm80|cpu|passthrough] [--tp N] [--threads N] [--dry-run] [--json]\n"
+    "          [--max-extract-bytes N] [--max-extract-ratio R]\n"
     "        convert the checkpoint SRC (folder, .safetensors file, or .tar/.tar.gz/.tar.zst/.zip\n"
     "        of one) into the folder OUT: OUT/" HC_CONTAINER_FILE " (every quantized module\n"
     "        repacked into the kernels' tile layout) plus the non-weight files; with --tp N, one\n"
     "        such folder per rank, OUT/rank<r>; --dry-run prints the plan\n"
-    "  inspect PATH [--json] [--tensors]\n"
+    "  inspect PATH [--json] [--tensors] [--max-extract-bytes N] [--max-extract-ratio R]\n"
     "        describe a checkpoint or a container (headers only)\n"
-    "  validate SRC [--json] [--tp N]\n"
+    "  validate SRC [--json] [--tp N] [--max-extract-bytes N] [--max-extract-ratio R]\n"
     "        check every module (shapes, packing, scales, zero points, g_idx, MoE experts) and\n"
     "        report which kernels and tensor-parallel sizes can run it; exit 1 on any error\n"
-    "  dequant SRC NAME -o FILE.npy\n"
+    "  dequant SRC NAME -o FILE.npy [--max-extract-bytes N] [--max-extract-ratio R]\n"
     "        write the effective float32 weights of module NAME ([N, K] or [E, N, K])\n"
     "  run OUT NAME --input X.npy -o Y.npy [--device cpu|gpu] [--topk-ids I.npy --topk-weights W.npy]\n"
     "        Y = X W^T for the layer NAME of the container in OUT (X [M, K] float32); with\n"
@@ -40,6 +41,9 @@ static const char usage_text[] =
     "        recompute every hash of the container in OUT (a folder or a container file)\n"
     "\n"
     "options:\n"
+    "  --max-extract-bytes N, --max-extract-ratio R\n"
+    "                 an archive SRC extracts at most N bytes (suffix K, M, G or T: powers of\n"
+    "                 1024; default 2T) and at most R times its own size (default 100)\n"
     "  -h, --help     show this help\n"
     "  --version      show the version\n"
     "\n"
@@ -54,6 +58,7 @@ typedef struct {
     const char *target;
     const char *output;
     const char *input, *device, *topk_ids, *topk_weights;
+    hc_ckpt_opts ckpt; /* --max-extract-bytes, --max-extract-ratio */
 } args_t;
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -76,8 +81,40 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
     return true;
 }
 
+/* A byte count: digits with an optional K, M, G or T (powers of 1024), in [1, 2^63). */
+static bool parse_size(const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    if (*s < '0' || *s > '9') return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    const char *units = "KMGT", *u = *end ? strchr(units, *end) : NULL;
+    if (errno || end == s || (*end && (!u || end[1])) || v == 0) return false;
+    uint64_t r = v;
+    for (int k = u ? (int)(u - units) + 1 : 0; k > 0; k--)
+        if (!hc_mul_u64(r, 1024, &r)) return false;
+    if (r > INT64_MAX) return false; /* hc_converter_set takes an int64_t */
+    *out = r;
+    return true;
+}
+
+/* --max-extract-bytes / --max-extract-ratio into a->ckpt; 0 or a usage error. */
+static int parse_extract_limit(const char *opt, const char *v, args_t *a) {
+    long ratio;
+    if (!strcmp(opt, "--max-extract-bytes")) {
+        if (!parse_size(v, &a->ckpt.max_extract_bytes))
+            return usage_error("--max-extract-bytes '%s': expected a positive byte count "
+                               "(suffix K, M, G or T allowed)", v);
+    } else {
+        if (!parse_long(v, 1, 1000000000, &ratio))
+            return usage_error("--max-extract-ratio '%s': expected an integer in [1, 1000000000]",
+                               v);
+        a->ckpt.max_extract_ratio = (uint64_t)ratio;
+    }
+    return 0;
+}
+
 /* Parses options valid for a command (allowed letters: j --json, t --tensors, d --dry-run,
- * T --threads, p --tp, g --target, o -o, r the run options). */
+ * T --threads, p --tp, g --target, o -o, r the run options, x the extraction limits). */
 static int parse_args(int argc, char **argv, const char *allowed, int maxpos, args_t *a) {
     memset(a, 0, sizeof *a);
     a->tp = 1;
@@ -99,6 +136,14 @@ static int parse_args(int argc, char **argv, const char *allowed, int maxpos, ar
             const char **dst = !strcmp(s, "--input") ? &a->input : !strcmp(s, "--device") ? &a->device
                                : !strcmp(s, "--topk-ids") ? &a->topk_ids : &a->topk_weights;
             *dst = argv[++i];
+            continue;
+        } else if (!strcmp(s, "--max-extract-bytes") ||
+                   !strcmp(s, "--max-extract-ratio")) {
+            if (!strchr(allowed, 'x')) return usage_error("option '%s' does not apply here", s);
+            if (i + 1 >= argc) return usage_error("option '%s' needs a value", s);
+            int r = parse_extract_limit(s, argv[i + 1], a);
+            if (r) return r;
+            i++;
             continue;
         } else if (!strcmp(s, "--threads") || !strcmp(s, "--tp") || !strcmp(s, "--target")) {
             need = s[2] == 't' && s[3] == 'h' ? 'T' : s[3] == 'p' ? 'p' : 'g';
@@ -155,7 +200,7 @@ static int precompile(const char *out, long tp, const char *arch) {
 
 static int cmd_convert(int argc, char **argv) {
     args_t a;
-    int r = parse_args(argc, argv, "jdTpg", 2, &a);
+    int r = parse_args(argc, argv, "jdTpgx", 2, &a);
     if (r) return r;
     if (a.npos != 2) return usage_error("%s", "convert needs SRC and OUT");
     if (a.target && strcmp(a.target, "sm90") && strcmp(a.target, "sm80") &&
@@ -168,6 +213,10 @@ static int cmd_convert(int argc, char **argv) {
     if (!st) st = hc_converter_set(c, HC_CONV_DRY_RUN, a.dry_run);
     if (!st) st = hc_converter_set(c, HC_CONV_PROGRESS, isatty(2) && !a.json);
     if (!st) st = hc_converter_set(c, HC_CONV_REPACK, !a.target || strcmp(a.target, "passthrough"));
+    if (!st && a.ckpt.max_extract_bytes)
+        st = hc_converter_set(c, HC_CONV_MAX_EXTRACT_BYTES, (int64_t)a.ckpt.max_extract_bytes);
+    if (!st && a.ckpt.max_extract_ratio)
+        st = hc_converter_set(c, HC_CONV_MAX_EXTRACT_RATIO, (int64_t)a.ckpt.max_extract_ratio);
     if (!st) st = hc_converter_run(c, a.pos[0], a.pos[1]);
     int rc;
     if (st) {
@@ -214,11 +263,11 @@ static int cmd_convert(int argc, char **argv) {
 
 static int cmd_inspect(int argc, char **argv) {
     args_t a;
-    int r = parse_args(argc, argv, "jt", 1, &a);
+    int r = parse_args(argc, argv, "jtx", 1, &a);
     if (r) return r;
     if (a.npos != 1) return usage_error("%s", "inspect needs PATH");
     hc_err err = {0};
-    hc_status st = hc_inspect(a.pos[0], a.json, a.tensors, stdout, &err);
+    hc_status st = hc_inspect(a.pos[0], a.json, a.tensors, &a.ckpt, stdout, &err);
     return st ? fail(st, err.msg) : 0;
 }
 
@@ -237,11 +286,11 @@ static const char *checkpoint_refusal(const hc_model *md) {
 
 static int cmd_validate(int argc, char **argv) {
     args_t a;
-    int r = parse_args(argc, argv, "jpT", 1, &a);
+    int r = parse_args(argc, argv, "jpTx", 1, &a);
     if (r) return r;
     if (a.npos != 1) return usage_error("%s", "validate needs SRC");
     hc_validate_opts o = {.json = a.json, .threads = (int)a.threads,
-                          .progress = isatty(2) && !a.json};
+                          .progress = isatty(2) && !a.json, .ckpt = a.ckpt};
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--tp")) o.tp[0] = (unsigned)a.tp, o.ntp = 1;
     hc_err err = {0};
@@ -330,7 +379,7 @@ static hc_status dequant_stacked(const hc_model *md, const char *name, float **o
 
 static int cmd_dequant(int argc, char **argv) {
     args_t a;
-    int r = parse_args(argc, argv, "o", 2, &a);
+    int r = parse_args(argc, argv, "ox", 2, &a);
     if (r) return r;
     if (a.npos != 2 || !a.output) return usage_error("%s", "dequant needs SRC, NAME and -o FILE.npy");
     hc_err err = {0};
@@ -339,7 +388,7 @@ static int cmd_dequant(int argc, char **argv) {
     float *out = NULL;
     uint64_t shape[HC_MAX_DIMS];
     int nd = 0;
-    hc_status st = hc_ckpt_open(a.pos[0], &ck, &err);
+    hc_status st = hc_ckpt_open_opts(a.pos[0], &a.ckpt, &ck, &err);
     if (!st) st = hc_ckpt_map(ck, &err);
     if (!st) st = hc_model_open(ck, &md, &err);
     if (st) goto done;

@@ -447,7 +447,7 @@ hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, siz
     klass *kl = NULL;
     hc_findings all = {0};
     *errors = 0;
-    HC_TRY(hc_ckpt_open(src, &ck, err));
+    HC_TRY(hc_ckpt_open_opts(src, &o->ckpt, &ck, err));
     hc_status st = hc_ckpt_map(ck, err);
     if (!st) st = hc_model_open(ck, &md, err);
     if (st) goto out;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "base.h"
+#include "checkpoint.h"
 
 typedef struct {
     bool json;
@@ -15,6 +16,7 @@ typedef struct {
     int ntp;
     int threads;
     bool progress;
+    hc_ckpt_opts ckpt; /* extraction limits of an archive SRC */
 } hc_validate_opts;
 
 /* Prints the report to out; *errors receives the number of error-level findings. Returns a

@@ -1,6 +1,8 @@
 /* archive.c: extracts a checkpoint archive into a private folder with libarchive. Formats and
  * filters are enabled one by one (never the *_all calls, which may run external programs);
- * entry names are never trusted: absolute paths, '..', links and devices are refused. */
+ * entry names are never trusted: they are normalised ("./a" is "a"), and absolute paths,
+ * '..', links and devices are refused. What an archive may write is capped (docs/inputs.md),
+ * so that a small archive cannot fill the disk. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -15,6 +17,20 @@
 #include "checkpoint.h"
 
 #define HC_ARCHIVE_MAX_ENTRIES 100000
+#define HC_ARCHIVE_MAX_NAME 1023 /* bytes of a normalised entry name */
+#define HC_ARCHIVE_MAX_DEPTH 32  /* components of a normalised entry name */
+#define HC_ARCHIVE_MAX_PART 255  /* bytes of one component (NAME_MAX) */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* One extraction: the archive, where it goes, and how many bytes it may still write. */
+typedef struct {
+    struct archive *a;
+    const char *archive, *dest;
+    uint64_t archive_size, ratio;
+    uint64_t limit, used;
+    bool by_ratio; /* the limit is ratio x archive_size, below the absolute limit */
+} extraction;
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb, (void)flag, (void)ftw;
@@ -25,76 +41,146 @@ hc_status hc_remove_tree(const char *path) {
     return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) == 0 ? HC_OK : HC_IO;
 }
 
-/* Normalises an entry name into out: strips leading "./", refuses absolute paths, '..' and
- * '.' components, backslashes and empty names. Returns false when unsafe. */
-static bool safe_entry_name(const char *name, char *out, size_t cap) {
-    while (name[0] == '.' && name[1] == '/') name += 2;
-    size_t n = strlen(name);
-    while (n > 0 && name[n - 1] == '/') n--; /* directories end in '/' */
-    if (n == 0 || n >= cap || name[0] == '/' || memchr(name, '\\', n)) return false;
-    memcpy(out, name, n);
-    out[n] = 0;
-    for (char *c = out; *c;) {
-        char *e = strchr(c, '/');
-        size_t len = e ? (size_t)(e - c) : strlen(c);
-        if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-            return false;
-        c += len + (e ? 1 : 0);
+/* Normalises an entry name into out: empty and '.' components are dropped ("./a//b/" is
+ * "a/b"; "./" and "." are ""). Returns NULL, or why the name is refused. */
+static const char *normalise_name(const char *name, char *out, size_t cap) {
+    size_t n = 0;
+    int depth = 0;
+    if (name[0] == '/') return "absolute names are refused";
+    for (const char *c = name; *c;) {
+        size_t len = strcspn(c, "/");
+        if (len == 2 && c[0] == '.' && c[1] == '.') return "'..' components are refused";
+        if (memchr(c, '\\', len)) return "backslashes are refused";
+        if (len > HC_ARCHIVE_MAX_PART)
+            return "a component is longer than " STR(HC_ARCHIVE_MAX_PART) " bytes";
+        if (len > 0 && !(len == 1 && c[0] == '.')) {
+            if (++depth > HC_ARCHIVE_MAX_DEPTH)
+                return "more than " STR(HC_ARCHIVE_MAX_DEPTH) " levels";
+            if (n + (n > 0) + len >= cap) return "longer than " STR(HC_ARCHIVE_MAX_NAME) " bytes";
+            if (n > 0) out[n++] = '/';
+            memcpy(out + n, c, len);
+            n += len;
+        }
+        c += len + (c[len] == '/');
     }
-    return true;
+    out[n] = 0;
+    return NULL;
 }
 
-/* Creates every parent folder of rel under dest. */
-static hc_status make_parents(const char *dest, const char *rel, const char *archive, hc_err *err) {
-    char path[4096];
-    int n = snprintf(path, sizeof path, "%s/%s", dest, rel);
-    if (n < 0 || (size_t)n >= sizeof path)
-        return hc_fail(err, HC_INVALID, "'%s': entry name too long", archive);
-    for (char *p = path + strlen(dest) + 1; (p = strchr(p, '/')); p++) {
+/* Creates every folder between dest and the file path below it. */
+static hc_status make_parents(const extraction *x, const char *path, hc_err *err) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + strlen(x->dest) + 1; (p = strchr(p, '/')); p++) {
         *p = 0;
-        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-            *p = '/';
-            return hc_fail(err, HC_IO, "cannot create '%s': %s", path, strerror(errno));
-        }
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+            return hc_fail(err, HC_IO, "cannot create '%s': %s", tmp, strerror(errno));
         *p = '/';
     }
     return HC_OK;
 }
 
-static hc_status extract_file(struct archive *a, const char *dest, const char *rel,
-                              const char *archive, hc_err *err) {
+/* Fails when an entry costing `cost` bytes would take the extraction past its limit. */
+static hc_status charge(const extraction *x, const char *rel, uint64_t cost, hc_err *err) {
+    if (cost <= x->limit - x->used) return HC_OK;
+    char esc[1100], why[160];
+    if (x->by_ratio)
+        snprintf(why, sizeof why, "%llu times the archive's %llu bytes; raise it with "
+                 "--max-extract-ratio R", (unsigned long long)x->ratio,
+                 (unsigned long long)x->archive_size);
+    else
+        snprintf(why, sizeof why, "raise it with --max-extract-bytes N");
+    uint64_t total;
+    if (!hc_add_u64(x->used, cost, &total)) total = UINT64_MAX;
+    return hc_fail(err, HC_INVALID, "'%s': entry '%s' takes the extracted size to %llu bytes or "
+                   "more, past the limit of %llu bytes (%s)", x->archive,
+                   hc_escape(rel, esc, sizeof esc), (unsigned long long)total,
+                   (unsigned long long)x->limit, why);
+}
+
+static hc_status create_file(const extraction *x, const char *path, const char *rel, int *fd,
+                             hc_err *err) {
+    HC_TRY(make_parents(x, path, err));
+    *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (*fd >= 0) return HC_OK;
+    char esc[1100];
+    if (errno == EEXIST || errno == ENOTDIR)
+        return hc_fail(err, HC_INVALID, "'%s': entry '%s' appears twice, or as both a file and "
+                       "a folder (names compared after dropping './')", x->archive,
+                       hc_escape(rel, esc, sizeof esc));
+    return hc_fail(err, HC_IO, "cannot create '%s': %s", path, strerror(errno));
+}
+
+/* Writes one regular entry. Its cost is its logical size: the largest of the size its header
+ * declares, the end of its last block and the bytes decompressed (so overlapping blocks
+ * cannot hide work). Holes between blocks and after the last are not written (the file stays
+ * sparse) but are counted. */
+static hc_status extract_file(extraction *x, struct archive_entry *ent, const char *rel,
+                              hc_err *err) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dest, rel);
-    HC_TRY(make_parents(dest, rel, archive, err));
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        if (errno == EEXIST)
-            return hc_fail(err, HC_INVALID, "'%s': entry '%s' appears twice", archive, rel);
-        return hc_fail(err, HC_IO, "cannot create '%s': %s", path, strerror(errno));
-    }
+    int n = snprintf(path, sizeof path, "%s/%s", x->dest, rel);
+    if (n < 0 || (size_t)n >= sizeof path)
+        return hc_fail(err, HC_INVALID, "'%s': entry name too long", x->archive);
+    la_int64_t dsz = archive_entry_size_is_set(ent) ? archive_entry_size(ent) : 0;
+    uint64_t declared = dsz > 0 ? (uint64_t)dsz : 0, extent = 0, produced = 0;
+    HC_TRY(charge(x, rel, declared, err));
+    int fd = -1;
+    HC_TRY(create_file(x, path, rel, &fd, err));
     hc_status st = HC_OK;
-    const void *buf;
-    size_t size;
-    la_int64_t off;
+    char esc[1100];
     for (;;) {
-        int r = archive_read_data_block(a, &buf, &size, &off);
+        const void *buf;
+        size_t size;
+        la_int64_t off;
+        int r = archive_read_data_block(x->a, &buf, &size, &off);
         if (r == ARCHIVE_EOF) break;
-        if (r != ARCHIVE_OK) {
-            st = hc_fail(err, HC_INVALID, "'%s': cannot read entry '%s': %s", archive, rel,
-                         archive_error_string(a));
+        uint64_t end = 0;
+        if (r != ARCHIVE_OK || off < 0 || !hc_add_u64((uint64_t)off, size, &end) ||
+            end > (uint64_t)INT64_MAX) {
+            st = hc_fail(err, HC_INVALID, "'%s': cannot read entry '%s': %s", x->archive,
+                         hc_escape(rel, esc, sizeof esc),
+                         r != ARCHIVE_OK ? archive_error_string(x->a) : "block out of range");
             break;
         }
-        st = hc_pwrite_full(fd, buf, size, (uint64_t)off, path, err);
+        extent = end > extent ? end : extent;
+        if (!hc_add_u64(produced, size, &produced)) produced = UINT64_MAX;
+        uint64_t cost = declared > extent ? declared : extent;
+        st = charge(x, rel, produced > cost ? produced : cost, err);
+        if (!st) st = hc_pwrite_full(fd, buf, size, (uint64_t)off, path, err);
         if (st) break;
     }
-    if (close(fd) != 0 && !st) st = hc_fail(err, HC_IO, "cannot write '%s': %s", path, strerror(errno));
+    uint64_t logical = declared > extent ? declared : extent;
+    if (!st && ftruncate(fd, (off_t)logical) != 0)
+        st = hc_fail(err, HC_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (close(fd) != 0 && !st)
+        st = hc_fail(err, HC_IO, "cannot write '%s': %s", path, strerror(errno));
+    if (!st) x->used += produced > logical ? produced : logical;
     return st;
 }
 
-hc_status hc_archive_extract(const char *archive, const char *dest, hc_err *err) {
-    hc_status st = HC_OK;
-    struct archive *a = archive_read_new();
-    if (!a) return hc_fail(err, HC_NOMEM, "out of memory");
+static hc_status extract_entry(extraction *x, struct archive_entry *ent, hc_err *err) {
+    const char *name = archive_entry_pathname(ent);
+    char rel[HC_ARCHIVE_MAX_NAME + 1], esc[1100];
+    const char *why = name ? normalise_name(name, rel, sizeof rel) : "it has none";
+    mode_t type = archive_entry_filetype(ent);
+    if (!why && !rel[0] && type != AE_IFDIR) why = "only a folder may be named '.'";
+    if (why)
+        return hc_fail(err, HC_INVALID, "'%s': entry '%s' has an unsafe name (%s)", x->archive,
+                       name ? hc_escape(name, esc, sizeof esc) : "(none)", why);
+    if (archive_entry_hardlink(ent) || type == AE_IFLNK)
+        return hc_fail(err, HC_INVALID, "'%s': entry '%s' is a link; links are refused (pack "
+                       "the files they point to: tar -h --hard-dereference)", x->archive,
+                       hc_escape(rel, esc, sizeof esc));
+    if (type == AE_IFDIR) return HC_OK; /* folders are made for the files they hold */
+    if (type != AE_IFREG)
+        return hc_fail(err, HC_INVALID, "'%s': entry '%s' is not a regular file", x->archive,
+                       hc_escape(rel, esc, sizeof esc));
+    return extract_file(x, ent, rel, err);
+}
+
+/* The format readers, and only the built-in filters: ARCHIVE_WARN from a filter means
+ * libarchive would run an external program, which is refused. */
+static hc_status setup(struct archive *a, hc_err *err) {
     int (*filters[])(struct archive *) = {archive_read_support_filter_gzip,
                                           archive_read_support_filter_zstd,
                                           archive_read_support_filter_xz,
@@ -102,29 +188,50 @@ hc_status hc_archive_extract(const char *archive, const char *dest, hc_err *err)
                                           archive_read_support_filter_lz4};
     const char *fnames[] = {"gzip", "zstd", "xz", "bzip2", "lz4"};
     for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
-        if (filters[i](a) != ARCHIVE_OK) {
-            /* ARCHIVE_WARN means libarchive would run an external program: refuse. */
-            st = hc_fail(err, HC_UNSUPPORTED, "libarchive lacks built-in %s support", fnames[i]);
-            goto out;
-        }
+        if (filters[i](a) != ARCHIVE_OK)
+            return hc_fail(err, HC_UNSUPPORTED, "libarchive lacks built-in %s support", fnames[i]);
     if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
-        archive_read_support_format_zip(a) != ARCHIVE_OK) {
-        st = hc_fail(err, HC_INTERNAL, "libarchive: %s", archive_error_string(a));
+        archive_read_support_format_zip(a) != ARCHIVE_OK)
+        return hc_fail(err, HC_INTERNAL, "libarchive: %s", archive_error_string(a));
+    return HC_OK;
+}
+
+static void set_limit(extraction *x, const hc_ckpt_opts *o) {
+    uint64_t max = o && o->max_extract_bytes ? o->max_extract_bytes : HC_EXTRACT_MAX_BYTES;
+    x->ratio = o && o->max_extract_ratio ? o->max_extract_ratio : HC_EXTRACT_MAX_RATIO;
+    uint64_t by_ratio;
+    if (!hc_mul_u64(x->ratio, x->archive_size, &by_ratio)) by_ratio = UINT64_MAX;
+    x->by_ratio = by_ratio < max;
+    x->limit = x->by_ratio ? by_ratio : max;
+}
+
+hc_status hc_archive_extract(const char *archive, const char *dest, const hc_ckpt_opts *o,
+                             hc_err *err) {
+    extraction x = {.archive = archive, .dest = dest};
+    int fd = -1;
+    hc_status st = hc_open_regular(archive, &fd, &x.archive_size, err);
+    if (st) return st;
+    set_limit(&x, o);
+    x.a = archive_read_new();
+    if (!x.a) {
+        st = hc_fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
-    if (archive_read_open_filename(a, archive, 1 << 16) != ARCHIVE_OK) {
+    st = setup(x.a, err);
+    if (st) goto out;
+    if (archive_read_open_fd(x.a, fd, 1 << 16) != ARCHIVE_OK) {
         st = hc_fail(err, HC_INVALID, "'%s': not a readable tar or zip archive: %s", archive,
-                     archive_error_string(a));
+                     archive_error_string(x.a));
         goto out;
     }
-    struct archive_entry *ent;
     size_t count = 0;
     for (;;) {
-        int r = archive_read_next_header(a, &ent);
+        struct archive_entry *ent;
+        int r = archive_read_next_header(x.a, &ent);
         if (r == ARCHIVE_EOF) break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
             st = hc_fail(err, HC_INVALID, "'%s': %s archive: %s", archive,
-                         count ? "corrupt" : "not a tar or zip", archive_error_string(a));
+                         count ? "corrupt" : "not a tar or zip", archive_error_string(x.a));
             goto out;
         }
         if (++count > HC_ARCHIVE_MAX_ENTRIES) {
@@ -132,31 +239,12 @@ hc_status hc_archive_extract(const char *archive, const char *dest, hc_err *err)
                          HC_ARCHIVE_MAX_ENTRIES);
             goto out;
         }
-        const char *name = archive_entry_pathname(ent);
-        char rel[1024], esc[1100];
-        if (!name || !safe_entry_name(name, rel, sizeof rel)) {
-            st = hc_fail(err, HC_INVALID, "'%s': entry '%s' has an unsafe name (absolute, '..' "
-                         "or empty components are refused)", archive,
-                         name ? hc_escape(name, esc, sizeof esc) : "(none)");
-            goto out;
-        }
-        mode_t type = archive_entry_filetype(ent);
-        if (archive_entry_hardlink(ent) || type == AE_IFLNK) {
-            st = hc_fail(err, HC_INVALID, "'%s': entry '%s' is a link; links are refused",
-                         archive, hc_escape(rel, esc, sizeof esc));
-            goto out;
-        }
-        if (type == AE_IFDIR) continue;
-        if (type != AE_IFREG) {
-            st = hc_fail(err, HC_INVALID, "'%s': entry '%s' is not a regular file", archive,
-                         hc_escape(rel, esc, sizeof esc));
-            goto out;
-        }
-        st = extract_file(a, dest, rel, archive, err);
+        st = extract_entry(&x, ent, err);
         if (st) goto out;
     }
     if (count == 0) st = hc_fail(err, HC_INVALID, "'%s': archive is empty", archive);
 out:
-    archive_read_free(a);
+    if (x.a) archive_read_free(x.a);
+    close(fd);
     return st;
 }

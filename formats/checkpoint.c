@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -129,8 +131,97 @@ static bool is_weight_file(const char *n) {
     return strcmp(n, INDEX_NAME) == 0;
 }
 
-/* Lists the regular files of dir (not hidden), sorted. */
-static hc_status list_dir(const char *dir, char ***names, size_t *count, hc_err *err) {
+/* Files hconvert reads (rather than copies): one of them that is not a regular file makes
+ * the checkpoint unreadable. */
+static bool is_read_file(const char *n) {
+    return ends_with(n, ".safetensors") || !strcmp(n, INDEX_NAME) || !strcmp(n, "config.json") ||
+           !strcmp(n, "quantize_config.json") || !strcmp(n, "quant_config.json");
+}
+
+/* p lies below the folder dir (both canonical). */
+static bool is_below(const char *dir, const char *p) {
+    size_t n = strlen(dir);
+    if (n == 1 && dir[0] == '/') return p[0] == '/' && p[1];
+    return strncmp(p, dir, n) == 0 && p[n] == '/';
+}
+
+/* A link in the checkpoint folder must resolve below the folder: one that leaves it would
+ * read, and convert would copy into OUT, a file from elsewhere. */
+static hc_status check_link(const hc_ckpt *c, const char *path, hc_err *err) {
+    char target[PATH_MAX], pesc[512], tesc[512], resc[512], fesc[512];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0) return hc_fail(err, HC_IO, "cannot read link '%s': %s", path, strerror(errno));
+    target[n] = 0;
+    char *real = realpath(path, NULL);
+    hc_status st = HC_OK;
+    if (!real)
+        st = hc_fail(err, HC_INVALID, "link '%s' points to '%s', which cannot be resolved: %s",
+                     hc_escape(path, pesc, sizeof pesc), hc_escape(target, tesc, sizeof tesc),
+                     strerror(errno));
+    else if (!is_below(c->root_real, real))
+        st = hc_fail(err, HC_INVALID, "link '%s' points to '%s' ('%s'), outside the checkpoint "
+                     "folder '%s'; links must stay inside it (copy the files in, e.g. cp -rL)",
+                     hc_escape(path, pesc, sizeof pesc), hc_escape(target, tesc, sizeof tesc),
+                     hc_escape(real, resc, sizeof resc),
+                     hc_escape(c->root_real, fesc, sizeof fesc));
+    free(real);
+    return st;
+}
+
+/* What path leads to (links followed) must be a regular file, so that a FIFO or a device
+ * never blocks an open; hc_open_regular names what it is instead, without blocking. */
+static hc_status check_regular(const char *path, hc_err *err) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) return HC_OK;
+    int fd;
+    HC_TRY(hc_open_regular(path, &fd, NULL, err));
+    close(fd); /* it became a regular file meanwhile */
+    return HC_OK;
+}
+
+/* Checks root/name before it is read: a link must stay inside the checkpoint folder (when
+ * there is one), the file must be regular. HC_NOTFOUND when nothing has that name. */
+static hc_status check_member(const hc_ckpt *c, const char *name, hc_err *err) {
+    char *path = hc_asprintf("%s/%s", c->root, name);
+    if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
+    struct stat sb;
+    hc_status st = HC_OK;
+    if (lstat(path, &sb) != 0)
+        st = hc_fail(err, errno == ENOENT ? HC_NOTFOUND : HC_IO, "cannot open '%s': %s", path,
+                     strerror(errno));
+    else if (S_ISLNK(sb.st_mode) && c->root_real)
+        st = check_link(c, path, err);
+    if (!st) st = check_regular(path, err);
+    free(path);
+    return st;
+}
+
+/* Whether the entry path of the checkpoint folder is listed: folders (and links to folders)
+ * are not; links must stay inside the folder; a file that is not regular is an error when
+ * hconvert reads it and is otherwise left out with a warning. */
+static hc_status list_entry(hc_ckpt *c, const char *name, const char *path, bool *listed,
+                            hc_err *err) {
+    struct stat sb;
+    *listed = false;
+    if (lstat(path, &sb) != 0) return HC_OK; /* gone since readdir */
+    if (S_ISLNK(sb.st_mode)) {
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return HC_OK;
+        HC_TRY(check_link(c, path, err));
+    }
+    if (S_ISDIR(sb.st_mode)) return HC_OK;
+    hc_err e = {0};
+    if (check_regular(path, &e)) {
+        if (is_read_file(name)) return hc_fail(err, e.code, "%s", e.msg);
+        warn(c, "%s: left out of the checkpoint (not read, not copied)", e.msg);
+        return HC_OK;
+    }
+    *listed = true;
+    return HC_OK;
+}
+
+/* Lists the files of the checkpoint folder (not hidden), sorted (see list_entry). */
+static hc_status list_dir(hc_ckpt *c, char ***names, size_t *count, hc_err *err) {
+    const char *dir = c->root;
     *names = NULL;
     *count = 0;
     DIR *d = opendir(dir);
@@ -142,10 +233,12 @@ static hc_status list_dir(const char *dir, char ***names, size_t *count, hc_err 
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.') continue;
         char *p = hc_asprintf("%s/%s", dir, de->d_name);
-        struct stat sb;
-        bool reg = p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+        bool listed = false;
+        st = p ? list_entry(c, de->d_name, p, &listed, err)
+               : hc_fail(err, HC_NOMEM, "out of memory");
         free(p);
-        if (!reg) continue;
+        if (st) break;
+        if (!listed) continue;
         char **nv = realloc(v, (n + 1) * sizeof *nv);
         char *dup = hc_strdup(de->d_name);
         if (!nv || !dup) {
@@ -170,6 +263,7 @@ static void free_names(char **v, size_t n) {
 }
 
 static hc_status add_shard(hc_ckpt *c, const char *file, hc_err *err) {
+    HC_TRY(check_member(c, file, err));
     char *path = hc_asprintf("%s/%s", c->root, file);
     if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
     hc_st_file *f = NULL;
@@ -264,16 +358,13 @@ static hc_status load_index(hc_ckpt *c, hc_err *err) {
     qsort(files, nfiles, sizeof *files, cmp_str_ptr);
     for (size_t i = 0; i < nfiles; i++) {
         if (i && strcmp(files[i], files[i - 1]) == 0) continue;
-        char *sp = hc_asprintf("%s/%s", c->root, files[i]);
-        bool exists = sp && access(sp, F_OK) == 0;
-        free(sp);
-        if (!exists) {
+        st = add_shard(c, files[i], err);
+        if (st == HC_NOTFOUND) {
             char fesc[512];
+            hc_err_clear(err);
             st = hc_fail(err, HC_INVALID, "'%s': shard '%s' named in the index does not exist",
                          path, hc_escape(files[i], fesc, sizeof fesc));
-            goto out;
         }
-        st = add_shard(c, files[i], err);
         if (st) goto out;
     }
     st = build_entries(c, err);
@@ -316,34 +407,47 @@ out:
     return st;
 }
 
-static hc_status load_configs(hc_ckpt *c, hc_err *err) {
-    char *path = hc_asprintf("%s/config.json", c->root);
-    if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
-    hc_status st = HC_OK;
-    if (access(path, F_OK) == 0) {
-        st = hc_json_load(path, &c->config, &c->config_text, &c->config_len, err);
-        if (!st) st = check_json_tree(c->config, "config.json", c, err);
+/* Loads root/name when it exists (*out stays NULL when it does not). */
+static hc_status load_json_member(hc_ckpt *c, const char *name, cJSON **out, char **text,
+                                  size_t *len, hc_err *err) {
+    hc_status st = check_member(c, name, err);
+    if (st == HC_NOTFOUND) {
+        hc_err_clear(err);
+        return HC_OK;
     }
-    free(path);
     if (st) return st;
+    char *path = hc_asprintf("%s/%s", c->root, name);
+    st = path ? hc_json_load(path, out, text, len, err) : hc_fail(err, HC_NOMEM, "out of memory");
+    free(path);
+    return st;
+}
+
+static hc_status load_configs(hc_ckpt *c, hc_err *err) {
+    HC_TRY(load_json_member(c, "config.json", &c->config, &c->config_text, &c->config_len, err));
+    if (c->config) HC_TRY(check_json_tree(c->config, "config.json", c, err));
     static const char *const qnames[] = {"quantize_config.json", "quant_config.json"};
     for (size_t i = 0; i < 2 && !c->quant_config; i++) {
-        path = hc_asprintf("%s/%s", c->root, qnames[i]);
-        if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
-        if (access(path, F_OK) == 0) {
-            st = hc_json_load(path, &c->quant_config, NULL, NULL, err);
-            if (!st) c->quant_config_name = hc_strdup(qnames[i]);
-        }
-        free(path);
-        if (st) return st;
+        HC_TRY(load_json_member(c, qnames[i], &c->quant_config, NULL, NULL, err));
+        if (c->quant_config && !(c->quant_config_name = hc_strdup(qnames[i])))
+            return hc_fail(err, HC_NOMEM, "out of memory");
     }
+    return HC_OK;
+}
+
+/* The canonical path of the checkpoint folder, that links are checked against. */
+static hc_status set_root_real(hc_ckpt *c, hc_err *err) {
+    free(c->root_real);
+    c->root_real = realpath(c->root, NULL);
+    if (!c->root_real)
+        return hc_fail(err, HC_IO, "cannot resolve '%s': %s", c->root, strerror(errno));
     return HC_OK;
 }
 
 static hc_status open_folder(hc_ckpt *c, hc_err *err) {
     char **names = NULL;
     size_t n = 0;
-    hc_status st = list_dir(c->root, &names, &n, err);
+    hc_status st = set_root_real(c, err);
+    if (!st) st = list_dir(c, &names, &n, err);
     if (st) goto out;
     bool has_index = false, has_pickle = false;
     for (size_t i = 0; i < n; i++) {
@@ -396,7 +500,8 @@ out:
 }
 
 /* After extraction the checkpoint is the first folder that holds files, descending through
- * folders that hold exactly one folder and nothing else. */
+ * folders that hold exactly one folder and nothing else. Hidden names (macOS tar's "._x"
+ * files; folders list no hidden file either) and zip's __MACOSX folder do not count. */
 static hc_status find_archive_root(hc_ckpt *c, hc_err *err) {
     for (int depth = 0; depth < 8; depth++) {
         DIR *d = opendir(c->root);
@@ -405,8 +510,12 @@ static hc_status find_archive_root(hc_ckpt *c, hc_err *err) {
         int files = 0, dirs = 0;
         char sub[256] = "";
         while ((de = readdir(d))) {
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-            if (de->d_type == DT_DIR) {
+            if (de->d_name[0] == '.' || !strcmp(de->d_name, "__MACOSX")) continue;
+            struct stat sb;
+            if (de->d_type == DT_DIR ||
+                (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &sb,
+                                                     AT_SYMLINK_NOFOLLOW) == 0 &&
+                 S_ISDIR(sb.st_mode))) {
                 dirs++;
                 snprintf(sub, sizeof sub, "%s", de->d_name);
             } else files++;
@@ -458,7 +567,8 @@ static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
                            c->entries[i].name);
     /* the folder's configs (convert copies config.json and the legacy quantization configs
      * beside the container), then the header's verbatim config.json over the folder's */
-    st = load_configs(c, err);
+    st = set_root_real(c, err);
+    if (!st) st = load_configs(c, err);
     size_t hl = 0;
     cJSON *hdr = st ? NULL : cJSON_ParseWithLength(hc_container_header_json(c->container, &hl), hl);
     const char *cfg = hdr ? hc_json_str(cJSON_GetObjectItemCaseSensitive(hdr, "model"),
@@ -478,6 +588,10 @@ static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
 }
 
 hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err) {
+    return hc_ckpt_open_opts(src, NULL, out, err);
+}
+
+hc_status hc_ckpt_open_opts(const char *src, const hc_ckpt_opts *o, hc_ckpt **out, hc_err *err) {
     *out = NULL;
     hc_ckpt *c = calloc(1, sizeof *c);
     if (!c) return hc_fail(err, HC_NOMEM, "out of memory");
@@ -520,7 +634,7 @@ hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err) {
             goto out;
         }
         c->root = hc_strdup(c->tmpdir);
-        st = hc_archive_extract(src, c->tmpdir, err);
+        st = hc_archive_extract(src, c->tmpdir, o, err);
         if (!st) st = find_archive_root(c, err);
         if (!st) st = open_folder(c, err);
     }
@@ -576,6 +690,7 @@ void hc_ckpt_close(hc_ckpt *c) {
     if (c->tmpdir) hc_remove_tree(c->tmpdir);
     free(c->tmpdir);
     free(c->root);
+    free(c->root_real);
     free(c->src);
     free(c);
 }

@@ -15,9 +15,22 @@ typedef struct {
     const hc_tensor_info *info; /* the container's description, or NULL */
 } hc_ck_entry;
 
+/* What opening a checkpoint may cost (docs/inputs.md). An archive may extract at most
+ * min(max_extract_bytes, max_extract_ratio x the archive's size) bytes, all entries together,
+ * each entry counted at its logical size (a sparse file's holes included). Zero fields take
+ * the defaults. */
+typedef struct {
+    uint64_t max_extract_bytes; /* 0: HC_EXTRACT_MAX_BYTES */
+    uint64_t max_extract_ratio; /* 0: HC_EXTRACT_MAX_RATIO */
+} hc_ckpt_opts;
+
+#define HC_EXTRACT_MAX_BYTES (2ull << 40) /* 2 TiB */
+#define HC_EXTRACT_MAX_RATIO 100ull
+
 typedef struct {
     char *src;    /* as given by the user */
     char *root;   /* folder the files are read from */
+    char *root_real; /* its realpath: links must resolve below it (NULL for a single file) */
     char *tmpdir; /* extraction folder removed at close, or NULL */
     int is_archive, is_single_file, is_container;
     hc_container *container;  /* when reading a container written by convert */
@@ -41,7 +54,9 @@ typedef struct {
     size_t nwarnings;
 } hc_ckpt;
 
+/* Opens src with the default limits (hc_ckpt_open_opts with NULL options). */
 hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err);
+hc_status hc_ckpt_open_opts(const char *src, const hc_ckpt_opts *o, hc_ckpt **out, hc_err *err);
 void hc_ckpt_close(hc_ckpt *c);
 const hc_ck_entry *hc_ckpt_find(const hc_ckpt *c, const char *name);
 /* Maps every shard's data (needed before reading tensor bytes). */
@@ -58,8 +73,10 @@ hc_status hc_json_parse(const char *data, size_t n, const char *name, cJSON **ou
 hc_status hc_cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
                      int64_t *out, hc_err *err);
 
-/* Archive extraction (archive.c): tar, tar.gz, tar.zst, tar.xz, tar.bz2, tar.lz4, zip. */
-hc_status hc_archive_extract(const char *archive, const char *dest, hc_err *err);
+/* Archive extraction (archive.c): tar, tar.gz, tar.zst, tar.xz, tar.bz2, tar.lz4, zip, into
+ * the empty folder dest, within o's limits (NULL: the defaults). */
+hc_status hc_archive_extract(const char *archive, const char *dest, const hc_ckpt_opts *o,
+                             hc_err *err);
 hc_status hc_remove_tree(const char *path);
 
 #endif

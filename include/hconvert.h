@@ -19,6 +19,10 @@ typedef enum {
     HC_CONV_PROGRESS = 3, /* nonzero: progress bar on stderr */
     HC_CONV_TP_SIZE = 4,  /* tensor-parallel ranks (1..64): OUT/rank<r>/ per rank when > 1 */
     HC_CONV_REPACK = 5,   /* nonzero (default): kernel tile layouts; 0: keep source layouts */
+    /* an archive SRC extracts at most this many bytes (> 0; default 2 TiB; docs/inputs.md) */
+    HC_CONV_MAX_EXTRACT_BYTES = 6,
+    /* ... and at most this many times the archive's size (> 0; default 100) */
+    HC_CONV_MAX_EXTRACT_RATIO = 7,
 } hc_conv_param;
 
 /* Summary of the last run. */
