@@ -88,6 +88,12 @@ hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t v) {
         *(p == HC_CONV_MAX_EXTRACT_BYTES ? &c->ckpt.max_extract_bytes
                                          : &c->ckpt.max_extract_ratio) = (uint64_t)v;
         return HC_OK;
+    case HC_CONV_SIDE_FILE_LIMIT:
+        if (v < 1)
+            return hc_fail(&c->err, HC_USAGE, "side-file limit %lld: expected at least 1 byte",
+                           (long long)v);
+        c->out.side_file_limit = (uint64_t)v;
+        return HC_OK;
     }
     return hc_fail(&c->err, HC_USAGE, "unknown converter parameter %d", (int)p);
 }

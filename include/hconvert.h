@@ -23,6 +23,9 @@ typedef enum {
     HC_CONV_MAX_EXTRACT_BYTES = 6,
     /* ... and at most this many times the archive's size (> 0; default 100) */
     HC_CONV_MAX_EXTRACT_RATIO = 7,
+    /* a non-weight file copied into OUT (tokenizer, config) may be at most this many bytes
+     * (> 0; default 4 GiB; docs/convert.md) */
+    HC_CONV_SIDE_FILE_LIMIT = 8,
 } hc_conv_param;
 
 /* Summary of the last run. */

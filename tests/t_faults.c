@@ -82,7 +82,7 @@ static hc_status convert(const char *src, const char *out, unsigned tp, hc_fault
     hc_converter_set(cv, HC_CONV_THREADS, 1);
     hc_converter_set(cv, HC_CONV_TP_SIZE, tp);
     hc_converter_out_options(cv)->fault = fault;
-    if (limit) hc_converter_out_options(cv)->side_file_limit = limit;
+    if (limit) CHECK_EQ_INT(hc_converter_set(cv, HC_CONV_SIDE_FILE_LIMIT, (int64_t)limit), HC_OK);
     hc_status st = hc_converter_run(cv, src, out);
     snprintf(msg, cap, "%s", hc_converter_errmsg(cv));
     hc_converter_free(cv);
@@ -338,6 +338,9 @@ static void test_side_file_limit(void) {
              (unsigned long long)c);
     CHECK_CONTAINS(msg, want);
     CHECK_STR_EQ(listing(out), ".hconvert.lock");
+    hc_converter *cv = hc_converter_create();
+    CHECK_EQ_INT(hc_converter_set(cv, HC_CONV_SIDE_FILE_LIMIT, 0), HC_USAGE);
+    hc_converter_free(cv);
 }
 
 void suite_faults(void) {
