@@ -158,7 +158,7 @@ static hc_status check_link(const hc_ckpt *c, const char *path, hc_err *err) {
         st = hc_fail(err, HC_INVALID, "link '%s' points to '%s', which cannot be resolved: %s",
                      hc_escape(path, pesc, sizeof pesc), hc_escape(target, tesc, sizeof tesc),
                      strerror(errno));
-    else if (!is_below(c->root_real, real))
+    else if (!is_below(c->root_real, real) && !(c->cache_blobs && is_below(c->cache_blobs, real)))
         st = hc_fail(err, HC_INVALID, "link '%s' points to '%s' ('%s'), outside the checkpoint "
                      "folder '%s'; links must stay inside it (copy the files in, e.g. cp -rL)",
                      hc_escape(path, pesc, sizeof pesc), hc_escape(target, tesc, sizeof tesc),
@@ -434,12 +434,23 @@ static hc_status load_configs(hc_ckpt *c, hc_err *err) {
     return HC_OK;
 }
 
-/* The canonical path of the checkpoint folder, that links are checked against. */
+/* The canonical path of the checkpoint folder, that links are checked against; for a
+ * snapshot of the Hugging Face cache (HUB/models--ORG--NAME/snapshots/REV, whose files link to
+ * ../../blobs/HASH) also that repository's blobs folder. */
 static hc_status set_root_real(hc_ckpt *c, hc_err *err) {
     free(c->root_real);
+    free(c->cache_blobs);
+    c->cache_blobs = NULL;
     c->root_real = realpath(c->root, NULL);
     if (!c->root_real)
         return hc_fail(err, HC_IO, "cannot resolve '%s': %s", c->root, strerror(errno));
+    const char *rev = strrchr(c->root_real, '/');
+    size_t up = rev ? (size_t)(rev - c->root_real) : 0; /* the folder holding REV */
+    if (up >= 10 && !strncmp(c->root_real + up - 10, "/snapshots", 10)) {
+        char *blobs = hc_asprintf("%.*s/blobs", (int)(up - 10), c->root_real);
+        c->cache_blobs = blobs ? realpath(blobs, NULL) : NULL;
+        free(blobs);
+    }
     return HC_OK;
 }
 
@@ -691,6 +702,7 @@ void hc_ckpt_close(hc_ckpt *c) {
     free(c->tmpdir);
     free(c->root);
     free(c->root_real);
+    free(c->cache_blobs);
     free(c->src);
     free(c);
 }

@@ -31,6 +31,8 @@ typedef struct {
     char *src;    /* as given by the user */
     char *root;   /* folder the files are read from */
     char *root_real; /* its realpath: links must resolve below it (NULL for a single file) */
+    char *cache_blobs; /* a Hugging Face cache snapshot's "../../blobs", where its links may
+                        * also resolve (NULL when root is not such a snapshot) */
     char *tmpdir; /* extraction folder removed at close, or NULL */
     int is_archive, is_single_file, is_container;
     hc_container *container;  /* when reading a container written by convert */

@@ -356,6 +356,33 @@ static void test_links(void) {
     }
 }
 
+/* A Hugging Face cache snapshot (hub/models--ORG--NAME/snapshots/REV) links every file to
+ * ../../blobs/HASH: those links are accepted; one leaving the repository's blobs is not. */
+static void test_hf_cache_snapshot(void) {
+    char *src = abs_fixture("ckpt/single");
+    const char *hub = test_tmpdir();
+    char snap[1200];
+    snprintf(snap, sizeof snap, "%s/models--org--name/snapshots/0123abcd", hub);
+    CHECK(src && sh("cd '%s' && mkdir -p models--org--name/blobs models--org--name/snapshots/0123abcd"
+                    " && for f in '%s'/*; do h=$(sha256sum \"$f\" | cut -c1-40); cp \"$f\" "
+                    "models--org--name/blobs/$h; ln -s ../../blobs/$h "
+                    "models--org--name/snapshots/0123abcd/$(basename \"$f\"); done",
+                    hub, src ? src : "/nonexistent"));
+    hc_ckpt *c = NULL;
+    hc_err err = {0};
+    if (hc_ckpt_open(snap, &c, &err)) CHECK_FAIL_("snapshot refused: %s", err.msg);
+    CHECK(c && c->nentries == 21);
+    hc_ckpt_close(c);
+    /* the same links outside a "snapshots" folder leave the checkpoint */
+    char moved[1300];
+    snprintf(moved, sizeof moved, "%s/models--org--name/other", hub);
+    CHECK(sh("mv '%s' '%s/models--org--name/snapshots/x' && mkdir -p '%s' && "
+             "mv '%s/models--org--name/snapshots/x' '%s/rev'", snap, hub, moved, hub, moved));
+    snprintf(moved + strlen(moved), sizeof moved - strlen(moved), "/rev");
+    expect_refused(moved, NULL, "outside the checkpoint", "blobs", NULL);
+    free(src);
+}
+
 void suite_inputs(void) {
     RUN(test_archives_made_by_tools);
     RUN(test_entry_names);
@@ -363,4 +390,5 @@ void suite_inputs(void) {
     RUN(test_sparse_entry);
     RUN(test_fifo_members);
     RUN(test_links);
+    RUN(test_hf_cache_snapshot);
 }
