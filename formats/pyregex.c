@@ -1,75 +1,644 @@
-/* pyregex.c: Python re.match (start-anchored) for config target patterns, translated to POSIX
- * ERE. Constructs ERE lacks (lookaround, backreferences, lazy quantifiers) are refused. */
+/* pyregex.c: Python re.match for the module-name patterns of quantization configs, as a
+ * Thompson NFA run by state-set simulation: a hostile pattern costs states x text, never the
+ * exponential time of a backtracking matcher (glibc's regexec hung on `(a*)*...b`).
+ * docs/regex.md lists the subset, the bounds and where the result follows Python exactly. */
 #include "pyregex.h"
 
-#include <regex.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static bool translate(const char *p, char *out, size_t cap, char *msg, unsigned msg_len) {
-    size_t o = 0;
-#define PUT(s)                                               \
-    do {                                                     \
-        size_t l_ = strlen(s);                               \
-        if (o + l_ + 1 >= cap) goto too_long;                \
-        memcpy(out + o, s, l_);                              \
-        o += l_;                                             \
-    } while (0)
-    PUT("^(");
-    for (size_t i = 0; p[i]; i++) {
-        char c = p[i];
-        if (c == '\\' && p[i + 1]) {
-            char n = p[++i];
-            if (n == 'd') PUT("[0-9]");
-            else if (n == 'D') PUT("[^0-9]");
-            else if (n == 'w') PUT("[A-Za-z0-9_]");
-            else if (n == 'W') PUT("[^A-Za-z0-9_]");
-            else if (n == 's') PUT("[[:space:]]");
-            else if (n >= '1' && n <= '9') {
-                snprintf(msg, msg_len, "backreference '\\%c'", n);
-                return false;
-            } else {
-                char esc[3] = {'\\', n, 0};
-                PUT(esc);
-            }
-        } else if (c == '(' && p[i + 1] == '?') {
-            if (p[i + 2] == ':') {
-                PUT("(");
-                i += 2;
-            } else {
-                snprintf(msg, msg_len, "group construct '(?%c'", p[i + 2] ? p[i + 2] : ' ');
-                return false;
-            }
-        } else if ((c == '*' || c == '+' || c == '?' || c == '}') && p[i + 1] == '?') {
-            snprintf(msg, msg_len, "lazy quantifier '%c?'", c);
-            return false;
-        } else {
-            char s[2] = {c, 0};
-            PUT(s);
-        }
+/* The bounds: pattern bytes, group nesting, NFA states (counted repetition copies its operand,
+ * so `(a{100}){100}` needs 10,000); the compile work is bounded by the states too. */
+enum { MAX_PATTERN = 1024, MAX_DEPTH = 32, MAX_STATES = 4096, MAX_WORK = 4 * MAX_STATES };
+
+#define REP_INF UINT32_MAX   /* no upper count */
+#define CP_NONE UINT32_MAX   /* no character (before the start, past the end) */
+
+typedef enum { N_CHAR, N_ANY, N_CLASS, N_ASSERT, N_CAT, N_ALT, N_REP } node_kind;
+typedef enum { A_BEGIN, A_DOLLAR, A_END, A_WORDB } assert_kind;
+
+/* Parse tree: a node's children are a list (kid .. last, linked by next); -1 ends it. */
+typedef struct {
+    node_kind kind;
+    uint32_t a, b; /* CHAR: code point; CLASS: class index; ASSERT: kind; REP: min, max */
+    int kid, last, next;
+} node;
+
+/* A character set: ASCII members as bits. `unicode` marks a \d \w \s (or negation) inside, whose
+ * membership for a non-ASCII character needs Unicode tables this file does not carry. */
+typedef struct {
+    uint8_t ascii[16];
+    bool negated, unicode;
+} cset;
+
+typedef enum { I_CHAR, I_ANY, I_SET, I_ASSERT, I_SPLIT, I_JMP, I_MATCH } op;
+typedef struct {
+    op op;
+    uint32_t x; /* CHAR: code point; SET: set index; ASSERT: kind; SPLIT, JMP: target */
+    uint32_t y; /* SPLIT: second target */
+} inst;
+
+typedef struct {
+    const unsigned char *p;
+    size_t len, pos;
+    int depth;
+    node *nodes;
+    int n_nodes, cap_nodes;
+    cset *sets;
+    int n_sets, cap_sets;
+    size_t *names; /* named groups: offset, length pairs (duplicates are refused as in Python) */
+    int n_names, cap_names;
+    inst *prog;
+    uint32_t n_prog;
+    int work;
+    char *msg;
+    unsigned msg_len;
+} re_c;
+
+static int fail(re_c *c, const char *fmt, ...) {
+    if (c->msg && c->msg_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->msg, c->msg_len, fmt, ap);
+        va_end(ap);
     }
-    PUT(")");
-    out[o] = 0;
-    return true;
-too_long:
-    snprintf(msg, msg_len, "pattern too long");
+    return -1;
+}
+
+/* One UTF-8 character of s[0..n): its length, or 0 when the bytes are not valid UTF-8. */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t len = 0;
+    if (s[0] < 0x80) len = 1;
+    else if (s[0] >= 0xc2 && s[0] < 0xe0) len = 2;
+    else if (s[0] >= 0xe0 && s[0] < 0xf0) len = 3;
+    else if (s[0] >= 0xf0 && s[0] < 0xf5) len = 4;
+    if (!len || len > n) return 0;
+    uint32_t v = len == 1 ? s[0] : s[0] & (0x7f >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        v = v << 6 | (s[i] & 0x3f);
+    }
+    if (v < min_cp[len] || v > 0x10ffff || (v >= 0xd800 && v < 0xe000)) return 0;
+    *cp = v;
+    return len;
+}
+
+/* ---------------- parser: Python's syntax, refusing what this file cannot match ---------- */
+
+static int new_node(re_c *c, node_kind kind, uint32_t a, uint32_t b) {
+    if (c->n_nodes >= c->cap_nodes) return fail(c, "pattern has too many parts");
+    c->nodes[c->n_nodes] = (node){kind, a, b, -1, -1, -1};
+    return c->n_nodes++;
+}
+
+static void add_kid(re_c *c, int parent, int kid) {
+    node *p = &c->nodes[parent];
+    if (p->last < 0) p->kid = kid;
+    else c->nodes[p->last].next = kid;
+    p->last = kid;
+}
+
+static int new_set(re_c *c, bool negated) {
+    if (c->n_sets >= c->cap_sets) return fail(c, "pattern has too many character sets");
+    c->sets[c->n_sets] = (cset){{0}, negated, false};
+    return c->n_sets++;
+}
+
+static void set_range(cset *s, uint32_t lo, uint32_t hi) {
+    for (uint32_t ch = lo; ch <= hi && ch < 128; ch++)
+        s->ascii[ch >> 3] |= (uint8_t)(1u << (ch & 7));
+}
+
+static bool is_word(uint32_t ch) {
+    return (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+           ch == '_';
+}
+
+/* \d \w \s and their negations, ASCII part; Python's space set is [ \t\n\r\f\v] plus \x1c-\x1f. */
+static void set_shorthand(cset *s, char k) {
+    char lower = (char)(k | 0x20);
+    for (uint32_t ch = 0; ch < 128; ch++) {
+        bool space = ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f);
+        bool in = lower == 'd' ? ch >= '0' && ch <= '9' : lower == 'w' ? is_word(ch) : space;
+        if (in != (k != lower)) set_range(s, ch, ch);
+    }
+    s->unicode = true;
+}
+
+static bool is_shorthand(int k) { return k && strchr("dDwWsS", k); }
+
+static int hex_digit(int ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    ch |= 0x20;
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* A one-character escape both inside and outside sets (\n, \x41, \., ...) after the backslash at
+ * c->pos - 1: the code point, or -1 (refused) after filling msg. `\b` is handled by callers; a
+ * digit is a backreference outside a set and an octal escape inside one. */
+static int64_t char_escape(re_c *c, bool in_set) {
+    size_t at = c->pos - 1;
+    if (c->pos >= c->len) return fail(c, "bad escape (end of pattern) at offset %zu", at);
+    int k = c->p[c->pos];
+    const char *ctl = strchr("afnrtv", k);
+    if (k && ctl) return c->pos++, "\a\f\n\r\t\v"[ctl - "afnrtv"];
+    if (k == 'x') {
+        int h = c->pos + 2 < c->len ? hex_digit(c->p[c->pos + 1]) : -1;
+        int l = h >= 0 ? hex_digit(c->p[c->pos + 2]) : -1;
+        if (l < 0) return fail(c, "incomplete escape '\\x' at offset %zu", at);
+        c->pos += 3;
+        return h * 16 + l;
+    }
+    if (k >= '1' && k <= '9' && !in_set)
+        return fail(c, "backreference '\\%c' at offset %zu", k, at);
+    if (k >= '0' && k <= '9') return fail(c, "octal escape '\\%c' at offset %zu", k, at);
+    if ((k | 0x20) >= 'a' && (k | 0x20) <= 'z')
+        return fail(c, "escape '\\%c' at offset %zu", k, at);
+    uint32_t cp = 0;
+    size_t n = utf8_decode(c->p + c->pos, c->len - c->pos, &cp);
+    if (!n) return fail(c, "pattern is not valid UTF-8 at offset %zu", c->pos);
+    c->pos += n;
+    return cp;
+}
+
+/* One member of a set at c->pos: a code point (*cp) or a shorthand (*shorthand, a letter). */
+static int set_item(re_c *c, uint32_t *cp, char *shorthand) {
+    size_t at = c->pos;
+    *shorthand = 0;
+    int64_t v;
+    if (c->p[at] == '\\' && at + 1 < c->len && is_shorthand(c->p[at + 1])) {
+        *shorthand = (char)c->p[at + 1];
+        c->pos += 2;
+        return 0;
+    }
+    if (c->p[at] == '\\' && at + 1 < c->len && c->p[at + 1] == 'b') {
+        v = '\b';
+        c->pos += 2;
+    } else if (c->p[at] == '\\') {
+        c->pos++;
+        v = char_escape(c, true);
+    } else {
+        size_t n = utf8_decode(c->p + at, c->len - at, cp);
+        if (!n) return fail(c, "pattern is not valid UTF-8 at offset %zu", at);
+        c->pos += n;
+        v = *cp;
+    }
+    if (v < 0) return -1;
+    if (v >= 128) return fail(c, "non-ASCII character in a character set at offset %zu", at);
+    *cp = (uint32_t)v;
+    return 0;
+}
+
+/* [...] after the '[' at c->pos - 1, as Python reads it: a ']' first is a member, '-' first or
+ * last is a member, a range needs two single characters in order. */
+static int parse_set(re_c *c) {
+    size_t open = c->pos - 1;
+    bool negated = c->pos < c->len && c->p[c->pos] == '^';
+    c->pos += negated;
+    int si = new_set(c, negated);
+    if (si < 0) return -1;
+    for (bool first = true;; first = false) {
+        if (c->pos >= c->len) return fail(c, "unterminated character set at offset %zu", open);
+        if (c->p[c->pos] == ']' && !first) {
+            c->pos++;
+            break;
+        }
+        size_t at = c->pos;
+        uint32_t lo = 0, hi = 0;
+        char s1, s2 = 0;
+        if (set_item(c, &lo, &s1) < 0) return -1;
+        bool range = c->pos + 1 < c->len && c->p[c->pos] == '-' && c->p[c->pos + 1] != ']';
+        if (range) {
+            c->pos++;
+            if (set_item(c, &hi, &s2) < 0) return -1;
+            if (s1 || s2 || hi < lo)
+                return fail(c, "bad character range at offset %zu", at);
+        }
+        if (s1) set_shorthand(&c->sets[si], s1);
+        else set_range(&c->sets[si], lo, range ? hi : lo);
+    }
+    return new_node(c, N_CLASS, (uint32_t)si, 0);
+}
+
+static int parse_alt(re_c *c);
+
+/* (?P<name>...): the name must be an ASCII identifier not used before. */
+static int group_name(re_c *c) {
+    size_t at = c->pos - 1, start = c->pos += 3, n = 0;
+    while (c->pos < c->len && is_word(c->p[c->pos])) c->pos++;
+    n = c->pos - start;
+    if (c->pos >= c->len || c->p[c->pos] != '>' || !n || (c->p[start] >= '0' && c->p[start] <= '9'))
+        return fail(c, "bad group name at offset %zu (an ASCII identifier is needed)", at);
+    for (int i = 0; i < c->n_names; i++)
+        if (c->names[2 * i + 1] == n && !memcmp(c->p + c->names[2 * i], c->p + start, n))
+            return fail(c, "group name '%.*s' is defined twice", (int)n,
+                        (const char *)c->p + start);
+    if (c->n_names >= c->cap_names) return fail(c, "pattern has too many group names");
+    c->names[2 * c->n_names] = start;
+    c->names[2 * c->n_names++ + 1] = n;
+    c->pos++;
+    return 0;
+}
+
+/* After "(?" at c->pos - 1: (?: and (?P<name> open a plain group; every other extension is
+ * refused by name. */
+static int group_extension(re_c *c) {
+    size_t at = c->pos - 1;
+    const unsigned char *q = c->p + c->pos + 1;
+    size_t left = c->len - c->pos - 1;
+    if (left >= 1 && q[0] == ':') return c->pos += 2, 0;
+    if (left >= 2 && q[0] == 'P' && q[1] == '<') return group_name(c);
+    if (left >= 2 && q[0] == 'P' && q[1] == '=')
+        return fail(c, "named backreference '(?P=' at offset %zu", at);
+    if (left >= 1 && (q[0] == '=' || q[0] == '!'))
+        return fail(c, "lookahead '(?%c' at offset %zu", q[0], at);
+    if (left >= 2 && q[0] == '<' && (q[1] == '=' || q[1] == '!'))
+        return fail(c, "lookbehind '(?<%c' at offset %zu", q[1], at);
+    if (left >= 1 && q[0] == '>') return fail(c, "atomic group '(?>' at offset %zu", at);
+    if (left >= 1 && q[0] == '#') return fail(c, "comment '(?#' at offset %zu", at);
+    if (left >= 1 && q[0] == '(') return fail(c, "conditional '(?(' at offset %zu", at);
+    if (left >= 1 && (q[0] == '-' || strchr("aiLmsux", q[0])) && q[0])
+        return fail(c, "inline flag '(?%c' at offset %zu", q[0], at);
+    bool shown = left && q[0] > ' ' && q[0] < 0x7f; /* the message stays printable ASCII */
+    return fail(c, "group construct '(?%.1s' at offset %zu", shown ? (const char *)q : "", at);
+}
+
+static int parse_group(re_c *c) {
+    size_t open = c->pos++;
+    if (++c->depth > MAX_DEPTH)
+        return fail(c, "groups nest deeper than the bound of %d at offset %zu", MAX_DEPTH, open);
+    if (c->pos < c->len && c->p[c->pos] == '?' && group_extension(c) < 0) return -1;
+    int n = parse_alt(c);
+    if (n < 0) return -1;
+    if (c->pos >= c->len) return fail(c, "missing ')' for the group at offset %zu", open);
+    c->pos++;
+    c->depth--;
+    return n;
+}
+
+/* \A \Z \b \d ... or a one-character escape outside a set; *is_assert marks the anchors. */
+static int parse_escape(re_c *c, bool *is_assert) {
+    int k = c->pos + 1 < c->len ? c->p[c->pos + 1] : 0;
+    const char *an = k ? strchr("AZb", k) : NULL;
+    if (an) {
+        c->pos += 2;
+        *is_assert = true;
+        static const assert_kind kinds[] = {A_BEGIN, A_END, A_WORDB};
+        return new_node(c, N_ASSERT, kinds[an - "AZb"], 0);
+    }
+    if (k == 'B') return fail(c, "'\\B' at offset %zu (only \\b is supported)", c->pos);
+    if (is_shorthand(k)) {
+        int si = new_set(c, false);
+        if (si < 0) return -1;
+        set_shorthand(&c->sets[si], (char)k);
+        c->pos += 2;
+        return new_node(c, N_CLASS, (uint32_t)si, 0);
+    }
+    c->pos++;
+    int64_t v = char_escape(c, false);
+    return v < 0 ? -1 : new_node(c, N_CHAR, (uint32_t)v, 0);
+}
+
+static int parse_atom(re_c *c, bool *is_assert) {
+    unsigned char ch = c->p[c->pos];
+    *is_assert = false;
+    switch (ch) {
+    case '(': return parse_group(c);
+    case '[': c->pos++; return parse_set(c);
+    case '.': c->pos++; return new_node(c, N_ANY, 0, 0);
+    case '\\': return parse_escape(c, is_assert);
+    case '^':
+    case '$':
+        c->pos++;
+        *is_assert = true;
+        return new_node(c, N_ASSERT, ch == '^' ? A_BEGIN : A_DOLLAR, 0);
+    default: {
+        uint32_t cp = 0;
+        size_t n = utf8_decode(c->p + c->pos, c->len - c->pos, &cp);
+        if (!n) return fail(c, "pattern is not valid UTF-8 at offset %zu", c->pos);
+        c->pos += n;
+        return new_node(c, N_CHAR, cp, 0);
+    }
+    }
+}
+
+/* Decimal digits of a {m,n} count, saturating (Python refuses 2^32 - 1 and more). */
+static uint32_t count_digits(re_c *c, bool *any) {
+    uint64_t v = 0;
+    *any = false;
+    for (; c->pos < c->len && c->p[c->pos] >= '0' && c->p[c->pos] <= '9'; c->pos++) {
+        v = v * 10 + (uint64_t)(c->p[c->pos] - '0');
+        if (v > UINT32_MAX) v = UINT32_MAX;
+        *any = true;
+    }
+    return (uint32_t)v;
+}
+
+/* A quantifier at c->pos: 1 (bounds set, a lazy '?' taken), 0 when there is none (a '{' that
+ * does not close a count is a literal, as in Python), -1 refused. */
+static int parse_quant(re_c *c, uint32_t *min, uint32_t *max) {
+    size_t at = c->pos;
+    unsigned char ch = c->p[at];
+    if (ch == '*' || ch == '+' || ch == '?') {
+        *min = ch == '+';
+        *max = ch == '?' ? 1 : REP_INF;
+        c->pos++;
+    } else if (ch == '{') {
+        bool has_lo, has_hi = false;
+        c->pos++;
+        *min = count_digits(c, &has_lo);
+        *max = *min;
+        if (c->pos < c->len && c->p[c->pos] == ',') {
+            c->pos++;
+            *max = count_digits(c, &has_hi);
+            if (!has_hi) *max = REP_INF;
+        }
+        if (c->pos >= c->len || c->p[c->pos] != '}' || c->pos == at + 1) {
+            c->pos = at;
+            return 0;
+        }
+        c->pos++;
+        if (*min == UINT32_MAX || (*max == UINT32_MAX && has_hi))
+            return fail(c, "repetition count too large at offset %zu", at);
+        if (!has_lo) *min = 0;
+        if (*max < *min) return fail(c, "min repeat greater than max repeat at offset %zu", at);
+    } else {
+        return 0;
+    }
+    if (c->pos < c->len && c->p[c->pos] == '+')
+        return fail(c, "possessive quantifier at offset %zu", at);
+    if (c->pos < c->len && c->p[c->pos] == '?') c->pos++; /* lazy: the same set of matches */
+    return 1;
+}
+
+/* A sequence up to '|' or ')'. A quantifier applies to the item before it; Python refuses one
+ * after nothing or an anchor ("nothing to repeat") or after another ("multiple repeat"). */
+static int parse_cat(re_c *c) {
+    enum { NONE, ITEM, ANCHOR, REPEAT } prev = NONE;
+    int cat = new_node(c, N_CAT, 0, 0);
+    if (cat < 0) return -1;
+    while (c->pos < c->len && c->p[c->pos] != '|' && c->p[c->pos] != ')') {
+        size_t at = c->pos;
+        uint32_t min, max;
+        int q = parse_quant(c, &min, &max);
+        if (q < 0) return -1;
+        if (q && (prev == NONE || prev == ANCHOR))
+            return fail(c, "nothing to repeat at offset %zu", at);
+        if (q && prev == REPEAT) return fail(c, "multiple repeat at offset %zu", at);
+        if (q) { /* the last item moves under a REP node that takes its place in the list */
+            int moved = new_node(c, N_CHAR, 0, 0), last = c->nodes[cat].last;
+            if (moved < 0) return -1;
+            c->nodes[moved] = c->nodes[last];
+            c->nodes[last] = (node){N_REP, min, max, moved, moved, -1};
+            prev = REPEAT;
+            continue;
+        }
+        bool is_assert;
+        int a = parse_atom(c, &is_assert);
+        if (a < 0) return -1;
+        add_kid(c, cat, a);
+        prev = is_assert ? ANCHOR : ITEM;
+    }
+    return cat;
+}
+
+static int parse_alt(re_c *c) {
+    int branch = parse_cat(c);
+    if (branch < 0 || c->pos >= c->len || c->p[c->pos] != '|') return branch;
+    int alt = new_node(c, N_ALT, 0, 0);
+    if (alt < 0) return -1;
+    add_kid(c, alt, branch);
+    while (c->pos < c->len && c->p[c->pos] == '|') {
+        c->pos++;
+        if ((branch = parse_cat(c)) < 0) return -1;
+        add_kid(c, alt, branch);
+    }
+    return alt;
+}
+
+/* ---------------- Thompson construction ---------------- */
+
+static int too_many_states(re_c *c) {
+    return fail(c, "pattern needs more than %d NFA states (the bound; {m,n} copies its operand)",
+                MAX_STATES);
+}
+
+static int emit(re_c *c, op o, uint32_t x, uint32_t y) {
+    if (c->n_prog >= MAX_STATES) return too_many_states(c);
+    c->prog[c->n_prog] = (inst){o, x, y};
+    return (int)c->n_prog++;
+}
+
+static int gen(re_c *c, int ni);
+
+/* x{min,max}: min copies, then a loop (no upper count) or max - min optional copies. */
+static int gen_rep(re_c *c, const node *n) {
+    for (uint32_t i = 0; i < n->a; i++)
+        if (gen(c, n->kid) < 0) return -1;
+    uint32_t extra = n->b == REP_INF ? 1 : n->b - n->a;
+    for (uint32_t i = 0; i < extra; i++) {
+        int split = emit(c, I_SPLIT, c->n_prog + 1, 0);
+        if (split < 0 || gen(c, n->kid) < 0) return -1;
+        if (n->b == REP_INF && emit(c, I_JMP, (uint32_t)split, 0) < 0) return -1;
+        c->prog[split].y = c->n_prog;
+    }
+    return 0;
+}
+
+/* a|b|c: a split before each branch but the last; each branch jumps to the end (the jumps are
+ * chained through their targets until the end is known). */
+static int gen_alt(re_c *c, const node *n) {
+    uint32_t chain = UINT32_MAX;
+    for (int k = n->kid; k >= 0; k = c->nodes[k].next) {
+        bool last = c->nodes[k].next < 0;
+        int split = last ? -1 : emit(c, I_SPLIT, c->n_prog + 1, 0);
+        if ((!last && split < 0) || gen(c, k) < 0) return -1;
+        if (last) break;
+        int j = emit(c, I_JMP, chain, 0);
+        if (j < 0) return -1;
+        chain = (uint32_t)j;
+        c->prog[split].y = c->n_prog;
+    }
+    while (chain != UINT32_MAX) {
+        uint32_t next = c->prog[chain].x;
+        c->prog[chain].x = c->n_prog;
+        chain = next;
+    }
+    return 0;
+}
+
+static int gen(re_c *c, int ni) {
+    if (++c->work > MAX_WORK) return too_many_states(c); /* e.g. (){4294967294} emits nothing */
+    const node *n = &c->nodes[ni];
+    switch (n->kind) {
+    case N_CHAR: return emit(c, I_CHAR, n->a, 0);
+    case N_ANY: return emit(c, I_ANY, 0, 0);
+    case N_CLASS: return emit(c, I_SET, n->a, 0);
+    case N_ASSERT: return emit(c, I_ASSERT, n->a, 0);
+    case N_REP: return gen_rep(c, n);
+    case N_ALT: return gen_alt(c, n);
+    case N_CAT:
+        for (int k = n->kid; k >= 0; k = c->nodes[k].next)
+            if (gen(c, k) < 0) return -1;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---------------- simulation ---------------- */
+
+/* The matcher's view of a text position: its byte offset and the characters on both sides. */
+typedef struct {
+    const unsigned char *t;
+    size_t len, off;
+    uint32_t prev;
+} where;
+
+/* The character at t[off..]: an invalid UTF-8 byte counts as one character U+DC80..U+DCFF
+ * (which no pattern character equals). */
+static size_t text_char(const unsigned char *t, size_t len, size_t off, uint32_t *cp) {
+    if (off >= len) return *cp = CP_NONE, 0;
+    size_t n = utf8_decode(t + off, len - off, cp);
+    if (!n) *cp = 0xdc00 + t[off], n = 1;
+    return n;
+}
+
+/* 1 holds, 0 not, -1 undecidable (\b beside a non-ASCII character). */
+static int assert_holds(assert_kind k, const where *w) {
+    switch (k) {
+    case A_BEGIN: return w->off == 0;
+    case A_END: return w->off == w->len;
+    case A_DOLLAR: return w->off == w->len || (w->off + 1 == w->len && w->t[w->off] == '\n');
+    case A_WORDB: {
+        uint32_t next;
+        text_char(w->t, w->len, w->off, &next);
+        if ((w->prev != CP_NONE && w->prev >= 128) || (next != CP_NONE && next >= 128)) return -1;
+        return (w->prev != CP_NONE && is_word(w->prev)) != (next != CP_NONE && is_word(next));
+    }
+    }
+    return 0;
+}
+
+static int set_holds(const cset *s, uint32_t cp) {
+    if (cp >= 128 && s->unicode) return -1;
+    bool in = cp < 128 && (s->ascii[cp >> 3] >> (cp & 7) & 1);
+    return in != s->negated;
+}
+
+typedef struct {
+    const re_c *c;
+    uint32_t *mark, *stack, stamp;
+    bool unknown; /* a thread met a test this file cannot decide */
+} sim;
+
+/* Adds pc and everything reachable from it without reading a character to list (the
+ * consuming instructions only); each state at most once per position. Returns true on MATCH. */
+static bool closure(sim *s, uint32_t pc, const where *w, uint32_t *list, uint32_t *n) {
+    uint32_t top = 0;
+    if (s->mark[pc] == s->stamp) return false;
+    s->mark[pc] = s->stamp;
+    s->stack[top++] = pc;
+    while (top) {
+        const inst *in = &s->c->prog[s->stack[--top]];
+        uint32_t to[2], n_to = 0;
+        switch (in->op) {
+        case I_MATCH: return true;
+        case I_JMP: to[n_to++] = in->x; break;
+        case I_SPLIT: to[n_to++] = in->x, to[n_to++] = in->y; break;
+        case I_ASSERT: {
+            int h = assert_holds((assert_kind)in->x, w);
+            s->unknown |= h < 0;
+            if (h > 0) to[n_to++] = (uint32_t)(in - s->c->prog) + 1;
+            break;
+        }
+        default: list[(*n)++] = (uint32_t)(in - s->c->prog);
+        }
+        for (uint32_t i = 0; i < n_to; i++)
+            if (s->mark[to[i]] != s->stamp) s->mark[to[i]] = s->stamp, s->stack[top++] = to[i];
+    }
     return false;
-#undef PUT
+}
+
+static int step_accepts(sim *s, const inst *in, uint32_t cp) {
+    switch (in->op) {
+    case I_CHAR: return in->x == cp;
+    case I_ANY: return cp != '\n';
+    case I_SET: return set_holds(&s->c->sets[in->x], cp);
+    default: return 0;
+    }
+}
+
+/* Runs the program over text with every live state at once: 1 when some path reaches MATCH. */
+static int simulate(const re_c *c, const char *text, uint32_t *buf) {
+    sim s = {c, buf, buf + c->n_prog, 1, false};
+    uint32_t *cur = buf + 2 * c->n_prog, *nxt = buf + 3 * c->n_prog, n_cur = 0;
+    where w = {(const unsigned char *)text, strlen(text), 0, CP_NONE};
+    memset(s.mark, 0, c->n_prog * sizeof *s.mark);
+    if (closure(&s, 0, &w, cur, &n_cur)) return 1;
+    while (n_cur && w.off < w.len) {
+        uint32_t cp, n_nxt = 0;
+        w.off += text_char(w.t, w.len, w.off, &cp);
+        w.prev = cp;
+        if (++s.stamp == 0) { /* past 2^32 characters: clear the marks rather than wrap */
+            memset(s.mark, 0, c->n_prog * sizeof *s.mark);
+            s.stamp = 1;
+        }
+        for (uint32_t i = 0; i < n_cur; i++) {
+            int a = step_accepts(&s, &c->prog[cur[i]], cp);
+            s.unknown |= a < 0;
+            if (a > 0 && closure(&s, cur[i] + 1, &w, nxt, &n_nxt)) return 1;
+        }
+        uint32_t *t = cur;
+        cur = nxt, nxt = t, n_cur = n_nxt;
+    }
+    return s.unknown ? -1 : 0;
 }
 
 int hc_pyre_match(const char *pattern, const char *text, char *msg, unsigned msg_len) {
-    char ere[2048];
-    if (!translate(pattern, ere, sizeof ere, msg, msg_len)) return -1;
-    regex_t re;
-    int rc = regcomp(&re, ere, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        char e[128];
-        regerror(rc, &re, e, sizeof e);
-        snprintf(msg, msg_len, "%s", e);
-        return -1;
+    re_c c = {.msg = msg, .msg_len = msg_len};
+    uint32_t *buf = NULL;
+    int rc = -1;
+    if (!pattern || !text) return fail(&c, "no pattern or no text");
+    c.p = (const unsigned char *)pattern;
+    c.len = strnlen(pattern, MAX_PATTERN + 1);
+    if (c.len > MAX_PATTERN)
+        return fail(&c, "pattern is longer than the bound of %d bytes", MAX_PATTERN);
+    c.cap_nodes = 3 * (int)c.len + 8;
+    c.cap_sets = (int)c.len + 1;
+    c.cap_names = (int)c.len / 6 + 1;
+    c.nodes = malloc((size_t)c.cap_nodes * sizeof *c.nodes);
+    c.sets = malloc((size_t)c.cap_sets * sizeof *c.sets);
+    c.names = malloc((size_t)c.cap_names * 2 * sizeof *c.names);
+    c.prog = malloc(MAX_STATES * sizeof *c.prog);
+    if (!c.nodes || !c.sets || !c.names || !c.prog) {
+        fail(&c, "out of memory");
+        goto out;
     }
-    int m = regexec(&re, text, 0, NULL, 0) == 0;
-    regfree(&re);
-    return m;
+    int root = parse_alt(&c);
+    if (root < 0) goto out;
+    if (c.pos < c.len) { /* parse_alt stops early only at a ')' without its '(' */
+        fail(&c, "unbalanced parenthesis at offset %zu", c.pos);
+        goto out;
+    }
+    if (gen(&c, root) < 0 || emit(&c, I_MATCH, 0, 0) < 0) goto out;
+    buf = malloc(4 * (size_t)c.n_prog * sizeof *buf);
+    if (!buf) {
+        fail(&c, "out of memory");
+        goto out;
+    }
+    rc = simulate(&c, text, buf);
+    if (rc < 0)
+        fail(&c, "a \\d \\w \\s class or \\b met a non-ASCII character (Unicode classes "
+                 "are not supported)");
+out:
+    free(buf);
+    free(c.prog);
+    free(c.names);
+    free(c.sets);
+    free(c.nodes);
+    return rc;
 }
