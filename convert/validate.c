@@ -132,6 +132,7 @@ static void check_zeros(const hc_module *m, const hc_qtensor *q, hc_findings *f)
 
 static void analyse(const hc_model *md, size_t i, const unsigned *tps, int ntp, mod_result *r) {
     const hc_module *m = &md->m[i];
+    if (m->unresolved) return; /* one configuration finding says why, not one per module */
     hc_qtensor q;
     hc_err err = {0};
     hc_status st = hc_module_decode(md, m, HC_DECODE_NO_CODES, &q, &r->f, &err);

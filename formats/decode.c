@@ -44,9 +44,10 @@ static bool check_dtype(dctx *c, const hc_ck_entry *e, const hc_dtype *ok, size_
 #define CHECK_DT(c, e, ...) \
     check_dtype(c, e, (const hc_dtype[]){__VA_ARGS__}, sizeof((const hc_dtype[]){__VA_ARGS__}) / sizeof(hc_dtype))
 
-/* Checks a tensor's shape; rule names the check for the report. */
-static bool check_shape(dctx *c, const hc_ck_entry *e, int ndim, const uint64_t *want,
-                        const char *rule) {
+/* Checks a tensor's shape; rule names the check for the report, ctx (or NULL) the
+ * configuration the expected shape follows from. */
+static bool check_shape_ctx(dctx *c, const hc_ck_entry *e, int ndim, const uint64_t *want,
+                            const char *rule, const char *ctx) {
     bool ok = e->t->ndim == ndim;
     for (int d = 0; ok && d < ndim; d++) ok = e->t->shape[d] == want[d];
     if (!ok) {
@@ -57,10 +58,15 @@ static bool check_shape(dctx *c, const hc_ck_entry *e, int ndim, const uint64_t 
         for (int d = 0; d < ndim; d++)
             snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%llu", d ? ", " : "",
                      (unsigned long long)want[d]);
-        PROBLEM(c, e->name, rule, "tensor '%s': %s: shape is [%s], expected [%s]", e->name, rule,
-                got, exp);
+        PROBLEM(c, e->name, rule, "tensor '%s': %s: shape is [%s], expected [%s]%s%s%s", e->name,
+                rule, got, exp, ctx ? " (" : "", ctx ? ctx : "", ctx ? ")" : "");
     }
     return ok;
+}
+
+static bool check_shape(dctx *c, const hc_ck_entry *e, int ndim, const uint64_t *want,
+                        const char *rule) {
+    return check_shape_ctx(c, e, ndim, want, rule, NULL);
 }
 
 static bool alloc_q(dctx *c, uint64_t E, uint64_t N, uint64_t K, uint64_t sn, uint64_t sk) {
@@ -319,6 +325,53 @@ static void decode_ct_pack(dctx *c) {
     if (m->scheme.actorder || m->t[HC_ROLE_GIDX]) read_gidx(c, K, sk);
 }
 
+/* The scale grid of quant_method fp8 (model.c resolve_fp8): blocks, one scale per output row
+ * (GPTQModel "row") or one for the tensor. */
+static void fp8_grid(const hc_scheme *s, uint64_t N, uint64_t K, uint64_t *sn, uint64_t *sk,
+                     uint64_t *gn, uint64_t *gk) {
+    if (s->strategy == HC_STRAT_BLOCK) {
+        *sn = cdiv(N, s->block[0]), *sk = cdiv(K, s->block[1]);
+        *gn = s->block[0], *gk = s->block[1];
+    } else if (s->strategy == HC_STRAT_CHANNEL) {
+        *sn = N, *sk = 1, *gn = 1, *gk = K ? K : 1;
+    } else {
+        *sn = *sk = 1, *gn = N ? N : 1, *gk = K ? K : 1;
+    }
+}
+
+/* weight_scale_inv in the grid's shape (rows: [N] as GPTQModel writes it, or [N, 1]; tensor:
+ * any shape of one value), read as the source's values; the rule (multiply or divide) goes
+ * with them. A shape that disagrees names the configuration fields it follows from. */
+static bool fp8_scales(dctx *c, const hc_ck_entry *se) {
+    const hc_scheme *s = &c->m->scheme;
+    hc_qtensor *q = c->q;
+    if (!CHECK_DT(c, se, HC_DT_F32, HC_DT_BF16, HC_DT_F16, HC_DT_F64)) return false;
+    char ctx[160];
+    if (s->strategy == HC_STRAT_BLOCK)
+        snprintf(ctx, sizeof ctx, "quantization_config weight_scale_method 'block', "
+                 "weight_block_size [%llu, %llu]", (unsigned long long)s->block[0],
+                 (unsigned long long)s->block[1]);
+    else
+        snprintf(ctx, sizeof ctx, "quantization_config weight_scale_method '%s', "
+                 "weight_block_size null", s->strategy == HC_STRAT_CHANNEL ? "row" : "tensor");
+    bool ok;
+    if (s->strategy == HC_STRAT_TENSOR)
+        ok = se->t->numel == 1 || check_shape_ctx(c, se, 1, (uint64_t[]){1}, "scale shape", ctx);
+    else if (s->strategy == HC_STRAT_CHANNEL && se->t->ndim == 2 && se->t->shape[1] == 1)
+        ok = check_shape_ctx(c, se, 2, (uint64_t[]){q->sn, 1}, "scale shape", ctx);
+    else if (s->strategy == HC_STRAT_CHANNEL)
+        ok = check_shape_ctx(c, se, 1, (uint64_t[]){q->sn}, "scale shape", ctx);
+    else
+        ok = check_shape_ctx(c, se, 2, (uint64_t[]){q->sn, q->sk}, "scale shape", ctx);
+    if (!ok) return false;
+    read_scales(c, se, false, q->sn * q->sk, q->scales);
+    q->scale_divides = s->scale_inverse;
+    if (s->scale_inverse)
+        snprintf(q->quirks, sizeof q->quirks, "weight_scale_inv divides (weight_scale_semantics "
+                 "'inverse')");
+    return true;
+}
+
 /* Unpacked integer or fp8 weights [N, K] with strategy scales. */
 static void decode_ct_unpacked(dctx *c) {
     const hc_module *m = c->m;
@@ -342,9 +395,8 @@ static void decode_ct_unpacked(dctx *c) {
             return;
         }
         sn = N, sk = K / 32, gn = 1, gk = 32;
-    } else if (m->scheme.fmt == HC_FMT_FP8_BLOCK) {
-        sn = cdiv(N, m->scheme.block[0]), sk = cdiv(K, m->scheme.block[1]);
-        gn = m->scheme.block[0], gk = m->scheme.block[1];
+    } else if (m->scheme.fmt == HC_FMT_FP8_SCALE_INV) {
+        fp8_grid(&m->scheme, N, K, &sn, &sk, &gn, &gk);
     } else if (!ct_grid(c, N, K, &sn, &sk, &gn, &gk)) {
         return;
     }
@@ -385,7 +437,9 @@ static void decode_ct_unpacked(dctx *c) {
         if (q->codes) memcpy(q->codes, d, N * K);
         q->packed = d, q->packed_row_bytes = K;
     }
-    if (m->scheme.fmt == HC_FMT_FP8_BLOCK || mx) {
+    if (m->scheme.fmt == HC_FMT_FP8_SCALE_INV) {
+        if (!fp8_scales(c, se)) return;
+    } else if (mx) {
         if (!check_shape(c, se, 2, (uint64_t[]){sn, sk}, "scale shape")) return;
         read_scales(c, se, mx, sn * sk, q->scales);
     } else if (!ct_scales(c, se, false)) {
@@ -489,6 +543,32 @@ static unsigned gptq_field(const void *d, uint64_t base, uint64_t stride, uint64
     return field_stream(d, base + (i / 32) * 3 * stride, stride, i % 32, 3);
 }
 
+/* GPTQ v1 zero points, from the stored words into zeros [N][G]. GPTQModel writes v1 by
+ * subtracting, from each whole qzeros word, the word with a 1 in every b-bit field
+ * (0x11111111 at 4 bits), so a zero of 0 borrows from the next field (the top field's borrow
+ * leaves the word, mod 2^32), and reads v1 by adding that word back: the sum's fields are the
+ * zeros, in range by construction. "field + 1" agrees only where no field of the word was 0.
+ * 3-bit fields straddle words, so no word constant applies: GPTQModel shifts each field,
+ * z = (field + 1) mod 8, and so does this. */
+static void gptq_v1_zeros(const void *zd, uint64_t G, uint64_t N, uint64_t zc, int b,
+                          int32_t *zeros) {
+    unsigned mask = (1u << b) - 1;
+    if (b == 3) {
+        for (uint64_t g = 0; g < G; g++)
+            for (uint64_t n = 0; n < N; n++)
+                zeros[n * G + g] = (int32_t)((gptq_field(zd, g * zc, 1, n, 3) + 1) & mask);
+        return;
+    }
+    unsigned per = 32u / (unsigned)b;
+    uint32_t ones = 0xFFFFFFFFu / mask; /* a 1 in every field: 0x55555555, 0x11111111, 0x01010101 */
+    for (uint64_t g = 0; g < G; g++)
+        for (uint64_t j = 0; j < zc; j++) {
+            uint32_t w = word32(zd, g * zc + j) + ones; /* unsigned: wraps as GPTQModel's int32 */
+            for (unsigned i = 0; i < per && j * per + i < N; i++)
+                zeros[(j * per + i) * G + g] = (int32_t)((w >> (b * i)) & mask);
+        }
+}
+
 static void decode_gptq(dctx *c) {
     const hc_module *m = c->m;
     hc_qtensor *q = c->q;
@@ -509,12 +589,16 @@ static void decode_gptq(dctx *c) {
     uint64_t gs = m->scheme.group_size > 0 ? (uint64_t)m->scheme.group_size : K;
     uint64_t G = cdiv(K, gs);
     if (!check_shape(c, se, 2, (uint64_t[]){G, N}, "scales shape")) return;
-    uint64_t zc = b == 3 ? N / 32 * 3 : N / (32u / (unsigned)b);
-    if ((b == 3 && N % 32) || !check_shape(c, ze, 2, (uint64_t[]){G, zc}, "qzeros shape")) {
-        if (b == 3 && N % 32) PROBLEM(c, ze->name, "qzeros shape", "tensor '%s': 3-bit needs N "
-                                      "a multiple of 32", ze->name);
+    /* qzeros rows hold N fields in whole words (3-bit: whole runs of 32) */
+    unsigned run = b == 3 ? 32u : 32u / (unsigned)b;
+    uint64_t zc = b == 3 ? N / 32 * 3 : N / run;
+    if (N % run) {
+        PROBLEM(c, ze->name, "qzeros shape", "tensor '%s': qzeros shape: N=%llu columns do not "
+                "fill whole %s (a multiple of %u)", ze->name, (unsigned long long)N,
+                b == 3 ? "3-bit runs" : "words", run);
         return;
     }
+    if (!check_shape(c, ze, 2, (uint64_t[]){G, zc}, "qzeros shape")) return;
     if (!alloc_q(c, 1, N, K, N, G)) return;
     q->gn = 1, q->gk = gs, q->kind = HC_Q_INT, q->bits = b;
     const void *d = tdata(c, we);
@@ -525,7 +609,7 @@ static void decode_gptq(dctx *c) {
     if (q->codes) q->code_min = codes_min(q->codes, N * K);
     else if (b == 4) q->code_min = words_have_zero_nibble(d, rows * N) ? 0 : 1;
     if (!scales_by_group_rows(c, se, G, N)) return;
-    /* zero fields; v1 stores z - 1. A symmetric checkpoint tells the truth by its data. */
+    /* zero fields (v2: z; v1: below). A symmetric checkpoint tells the truth by its data. */
     const void *zd = tdata(c, ze);
     bool v2 = m->scheme.gptq_v2;
     uint64_t at_half = 0, at_half_m1 = 0;
@@ -548,9 +632,9 @@ static void decode_gptq(dctx *c) {
                         "%u, the v1 symmetric value; reading them as v1", ze->name, half - 1);
         v2 = false;
     }
-    if (!v2)
-        for (uint64_t i = 0; i < G * N; i++) q->zeros[i] += 1;
-    snprintf(q->quirks, sizeof q->quirks, "zero points %s", v2 ? "gptq_v2 (z)" : "gptq v1 (z-1)");
+    if (!v2) gptq_v1_zeros(zd, G, N, zc, b, q->zeros);
+    snprintf(q->quirks, sizeof q->quirks, "zero points %s", v2 ? "gptq_v2 (z)"
+             : b == 3 ? "gptq v1 (field + 1 mod 8)" : "gptq v1 (whole-word add)");
     read_gidx(c, K, G);
 }
 
@@ -714,8 +798,7 @@ static bool scheme_sane(dctx *c) {
                 (long long)s->group_size);
         return false;
     }
-    if ((s->strategy == HC_STRAT_BLOCK || s->fmt == HC_FMT_FP8_BLOCK) &&
-        (s->block[0] == 0 || s->block[1] == 0)) {
+    if (s->strategy == HC_STRAT_BLOCK && (s->block[0] == 0 || s->block[1] == 0)) {
         PROBLEM(c, c->m->name, "scheme", "module '%s': block sizes must be positive", c->m->name);
         return false;
     }
@@ -733,13 +816,26 @@ hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flag
         hc_qtensor_free(q);
         return hc_fail(err, HC_INVALID, "module '%s' has two tensors in one role", m->name);
     }
+    if (m->unresolved) { /* its tensors are not numbers as stored: never read them as such */
+        const char *why = "see the configuration findings";
+        for (size_t i = 0; i < md->config_findings.n; i++)
+            if (md->config_findings.v[i].severity == HC_SEV_ERROR && md->config_findings.v[i].message) {
+                why = md->config_findings.v[i].message;
+                break;
+            }
+        PROBLEM(&c, m->name, "scheme", "module '%s' carries quantized tensors but has no "
+                "quantization scheme: %s", m->name, why);
+        hc_qtensor_free(q);
+        return hc_fail(err, HC_INVALID, "module '%s' cannot be decoded (see the findings)",
+                       m->name);
+    }
     switch (scheme_sane(&c) ? m->scheme.fmt : (hc_fmt)-1) {
     case HC_FMT_PLAIN: decode_plain(&c); break;
     case HC_FMT_CT_PACK: decode_ct_pack(&c); break;
     case HC_FMT_CT_INT:
     case HC_FMT_CT_FLOAT:
     case HC_FMT_CT_MXFP8:
-    case HC_FMT_FP8_BLOCK: decode_ct_unpacked(&c); break;
+    case HC_FMT_FP8_SCALE_INV: decode_ct_unpacked(&c); break;
     case HC_FMT_CT_NVFP4:
     case HC_FMT_CT_MXFP4: decode_ct_fp4(&c); break;
     case HC_FMT_GPTQ: decode_gptq(&c); break;

@@ -125,12 +125,65 @@ static int64_t cfg_num(const cJSON *v, int64_t dflt) {
     return (int64_t)d;
 }
 
+/* JSON types a configuration field may take. */
+enum { T_NULL = 1, T_BOOL = 2, T_NUM = 4, T_STR = 8, T_ARR = 16, T_OBJ = 32 };
+
+static unsigned json_bit(const cJSON *v) {
+    return cJSON_IsNull(v) ? T_NULL : cJSON_IsBool(v) ? T_BOOL : cJSON_IsNumber(v) ? T_NUM
+           : cJSON_IsString(v) ? T_STR : cJSON_IsArray(v) ? T_ARR : cJSON_IsObject(v) ? T_OBJ : 0;
+}
+
+static const char *json_type(const cJSON *v) {
+    switch (json_bit(v)) {
+    case T_NULL: return "null";
+    case T_BOOL: return "a boolean";
+    case T_NUM: return "a number";
+    case T_STR: return "a string";
+    case T_ARR: return "an array";
+    case T_OBJ: return "an object";
+    }
+    return "not a JSON value";
+}
+
+/* A configuration field of a type its reader cannot take (an array where an object of
+ * overrides belongs, "false" as a string where a boolean does): a finding naming the field
+ * and the type it must have. True when the field is absent or of an allowed type. */
+static bool cfg_typed(hc_findings *f, const char *cfgname, const char *path, const cJSON *v,
+                      unsigned ok, const char *want) {
+    if (!v || (json_bit(v) & ok)) return true;
+    hc_findings_add(f, HC_SEV_ERROR, cfgname, "config type", 0, NULL, 0,
+                    "%s: '%s' is %s; it must be %s", cfgname, path, json_type(v), want);
+    return false;
+}
+
+/* cfg_typed for the field key of obj, its path prefix + key. */
+static bool field_typed(hc_findings *f, const char *cfgname, const char *prefix, const cJSON *obj,
+                        const char *key, unsigned ok, const char *want) {
+    char path[256];
+    snprintf(path, sizeof path, "%s%s", prefix, key);
+    return cfg_typed(f, cfgname, path, cJSON_GetObjectItemCaseSensitive(obj, key), ok, want);
+}
+
+/* A list whose entries are all strings (targets, ignore). */
+static bool strings_typed(hc_findings *f, const char *cfgname, const char *path, const cJSON *v,
+                          unsigned ok) {
+    if (!cfg_typed(f, cfgname, path, v, ok | T_ARR, "a list of strings")) return false;
+    const cJSON *t, *list = cJSON_IsArray(v) ? v : NULL;
+    int i = 0;
+    cJSON_ArrayForEach(t, list) {
+        char p[300];
+        snprintf(p, sizeof p, "%s[%d]", path, i++);
+        if (!cfg_typed(f, cfgname, p, t, T_STR, "a string")) return false;
+    }
+    return true;
+}
+
 static bool is_float_dtype(hc_dtype d) {
     return d == HC_DT_F16 || d == HC_DT_BF16 || d == HC_DT_F32 || d == HC_DT_F64;
 }
 
 /* A module carries quantized tensors when it has a scale or a packed/integer/fp8 weight. */
-static bool carries_quant(const hc_module *m) {
+bool hc_module_carries_quant(const hc_module *m) {
     if (m->fused || m->t[HC_ROLE_SCALE] || m->t[HC_ROLE_ZERO] || m->t[HC_ROLE_SHAPE]) return true;
     const hc_ck_entry *w = m->t[HC_ROLE_WEIGHT];
     return w && !is_float_dtype(w->t->dtype) && strstr(w->name, "packed");
@@ -148,7 +201,7 @@ static int target_match(const char *target, const hc_module *m, int pass, char *
     if (strncmp(target, "re:", 3) == 0)
         return pass == 1 ? hc_pyre_match(target + 3, m->name, msg, msg_len) : 0;
     if (pass == 0) return strcmp(target, m->name) == 0;
-    if (pass == 2) return strcmp(target, "Linear") == 0 && carries_quant(m);
+    if (pass == 2) return strcmp(target, "Linear") == 0 && hc_module_carries_quant(m);
     return 0;
 }
 
@@ -248,8 +301,57 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
     return true;
 }
 
-static void resolve_ct(hc_model *md, const cJSON *qc) {
+/* The types of every field resolve_ct reads, checked once for the whole config. */
+static bool ct_typed(hc_findings *f, const cJSON *qc, const char *cfgname) {
+    bool ok = field_typed(f, cfgname, "", qc, "format", T_NULL | T_STR, "a string");
+    ok &= field_typed(f, cfgname, "", qc, "version", T_NULL | T_STR, "a string");
+    ok &= field_typed(f, cfgname, "", qc, "quantization_status", T_NULL | T_STR, "a string");
+    ok &= strings_typed(f, cfgname, "ignore", cJSON_GetObjectItemCaseSensitive(qc, "ignore"),
+                        T_NULL);
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups"), *g;
+    ok &= cfg_typed(f, cfgname, "config_groups", groups, T_NULL | T_OBJ,
+                    "an object of named config groups");
+    if (!cJSON_IsObject(groups)) groups = NULL;
+    cJSON_ArrayForEach(g, groups) {
+        char pre[200];
+        snprintf(pre, sizeof pre, "config_groups.%s", g->string);
+        if (cJSON_IsArray(g)) { /* a preset name with its bare target list */
+            ok &= strings_typed(f, cfgname, pre, g, 0);
+            continue;
+        }
+        if (!cfg_typed(f, cfgname, pre, g, T_OBJ, "an object (a scheme) or a list of targets")) {
+            ok = false;
+            continue;
+        }
+        snprintf(pre + strlen(pre), sizeof pre - strlen(pre), ".");
+        char tp[220];
+        snprintf(tp, sizeof tp, "%stargets", pre);
+        ok &= strings_typed(f, cfgname, tp, cJSON_GetObjectItemCaseSensitive(g, "targets"), T_NULL);
+        ok &= field_typed(f, cfgname, pre, g, "format", T_NULL | T_STR, "a string");
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(g, "weights");
+        ok &= field_typed(f, cfgname, pre, g, "weights", T_NULL | T_OBJ, "an object of args");
+        if (!cJSON_IsObject(w)) continue;
+        snprintf(pre + strlen(pre), sizeof pre - strlen(pre), "weights.");
+        static const struct {
+            const char *key;
+            unsigned ok;
+            const char *want;
+        } args[] = {{"num_bits", T_NULL | T_NUM, "an integer"},
+                    {"type", T_NULL | T_STR, "a string"},
+                    {"symmetric", T_NULL | T_BOOL, "a boolean"},
+                    {"group_size", T_NULL | T_NUM, "an integer"},
+                    {"strategy", T_NULL | T_STR, "a string"},
+                    {"block_structure", T_NULL | T_ARR | T_STR, "[rows, cols]"},
+                    {"actorder", T_NULL | T_BOOL | T_STR, "a string or a boolean"}};
+        for (size_t i = 0; i < sizeof args / sizeof args[0]; i++)
+            ok &= field_typed(f, cfgname, pre, w, args[i].key, args[i].ok, args[i].want);
+    }
+    return ok;
+}
+
+static void resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
     hc_findings *f = &md->config_findings;
+    if (!ct_typed(f, qc, cfgname)) return;
     const char *gfmt = hc_json_str(qc, "format");
     int ver[3];
     parse_version(hc_json_str(qc, "version"), ver);
@@ -275,7 +377,7 @@ static void resolve_ct(hc_model *md, const cJSON *qc) {
         hc_module *m = &md->m[i];
         hc_scheme *s = &m->scheme;
         memcpy(s->ct_version, ver, sizeof ver);
-        if (!carries_quant(m) || refuse) continue;
+        if (!hc_module_carries_quant(m) || refuse) continue;
         char msg[256] = "";
         int ig = 0;
         for (int pass = 0; pass < 3 && !ig; pass++) ig = list_match(ignore, m, pass, msg, sizeof msg);
@@ -368,8 +470,44 @@ static void gptq_override(const cJSON *o, hc_scheme *s) {
         s->symmetric = cJSON_IsTrue(v);
 }
 
+/* bits, group_size, desc_act, sym: of the base config (prefix "") or of a dynamic override. */
+static bool gptq_args_typed(hc_findings *f, const char *cfgname, const char *prefix,
+                            const cJSON *o) {
+    bool ok = field_typed(f, cfgname, prefix, o, "bits", T_NULL | T_NUM, "an integer");
+    ok &= field_typed(f, cfgname, prefix, o, "group_size", T_NULL | T_NUM, "an integer");
+    ok &= field_typed(f, cfgname, prefix, o, "desc_act", T_NULL | T_BOOL, "a boolean");
+    ok &= field_typed(f, cfgname, prefix, o, "sym", T_NULL | T_BOOL, "a boolean");
+    return ok;
+}
+
+/* The types of every field resolve_gptq reads; dynamic maps module patterns to overrides. */
+static bool gptq_typed(hc_findings *f, const cJSON *qc, const char *cfgname) {
+    bool ok = gptq_args_typed(f, cfgname, "", qc);
+    ok &= field_typed(f, cfgname, "", qc, "checkpoint_format", T_NULL | T_STR, "a string");
+    ok &= field_typed(f, cfgname, "", qc, "format", T_NULL | T_STR, "a string");
+    ok &= field_typed(f, cfgname, "", qc, "pack_dtype", T_NULL | T_STR, "a string");
+    const cJSON *dyn = cJSON_GetObjectItemCaseSensitive(qc, "dynamic"), *d;
+    ok &= cfg_typed(f, cfgname, "dynamic", dyn, T_NULL | T_OBJ,
+                    "an object mapping module patterns (\"-:\" skips, \"+:\" or none "
+                    "overrides) to objects of overrides");
+    if (!cJSON_IsObject(dyn)) dyn = NULL;
+    cJSON_ArrayForEach(d, dyn) {
+        char pre[300];
+        snprintf(pre, sizeof pre, "dynamic.%s", d->string);
+        if (!cfg_typed(f, cfgname, pre, d, T_OBJ, "an object of overrides (bits, group_size, "
+                       "desc_act, sym)")) {
+            ok = false;
+            continue;
+        }
+        snprintf(pre + strlen(pre), sizeof pre - strlen(pre), ".");
+        ok &= gptq_args_typed(f, cfgname, pre, d);
+    }
+    return ok;
+}
+
 static void resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
     hc_findings *f = &md->config_findings;
+    if (!gptq_typed(f, qc, cfgname)) return;
     const char *cf = hc_json_str(qc, "checkpoint_format");
     if (!cf) cf = hc_json_str(qc, "format");
     bool v2 = cf && !strcmp(cf, "gptq_v2");
@@ -387,6 +525,7 @@ static void resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
         return;
     }
     const cJSON *dyn = cJSON_GetObjectItemCaseSensitive(qc, "dynamic");
+    if (!cJSON_IsObject(dyn)) dyn = NULL; /* null: no overrides */
     for (size_t i = 0; i < md->n; i++) {
         hc_module *m = &md->m[i];
         if (!m->t[HC_ROLE_WEIGHT] || !strstr(m->t[HC_ROLE_WEIGHT]->name, "qweight")) continue;
@@ -430,6 +569,12 @@ static void resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
 
 static void resolve_awq(hc_model *md, const cJSON *qc, const char *cfgname) {
     hc_findings *f = &md->config_findings;
+    static const char *const nums[] = {"bits", "w_bit", "group_size", "q_group_size"};
+    bool ok = field_typed(f, cfgname, "", qc, "version", T_NULL | T_STR, "a string");
+    ok &= field_typed(f, cfgname, "", qc, "zero_point", T_NULL | T_BOOL, "a boolean");
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        ok &= field_typed(f, cfgname, "", qc, nums[i], T_NULL | T_NUM, "an integer");
+    if (!ok) return;
     const char *ver = hc_json_str(qc, "version");
     const cJSON *v;
     int64_t bits = cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "bits"),
@@ -459,30 +604,83 @@ static void resolve_awq(hc_model *md, const cJSON *qc, const char *cfgname) {
     }
 }
 
-static void resolve_simple(hc_model *md, hc_fmt fmt, const cJSON *qc) {
-    uint64_t block[2] = {128, 128};
-    const cJSON *b = qc ? cJSON_GetObjectItemCaseSensitive(qc, "weight_block_size") : NULL;
-    if (cJSON_IsArray(b) && cJSON_GetArraySize(b) == 2) {
-        int64_t r = cfg_num(cJSON_GetArrayItem(b, 0), 0), c = cfg_num(cJSON_GetArrayItem(b, 1), 0);
-        block[0] = r > 0 ? (uint64_t)r : 0; /* 0: refused by the decoder's scheme check */
-        block[1] = c > 0 ? (uint64_t)c : 0;
+static void resolve_gptoss(hc_model *md) {
+    for (size_t i = 0; i < md->n; i++) {
+        hc_module *m = &md->m[i];
+        if (!m->fused || !m->t[HC_ROLE_SCALE]) continue;
+        m->scheme.fmt = HC_FMT_GPTOSS_MXFP4;
+        m->scheme.bits = 4;
+        m->scheme.is_float = true;
+        m->scheme.group_size = 32;
+    }
+}
+
+/* FP8 weights with weight_scale_inv (quant_method "fp8"; FORMATS.md section 6). DeepSeek and
+ * transformers' fine-grained FP8 multiply by it, per weight_block_size block (absent: 128 x
+ * 128). GPTQModel writes weight_scale_semantics "inverse": it multiplied the weights by
+ * weight_scale_inv = fp8_max / amax, so they are divided by it; and weight_scale_method block
+ * (weight_block_size), row (one scale per output row, weight_block_size null) or tensor. The
+ * two conventions are told apart by these fields, never by the tensor name. */
+static void resolve_fp8(hc_model *md, const cJSON *qc, const char *cfgname) {
+    hc_findings *f = &md->config_findings;
+    const cJSON *bs = cJSON_GetObjectItemCaseSensitive(qc, "weight_block_size");
+    bool ok = field_typed(f, cfgname, "", qc, "weight_scale_semantics", T_NULL | T_STR,
+                          "a string");
+    ok &= field_typed(f, cfgname, "", qc, "weight_scale_method", T_NULL | T_STR, "a string");
+    ok &= cfg_typed(f, cfgname, "weight_block_size", bs, T_NULL | T_ARR, "[rows, cols] or null");
+    if (!ok) return;
+    const char *sem = hc_json_str(qc, "weight_scale_semantics");
+    const char *meth = hc_json_str(qc, "weight_scale_method");
+    bool inverse = sem && !strcasecmp(sem, "inverse");
+    if (sem && !inverse) {
+        hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_scale_semantics", 0, NULL, 0,
+                        "%s: weight_scale_semantics '%s' is not known ('inverse': the weights "
+                        "are divided by weight_scale_inv; absent: multiplied, as DeepSeek's)",
+                        cfgname, sem);
+        return;
+    }
+    uint64_t block[2] = {0, 0};
+    if (cJSON_IsArray(bs)) {
+        int64_t r = cfg_num(cJSON_GetArrayItem(bs, 0), 0), c = cfg_num(cJSON_GetArrayItem(bs, 1), 0);
+        if (cJSON_GetArraySize(bs) != 2 || r <= 0 || c <= 0) {
+            hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_block_size", 0, NULL, 0,
+                            "%s: weight_block_size must be [rows, cols] of positive integers",
+                            cfgname);
+            return;
+        }
+        block[0] = (uint64_t)r, block[1] = (uint64_t)c;
+    } else if (!bs && !sem && !meth) {
+        block[0] = block[1] = 128; /* transformers' fine-grained FP8 default */
+    }
+    const char *mn = meth ? meth : block[0] ? "block" : "row";
+    hc_strategy st = !strcasecmp(mn, "block") ? HC_STRAT_BLOCK
+                     : !strcasecmp(mn, "row") ? HC_STRAT_CHANNEL
+                     : HC_STRAT_TENSOR;
+    if (strcasecmp(mn, "block") && strcasecmp(mn, "row") && strcasecmp(mn, "tensor")) {
+        hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_scale_method", 0, NULL, 0,
+                        "%s: weight_scale_method '%s' is not known (block, row, tensor)",
+                        cfgname, mn);
+        return;
+    }
+    if ((st == HC_STRAT_BLOCK) != (block[0] != 0)) {
+        hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_block_size", 0, NULL, 0,
+                        st == HC_STRAT_BLOCK
+                            ? "%s: weight_scale_method '%s' needs weight_block_size [rows, cols]"
+                            : "%s: weight_scale_method '%s' takes no weight_block_size (it is "
+                              "for 'block' scales)", cfgname, mn);
+        return;
     }
     for (size_t i = 0; i < md->n; i++) {
         hc_module *m = &md->m[i];
-        if (fmt == HC_FMT_GPTOSS_MXFP4 && m->fused && m->t[HC_ROLE_SCALE]) {
-            m->scheme.fmt = fmt;
-            m->scheme.bits = 4;
-            m->scheme.is_float = true;
-            m->scheme.group_size = 32;
-        } else if (fmt == HC_FMT_FP8_BLOCK && m->t[HC_ROLE_SCALE] &&
-                   strstr(m->t[HC_ROLE_SCALE]->name, "weight_scale_inv")) {
-            m->scheme.fmt = fmt;
-            m->scheme.bits = 8;
-            m->scheme.is_float = true;
-            m->scheme.strategy = HC_STRAT_BLOCK;
-            m->scheme.block[0] = block[0];
-            m->scheme.block[1] = block[1];
-        }
+        if (!m->t[HC_ROLE_SCALE] || !strstr(m->t[HC_ROLE_SCALE]->name, "weight_scale_inv"))
+            continue;
+        hc_scheme *s = &m->scheme;
+        s->fmt = HC_FMT_FP8_SCALE_INV;
+        s->bits = 8;
+        s->is_float = true;
+        s->strategy = st;
+        s->block[0] = block[0], s->block[1] = block[1];
+        s->scale_inverse = inverse;
     }
 }
 
@@ -503,6 +701,53 @@ static const cJSON *quant_config(const hc_ckpt *ck, char method[32], const char 
     else if (cJSON_GetObjectItemCaseSensitive(qc, "w_bit")) snprintf(method, 32, "awq");
     else if (cJSON_GetObjectItemCaseSensitive(qc, "bits")) snprintf(method, 32, "gptq");
     return qc;
+}
+
+/* Modules whose quantized tensors no resolved scheme explains are refused by the decoder,
+ * never read as unquantized numbers; when no configuration error says why, one finding does. */
+static void mark_unresolved(hc_model *md, const char *cfgname) {
+    size_t n = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < md->n; i++) {
+        hc_module *m = &md->m[i];
+        if (m->scheme.fmt != HC_FMT_PLAIN || !hc_module_carries_quant(m)) continue;
+        m->unresolved = true;
+        if (!n++) first = m->name;
+    }
+    if (n && !hc_findings_errors(&md->config_findings))
+        hc_findings_add(&md->config_findings, HC_SEV_ERROR, first, "no scheme", n, NULL, 0,
+                        "%zu module%s carr%s quantized tensors that %s does not describe "
+                        "(first: '%s')", n, n == 1 ? "" : "s", n == 1 ? "ies" : "y", cfgname,
+                        first);
+}
+
+static int cmp_finding_msg(const void *a, const void *b) {
+    const hc_finding *x = *(const hc_finding *const *)a, *y = *(const hc_finding *const *)b;
+    int r = strcmp(x->message ? x->message : "", y->message ? y->message : "");
+    return r ? r : (x > y) - (x < y); /* the first of equal messages sorts first */
+}
+
+/* A config group's problem is found once per module that uses it: report it once, keeping
+ * the order of first appearance (sorted, so a million modules cost n log n). */
+static void dedup_findings(hc_findings *cf) {
+    size_t n = cf->n;
+    hc_finding **p = malloc((n ? n : 1) * sizeof *p);
+    bool *drop = calloc(n ? n : 1, sizeof *drop);
+    if (!p || !drop) goto out;
+    for (size_t i = 0; i < n; i++) p[i] = &cf->v[i];
+    qsort(p, n, sizeof *p, cmp_finding_msg);
+    for (size_t i = 1; i < n; i++)
+        drop[p[i] - cf->v] = p[i - 1]->message && p[i]->message &&
+                             !strcmp(p[i - 1]->message, p[i]->message);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (drop[i]) hc_finding_clear(&cf->v[i]);
+        else cf->v[kept++] = cf->v[i];
+    }
+    cf->n = kept;
+out:
+    free(p);
+    free(drop);
 }
 
 hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
@@ -559,9 +804,15 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
     qsort(md->m, md->n, sizeof *md->m, cmp_module);
     for (size_t i = 0; i < md->n; i++) moe_membership(&md->m[i]);
     const char *qm = md->quant_method;
-    if (!qc) {
+    const cJSON *raw = cJSON_GetObjectItemCaseSensitive(ck->config, "quantization_config");
+    if (!cfg_typed(&md->config_findings, "config.json", "quantization_config", raw,
+                   T_NULL | T_OBJ, "an object") ||
+        !field_typed(&md->config_findings, cfgname, "", qc, "quant_method", T_NULL | T_STR,
+                     "a string")) {
+        /* refused: nothing resolved */
+    } else if (!qc) {
         for (size_t i = 0; i < md->n; i++)
-            if (carries_quant(&md->m[i])) {
+            if (hc_module_carries_quant(&md->m[i])) {
                 hc_findings_add(&md->config_findings, HC_SEV_ERROR, md->m[i].name,
                                 "no quantization_config", 0, NULL, 0,
                                 "module '%s' carries quantized tensors but config.json has no "
@@ -569,15 +820,15 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
                 break;
             }
     } else if (!strcmp(qm, "compressed-tensors")) {
-        resolve_ct(md, qc);
+        resolve_ct(md, qc, cfgname);
     } else if (!strcmp(qm, "gptq")) {
         resolve_gptq(md, qc, cfgname);
     } else if (!strcmp(qm, "awq")) {
         resolve_awq(md, qc, cfgname);
     } else if (!strcmp(qm, "mxfp4")) {
-        resolve_simple(md, HC_FMT_GPTOSS_MXFP4, qc);
+        resolve_gptoss(md);
     } else if (!strcmp(qm, "fp8")) {
-        resolve_simple(md, HC_FMT_FP8_BLOCK, qc);
+        resolve_fp8(md, qc, cfgname);
     } else {
         hc_findings_add(&md->config_findings, HC_SEV_ERROR, cfgname, "quant_method", 0, NULL, 0,
                         "%s: quant_method '%s' is not supported (compressed-tensors, gptq, awq, "
@@ -591,17 +842,8 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
             md->m[i].scheme.fmt = HC_FMT_TILES;
         }
     }
-    /* a config group's problem is found once per module that uses it: report it once */
-    hc_findings *cf = &md->config_findings;
-    size_t kept = 0;
-    for (size_t i = 0; i < cf->n; i++) {
-        bool dup = false;
-        for (size_t j = 0; j < kept && !dup; j++)
-            dup = cf->v[j].message && cf->v[i].message && !strcmp(cf->v[j].message, cf->v[i].message);
-        if (dup) hc_finding_clear(&cf->v[i]);
-        else cf->v[kept++] = cf->v[i];
-    }
-    cf->n = kept;
+    mark_unresolved(md, qc ? cfgname : "config.json");
+    dedup_findings(&md->config_findings);
     *out = md;
     return HC_OK;
 }

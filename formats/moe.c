@@ -1,32 +1,51 @@
-/* moe.c: MoE layers across modules: every expert present (against the config's expert
- * count) and every expert of a layer with the same shape and scheme. Used by validate and
- * by convert, which refuses what validate rejects. */
+/* moe.c: MoE layers across modules. Every projection of a per-expert layer must hold every
+ * expert id in [0, E) (E from the config), every expert of a projection the same shape and
+ * scheme, and the layer its router and, where the config says there is one, its shared
+ * expert. Used by validate and by convert, which refuses what validate rejects. */
 #include "moe.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jsonutil.h"
 
-static int config_experts(const hc_ckpt *ck) {
-    static const char *const keys[] = {"num_experts", "num_local_experts", "n_routed_experts",
-                                       "moe_num_experts"};
+#define MAX_LISTED 256  /* expert ids one finding lists; its count holds them all */
+#define MAX_NAMED 4     /* module names one message spells out */
+#define MAX_EXPERTS (1 << 20)
+
+/* A number of the config (or of its text_config, for multimodal wrappers). */
+typedef struct {
+    char field[48]; /* where it was found, e.g. "num_experts", "text_config.n_routed_experts" */
+    double v;       /* NAN when absent */
+} cfg_value;
+
+static cfg_value config_value(const hc_ckpt *ck, const char *const *keys, size_t nkeys) {
+    cfg_value r = {"", NAN};
     const cJSON *cfg = ck->config;
     const cJSON *tc = cfg ? cJSON_GetObjectItemCaseSensitive(cfg, "text_config") : NULL;
     for (int pass = 0; pass < 2; pass++) {
         const cJSON *o = pass ? tc : cfg;
-        for (size_t k = 0; o && k < sizeof keys / sizeof keys[0]; k++) {
+        for (size_t k = 0; cJSON_IsObject(o) && k < nkeys; k++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, keys[k]);
-            if (cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble < 1e6)
-                return (int)v->valuedouble;
+            if (!v || cJSON_IsNull(v)) continue;
+            snprintf(r.field, sizeof r.field, "%s%s", pass ? "text_config." : "", keys[k]);
+            r.v = cJSON_IsNumber(v) ? v->valuedouble : -1; /* present, not a number */
+            return r;
         }
     }
-    return 0;
+    return r;
 }
 
-static int cmp_int(const void *a, const void *b) {
-    return *(const int *)a - *(const int *)b;
+/* The routed expert count, 0 when the config gives none it can be held to. */
+static int config_experts(const hc_ckpt *ck, char *field, size_t field_len) {
+    static const char *const keys[] = {"num_experts", "num_local_experts", "n_routed_experts",
+                                       "moe_num_experts"};
+    cfg_value c = config_value(ck, keys, sizeof keys / sizeof keys[0]);
+    snprintf(field, field_len, "%s", c.field);
+    if (c.v >= 1 && c.v <= MAX_EXPERTS && c.v == floor(c.v)) return (int)c.v;
+    return 0;
 }
 
 void hc_join_ids(const int *v, size_t n, char *out, size_t cap) {
@@ -35,100 +54,269 @@ void hc_join_ids(const int *v, size_t n, char *out, size_t cap) {
         snprintf(out + strlen(out), cap - strlen(out), "%s%d", i ? ", " : "", v[i]);
 }
 
-/* Layer prefix of a MoE key "<prefix>.experts.*.<rest>" -> "<prefix>.experts". */
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_member(const void *a, const void *b) {
+    const hc_module *x = *(const hc_module *const *)a, *y = *(const hc_module *const *)b;
+    int r = strcmp(x->moe_key, y->moe_key);
+    return r ? r : (x->expert > y->expert) - (x->expert < y->expert);
+}
+
+/* Length of "<prefix>.experts" in a MoE key "<prefix>.experts.*<rest>". */
 static size_t layer_len(const char *key) { return (size_t)(strstr(key, ".experts.*") - key) + 8; }
 
-void hc_model_check_moe(const hc_model *md, const hc_moe_shape *res, hc_findings *f, int *layers) {
-    int E = config_experts(md->ck);
-    *layers = 0;
-    /* fused (gpt-oss) layers: one per distinct "<prefix>.experts." */
+/* The ids of [lo, hi) absent from the sorted have[0..n): the first cap into out; returns how
+ * many there are. Linear in n (not in hi - lo): a hostile expert count costs nothing. */
+static uint64_t absent_range(const int *have, size_t n, int lo, int hi, int *out, size_t cap,
+                             size_t *nout) {
+    uint64_t in = 0;
+    int next = lo;
+    *nout = 0;
+    for (size_t i = 0; i <= n; i++) {
+        int until = i < n ? have[i] : hi;
+        if (until > hi) until = hi;
+        for (int e = next; e < until && *nout < cap; e++) out[(*nout)++] = e;
+        if (i < n && have[i] >= lo && have[i] < hi) in++, next = have[i] + 1;
+        if (until >= hi) break;
+    }
+    return (uint64_t)(hi - lo) - in;
+}
+
+/* The ids of sorted a[] absent from sorted b[] (first cap into out); returns how many. */
+static uint64_t absent_list(const int *a, size_t na, const int *b, size_t nb, int *out,
+                            size_t cap, size_t *nout) {
+    uint64_t cnt = 0;
+    *nout = 0;
+    for (size_t i = 0, j = 0; i < na; i++) {
+        while (j < nb && b[j] < a[i]) j++;
+        if (j < nb && b[j] == a[i]) continue;
+        cnt++;
+        if (*nout < cap) out[(*nout)++] = a[i];
+    }
+    return cnt;
+}
+
+/* "config.json num_experts = 8", or how the count was found instead. */
+static void count_note(const char *field, int E, int cfgE, char *out, size_t cap) {
+    if (cfgE) snprintf(out, cap, "config.json %s = %d", field, E);
+    else if (field[0]) snprintf(out, cap, "config.json %s is not a positive integer: %d counted "
+                                "from the highest id", field, E);
+    else snprintf(out, cap, "config.json gives no expert count (num_experts, num_local_experts, "
+                  "n_routed_experts): %d counted from the highest id", E);
+}
+
+/* One finding per projection whose experts do not cover the layer's. */
+static void check_projection(const hc_module *const *v, size_t n, const int *ids, size_t nids,
+                             const char *note, int *bad, hc_findings *f) {
+    const hc_module *m = v[0];
+    size_t ll = layer_len(m->moe_key);
+    int *have = malloc((n ? n : 1) * sizeof *have);
+    if (!have) return;
+    for (size_t i = 0; i < n; i++) have[i] = v[i]->expert;
+    size_t nb;
+    uint64_t cnt = absent_list(ids, nids, have, n, bad, MAX_LISTED, &nb);
+    free(have);
+    if (!cnt) return;
+    const char *rest = m->moe_key + ll + 2; /* after ".experts.*" */
+    char names[2048] = "", *first = hc_asprintf("%.*s.%d%s", (int)ll, m->moe_key, bad[0], rest);
+    for (size_t i = 0; i < nb && i < MAX_NAMED; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%.*s.%d%s'",
+                 i ? ", " : "", (int)ll, m->moe_key, bad[i], rest);
+    if (cnt > MAX_NAMED)
+        snprintf(names + strlen(names), sizeof names - strlen(names), " and %llu more",
+                 (unsigned long long)(cnt - MAX_NAMED));
+    hc_findings_add(f, HC_SEV_ERROR, first, "missing", cnt, bad, nb,
+                    "MoE layer '%.*s': %s %s missing, though %s other projections are present "
+                    "(%s; every expert needs every projection)", (int)ll, m->moe_key, names,
+                    cnt == 1 ? "is" : "are", cnt == 1 ? "its" : "their", note);
+    free(first);
+}
+
+/* A per-expert layer: v[0..n) sorted by key then expert, all of one "<prefix>.experts". */
+static void check_layer_experts(const hc_module *const *v, size_t n, int cfgE,
+                                const char *field, int *ids, int *bad, hc_findings *f) {
+    size_t ll = layer_len(v[0]->moe_key), nids = 0;
+    for (size_t i = 0; i < n; i++) ids[nids++] = v[i]->expert;
+    qsort(ids, nids, sizeof *ids, cmp_int);
+    size_t u = 0;
+    for (size_t k = 0; k < nids; k++)
+        if (!u || ids[u - 1] != ids[k]) ids[u++] = ids[k];
+    nids = u;
+    int E = cfgE ? cfgE : ids[nids - 1] + 1;
+    char note[256], s[1200];
+    count_note(field, E, cfgE, note, sizeof note);
+    size_t nb;
+    uint64_t cnt = absent_range(ids, nids, 0, E, bad, MAX_LISTED, &nb);
+    char *layer = strndup(v[0]->moe_key, ll);
+    if (!layer) return;
+    if (cnt) {
+        hc_join_ids(bad, nb, s, sizeof s);
+        hc_findings_add(f, HC_SEV_ERROR, layer, "missing", cnt, bad, nb,
+                        "MoE layer '%s': %llu of %d experts missing (experts %s%s; %s)", layer,
+                        (unsigned long long)cnt, E, s, cnt > nb ? ", ..." : "", note);
+    }
+    size_t hi = 0;
+    while (hi < nids && ids[hi] < E) hi++;
+    if (hi < nids) {
+        size_t nl = nids - hi < MAX_LISTED ? nids - hi : MAX_LISTED;
+        hc_join_ids(ids + hi, nl, s, sizeof s);
+        hc_findings_add(f, HC_SEV_ERROR, layer, "expert id", nids - hi, ids + hi, nl,
+                        "MoE layer '%s': expert ids %s are outside 0..%d (%s)", layer, s, E - 1,
+                        note);
+    }
+    free(layer);
+    /* each projection against the ids the layer has in range */
+    for (size_t a = 0, b; a < n; a = b) {
+        for (b = a; b < n && !strcmp(v[b]->moe_key, v[a]->moe_key); b++) {}
+        check_projection(v + a, b - a, ids, hi, note, bad, f);
+    }
+}
+
+/* The same projection of every expert: one shape and one scheme (the first decoded decides). */
+static void check_alike(const hc_model *md, const hc_module *const *v, size_t n,
+                        const hc_moe_shape *res, int *bad, hc_findings *f) {
+    const hc_moe_shape *ref = NULL;
+    const hc_scheme *rs = NULL;
+    size_t nb = 0;
+    uint64_t cnt = 0;
+    for (size_t i = 0; i < n; i++) {
+        const hc_moe_shape *r = &res[v[i] - md->m];
+        const hc_scheme *s = &v[i]->scheme;
+        if (!r->decoded) continue;
+        if (!ref) {
+            ref = r, rs = s;
+            continue;
+        }
+        if (r->N != ref->N || r->K != ref->K || r->kind != ref->kind || r->bits != ref->bits ||
+            r->gk != ref->gk || s->fmt != rs->fmt || s->symmetric != rs->symmetric ||
+            s->strategy != rs->strategy || s->scale_inverse != rs->scale_inverse) {
+            cnt++;
+            if (nb < MAX_LISTED) bad[nb++] = v[i]->expert;
+        }
+    }
+    if (!cnt) return;
+    char s[1200];
+    hc_join_ids(bad, nb, s, sizeof s);
+    hc_findings_add(f, HC_SEV_ERROR, v[0]->moe_key, "shape", cnt, bad, nb,
+                    "MoE layer '%s': experts %s differ in shape or scheme from the others ([%llu, "
+                    "%llu], %d-bit, group %llu, %s)", v[0]->moe_key, s,
+                    (unsigned long long)ref->N, (unsigned long long)ref->K, ref->bits,
+                    (unsigned long long)ref->gk, hc_fmt_name(rs->fmt));
+}
+
+/* Whether the module "<p><a><b>" exists (out of memory: assumed to, no false finding). */
+static bool has_module(const hc_model *md, const char *p, size_t pl, const char *a,
+                       const char *b) {
+    char *name = hc_asprintf("%.*s%s%s", (int)pl, p, a, b);
+    bool r = !name || hc_model_find(md, name) != NULL;
+    free(name);
+    return r;
+}
+
+/* Router and shared expert of the layer "<p>" (its experts under "<p>.experts"). */
+static void check_layer_parts(const hc_model *md, const char *p, size_t pl, hc_findings *f) {
+    static const char *const moe_blocks[] = {".mlp", ".block_sparse_moe", ".feed_forward"};
+    static const struct {
+        const char *field, *sub;
+        const char *const parts[4];
+    } shared[] = {
+        {"shared_expert_intermediate_size", ".shared_expert", /* Qwen2-MoE, Qwen3-Next */
+         {".gate_proj", ".up_proj", ".down_proj", "_gate"}},
+        {"n_shared_experts", ".shared_experts", /* DeepSeek-V2/V3, GLM-4.5 */
+         {".gate_proj", ".up_proj", ".down_proj", NULL}},
+    };
+    char *layer = strndup(p, pl);
+    if (!layer) return;
+    bool block = false;
+    for (size_t i = 0; i < sizeof moe_blocks / sizeof moe_blocks[0]; i++) {
+        size_t bl = strlen(moe_blocks[i]);
+        block |= pl >= bl && !strncmp(p + pl - bl, moe_blocks[i], bl);
+    }
+    if (block && !has_module(md, p, pl, ".gate", "") && !has_module(md, p, pl, ".router", "")) {
+        char *gate = hc_asprintf("%s.gate", layer);
+        hc_findings_add(f, HC_SEV_ERROR, gate, "router", 0, NULL, 0,
+                        "MoE layer '%s': no router (neither '%s.gate' nor '%s.router'): its "
+                        "experts cannot be chosen", layer, layer, layer);
+        free(gate);
+    }
+    for (size_t s = 0; s < sizeof shared / sizeof shared[0]; s++) {
+        const char *const key[] = {shared[s].field};
+        cfg_value c = config_value(md->ck, key, 1);
+        if (!(c.v > 0)) continue;
+        char names[2048] = "", *first = NULL;
+        size_t nmiss = 0;
+        for (size_t k = 0; k < 4 && shared[s].parts[k]; k++) {
+            if (has_module(md, p, pl, shared[s].sub, shared[s].parts[k])) continue;
+            if (!nmiss++) first = hc_asprintf("%s%s%s", layer, shared[s].sub, shared[s].parts[k]);
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s%s%s'",
+                     nmiss > 1 ? ", " : "", layer, shared[s].sub, shared[s].parts[k]);
+        }
+        if (nmiss)
+            hc_findings_add(f, HC_SEV_ERROR, first, "shared expert", nmiss, NULL, 0,
+                            "MoE layer '%s': shared expert %s %s missing (config.json %s = %g "
+                            "says the layer has one)", layer, names, nmiss == 1 ? "is" : "are",
+                            c.field, c.v);
+        free(first);
+    }
+    free(layer);
+}
+
+/* Fused layers (gpt-oss: one module holds all experts): count them, hold the leading dimension
+ * to the config, check their router. */
+static void check_fused(const hc_model *md, int cfgE, const char *field, hc_findings *f,
+                        int *layers) {
     for (size_t i = 0; i < md->n; i++) {
-        const char *p = md->m[i].fused ? strstr(md->m[i].name, ".experts.") : NULL;
+        const hc_module *m = &md->m[i];
+        const char *p = m->fused ? strstr(m->name, ".experts.") : NULL;
+        if (!p) continue;
+        size_t pl = (size_t)(p - m->name);
+        const hc_ck_entry *w = m->t[HC_ROLE_WEIGHT];
+        if (cfgE && w && w->t->ndim >= 1 && w->t->shape[0] != (uint64_t)cfgE)
+            hc_findings_add(f, HC_SEV_ERROR, w->name,
+                            w->t->shape[0] < (uint64_t)cfgE ? "missing" : "expert id", 0, NULL, 0,
+                            "tensor '%s': holds %llu experts, config.json %s = %d", w->name,
+                            (unsigned long long)w->t->shape[0], field, cfgE);
         bool seen = false;
-        for (size_t j = 0; p && j < i && !seen; j++) {
+        for (size_t j = 0; j < i && !seen; j++) {
             const char *q = md->m[j].fused ? strstr(md->m[j].name, ".experts.") : NULL;
-            seen = q && q - md->m[j].name == p - md->m[i].name &&
-                   !strncmp(md->m[j].name, md->m[i].name, (size_t)(p - md->m[i].name));
+            seen = q && (size_t)(q - md->m[j].name) == pl && !strncmp(md->m[j].name, m->name, pl);
         }
-        if (p && !seen) (*layers)++;
-    }
-    bool *done = calloc(md->n ? md->n : 1, 1);
-    int *ids = malloc((md->n ? md->n : 1) * sizeof *ids);
-    int *bad = malloc((md->n ? md->n : 1) * sizeof *bad);
-    if (!done || !ids || !bad) goto out;
-    /* per layer: the union of expert ids over all its keys */
-    for (size_t i = 0; i < md->n; i++) {
-        const hc_module *m = &md->m[i];
-        if (m->expert < 0 || done[i]) continue;
-        size_t ll = layer_len(m->moe_key);
-        size_t n = 0;
-        for (size_t j = i; j < md->n; j++) {
-            const hc_module *o = &md->m[j];
-            if (o->expert < 0 || strncmp(o->moe_key, m->moe_key, ll) || o->moe_key[ll] != '.')
-                continue;
-            ids[n++] = o->expert;
-        }
-        qsort(ids, n, sizeof *ids, cmp_int);
-        size_t u = 0;
-        for (size_t k = 0; k < n; k++)
-            if (!u || ids[u - 1] != ids[k]) ids[u++] = ids[k];
-        int want = E > 0 ? E : ids[u - 1] + 1;
-        size_t nm = 0;
-        for (int e = 0, k = 0; e < want; e++) {
-            while ((size_t)k < u && ids[k] < e) k++;
-            if ((size_t)k >= u || ids[k] != e) bad[nm++] = e;
-        }
+        if (seen) continue;
         (*layers)++;
-        if (nm) {
-            char s[256];
-            hc_join_ids(bad, nm, s, sizeof s);
-            hc_findings_add(f, HC_SEV_ERROR, "", "missing", nm, bad, nm,
-                            "MoE layer '%.*s': %zu of %d experts missing (experts %s)%s", (int)ll,
-                            m->moe_key, nm, want, s, E > 0 ? "" : " (count from the highest id)");
-            hc_finding *x = &f->v[f->n - 1];
-            free(x->tensor);
-            x->tensor = strndup(m->moe_key, ll);
-        }
-        for (size_t j = i; j < md->n; j++) { /* the whole layer is counted now */
-            const hc_module *o = &md->m[j];
-            if (o->expert >= 0 && !strncmp(o->moe_key, m->moe_key, ll) && o->moe_key[ll] == '.')
-                done[j] = true;
-        }
+        check_layer_parts(md, m->name, pl, f);
     }
-    /* shape/scheme consistency within each key: compare with the first decoded expert */
-    memset(done, 0, md->n);
-    for (size_t i = 0; i < md->n; i++) {
-        const hc_module *m = &md->m[i];
-        if (m->expert < 0 || done[i]) continue;
-        const hc_moe_shape *ref = NULL;
-        size_t nb = 0;
-        for (size_t j = i; j < md->n; j++) {
-            const hc_module *o = &md->m[j];
-            if (o->expert < 0 || strcmp(o->moe_key, m->moe_key)) continue;
-            done[j] = true;
-            const hc_moe_shape *r = &res[j];
-            if (!r->decoded) continue;
-            if (!ref) {
-                ref = r;
-                continue;
-            }
-            if (r->N != ref->N || r->K != ref->K || r->kind != ref->kind || r->bits != ref->bits ||
-                r->gk != ref->gk || o->scheme.fmt != m->scheme.fmt)
-                bad[nb++] = o->expert;
+}
+
+void hc_model_check_moe(const hc_model *md, const hc_moe_shape *res, hc_findings *f, int *layers) {
+    char field[48];
+    int cfgE = config_experts(md->ck, field, sizeof field);
+    *layers = 0;
+    check_fused(md, cfgE, field, f, layers);
+    size_t n = 0;
+    const hc_module **v = malloc((md->n ? md->n : 1) * sizeof *v);
+    int *ids = malloc((md->n ? md->n : 1) * sizeof *ids);
+    int *bad = malloc(MAX_LISTED * sizeof *bad);
+    if (!v || !ids || !bad) goto out;
+    for (size_t i = 0; i < md->n; i++)
+        if (md->m[i].expert >= 0) v[n++] = &md->m[i];
+    qsort(v, n, sizeof *v, cmp_member);
+    /* a layer is a run of keys sharing "<prefix>.experts.*"; a projection a run of one key */
+    for (size_t a = 0, b; a < n; a = b) {
+        size_t ll = layer_len(v[a]->moe_key);
+        for (b = a; b < n && !strncmp(v[b]->moe_key, v[a]->moe_key, ll + 2); b++) {}
+        (*layers)++;
+        check_layer_experts(v + a, b - a, cfgE, field, ids, bad, f);
+        for (size_t c = a, d; c < b; c = d) {
+            for (d = c; d < b && !strcmp(v[d]->moe_key, v[c]->moe_key); d++) {}
+            check_alike(md, v + c, d - c, res, bad, f);
         }
-        if (nb && ref) {
-            char s[256];
-            hc_join_ids(bad, nb, s, sizeof s);
-            hc_findings_add(f, HC_SEV_ERROR, m->moe_key, "shape", nb, bad, nb,
-                            "MoE layer '%s': experts %s differ in shape or scheme from the "
-                            "others ([%llu, %llu], %d-bit, group %llu)", m->moe_key, s,
-                            (unsigned long long)ref->N, (unsigned long long)ref->K, ref->bits,
-                            (unsigned long long)ref->gk);
-        }
+        check_layer_parts(md, v[a]->moe_key, ll - 8, f);
     }
 out:
-    free(done);
+    free(v);
     free(ids);
     free(bad);
 }
-

@@ -12,8 +12,10 @@ typedef struct {
     uint64_t N, K, gk;
 } hc_moe_shape;
 
-/* Adds a finding per layer with missing experts and per layer key whose experts differ in
- * shape or scheme; *layers receives the number of MoE layers (fused ones included). */
+/* Adds findings for every MoE layer: expert ids of [0, E) missing from the layer or from one
+ * of its projections (E from the config, else the highest id + 1), ids past E, experts of a
+ * projection that differ in shape or scheme, a missing router, and a missing shared expert
+ * the config announces; *layers receives the number of MoE layers (fused ones included). */
 void hc_model_check_moe(const hc_model *md, const hc_moe_shape *shapes, hc_findings *f,
                         int *layers);
 /* "1, 3, 5" into out. */

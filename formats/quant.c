@@ -51,8 +51,8 @@ double hc_qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k)
     }
     case HC_Q_FP4: return q->global_div != 0 ? hc_fp4_e2m1(u) * (s / q->global_div)
                                              : hc_fp4_e2m1(u) * s;
-    case HC_Q_FP8_E4M3: return hc_fp8_e4m3(u) * s;
-    case HC_Q_FP8_E5M2: return hc_fp8_e5m2(u) * s;
+    case HC_Q_FP8_E4M3: return q->scale_divides ? hc_fp8_e4m3(u) / s : hc_fp8_e4m3(u) * s;
+    case HC_Q_FP8_E5M2: return q->scale_divides ? hc_fp8_e5m2(u) / s : hc_fp8_e5m2(u) * s;
     case HC_Q_PLAIN: break;
     }
     return NAN;

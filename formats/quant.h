@@ -30,7 +30,7 @@ typedef enum {
     X(GPTQ, "gptq")                                                                     \
     X(AWQ, "awq gemm")                                                                  \
     X(GPTOSS_MXFP4, "gpt-oss mxfp4")                                                    \
-    X(FP8_BLOCK, "fp8 block (weight_scale_inv)")                                        \
+    X(FP8_SCALE_INV, "fp8 weight_scale_inv")                                            \
     X(TILES, "hconvert tiles")
 
 typedef enum {
@@ -61,6 +61,7 @@ typedef struct {
     bool actorder;        /* g_idx expected */
     int ct_version[3];    /* compressed-tensors library version, {0,0,0} when absent */
     bool gptq_v2;         /* GPTQ zero points stored as z (not z-1) */
+    bool scale_inverse;   /* fp8 weight_scale_inv divides the codes (GPTQModel's "inverse") */
     char group[64];       /* config group that matched (for messages) */
 } hc_scheme;
 
@@ -82,6 +83,7 @@ typedef struct {
     const hc_ck_entry *t[HC_ROLE_COUNT]; /* by role; NULL when absent */
     bool fused;                        /* gpt-oss style [E, ...] tensors */
     bool conflict;                     /* two tensors claim one role: not decoded */
+    bool unresolved; /* carries quantized tensors but no scheme was resolved: not decoded */
     hc_scheme scheme;
     /* MoE membership: layer key and expert id, or expert = -1 */
     int expert;
@@ -101,6 +103,9 @@ typedef struct {
     double *scales;
     uint64_t sn, sk, gn, gk;
     hc_dtype scale_dtype;
+    /* FP8: w = fp8(u) / s. The scales stay the source's values (a divisor's reciprocal is
+     * rarely exact in its type), so whatever stores or applies them must divide. */
+    bool scale_divides;
     /* zero points in the code domain, same shape as scales; NULL: zero_const everywhere */
     int32_t *zeros;
     int32_t zero_const;
@@ -161,6 +166,9 @@ typedef struct {
 hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err);
 void hc_model_free(hc_model *m);
 const hc_module *hc_model_find(const hc_model *m, const char *name);
+/* Whether a module holds tensors only a quantized scheme explains (scales, zero points,
+ * weight_shape, packed or fused weights): such a module never decodes as unquantized. */
+bool hc_module_carries_quant(const hc_module *m);
 /* The experts of a per-expert MoE layer named without the expert id
  * ("model.layers.0.mlp.experts.gate_proj" for "...experts.J.gate_proj"), by expert id.
  * Returns how many were found (up to cap). */
@@ -179,7 +187,7 @@ hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flag
 void hc_module_release(const hc_model *md, const hc_module *m);
 
 /* Float value of element (e, n, k), computed in float64 in the order FORMATS.md's readers
- * use: (u - z) * s; fp4 * (s / global); fp8 * s. */
+ * use: (u - z) * s; fp4 * (s / global); fp8 * s, or fp8 / s when scale_divides. */
 double hc_qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k);
 /* Writes every element as float32 into out ([E][N][K] or the plain shape). */
 void hc_qtensor_dequant(const hc_qtensor *q, float *out);

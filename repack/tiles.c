@@ -57,6 +57,11 @@ uint64_t hc_tile_group_k(uint64_t sk, uint64_t gk) {
 
 bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
     memset(pl, 0, sizeof *pl);
+    if (q->scale_divides) { /* the tile layouts multiply; a reciprocal is not exact */
+        snprintf(pl->reason, sizeof pl->reason, "its scales divide the codes (fp8 "
+                 "weight_scale_semantics 'inverse'); no tile layout applies a divisor");
+        return false;
+    }
     hc_tile_params *p = &pl->p;
     p->E = q->E, p->N = q->N, p->K = q->K;
     p->Np = round_up(q->N, HC_TILE_N);

@@ -1,0 +1,1 @@
+$HC validate $FIX/quant/gptqmodel_fp8_row

@@ -1,0 +1,1 @@
+$HC validate $FIX/quant/bad_fp8_semantics_unknown

@@ -1,0 +1,1 @@
+$HC validate $FIX/quant/bad_gptq_dynamic_array

@@ -1,0 +1,1 @@
+$HC validate $FIX/quant/bad_moe_missing_down
