@@ -381,6 +381,11 @@ static void resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
         char msg[256] = "";
         int ig = 0;
         for (int pass = 0; pass < 3 && !ig; pass++) ig = list_match(ignore, m, pass, msg, sizeof msg);
+        if (ig < 0) { /* a pattern we cannot match must not read as "not ignored" */
+            hc_findings_add(f, HC_SEV_ERROR, "", "ignore pattern", 0, NULL, 0,
+                            "quantization_config.ignore: a pattern is not supported: %s", msg);
+            return;
+        }
         if (ig == 1) {
             hc_findings_add(f, HC_SEV_ERROR, m->name, "ignored but quantized", 0, NULL, 0,
                             "module '%s' carries quantized tensors but matches "
