@@ -13,6 +13,7 @@
 #include "hconvert.h"
 #include "checkpoint.h"
 #include "inspect.h"
+#include "jit.h"
 #include "npy.h"
 #include "quant.h"
 #include "validate.h"
@@ -193,8 +194,13 @@ static int precompile(const char *out, long tp, const char *arch) {
         if (st) return fail(st, msg);
         total += built;
     }
-    fprintf(stderr, "convert: %u kernel modules for %s in the kernel cache (built or already "
-            "there)\n", total, arch);
+    char why[700];
+    if (hc_jit_cache_unstored(why, sizeof why)) /* built, but the next run builds them again */
+        fprintf(stderr, "hconvert: note: %u kernel modules for %s built, not all kept: %s\n",
+                total, arch, why);
+    else
+        fprintf(stderr, "convert: %u kernel modules for %s in the kernel cache (built or "
+                "already there)\n", total, arch);
     return 0;
 }
 

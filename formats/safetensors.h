@@ -1,5 +1,7 @@
 /* safetensors.h: strict reader of one .safetensors file. The header is read with pread
- * (tensor bytes untouched); the data is mapped only when asked. */
+ * (tensor bytes untouched) and parsed in one pass without a JSON tree, so its memory is the
+ * header plus about 140 bytes a tensor (each entry takes at least 51 header bytes: at most a
+ * few times the header); the data is mapped only when asked. */
 #ifndef HC_SAFETENSORS_H
 #define HC_SAFETENSORS_H
 
@@ -8,6 +10,7 @@
 #include "base.h"
 
 #define HC_ST_MAX_HEADER 100000000ull /* the reference reader's bound */
+#define HC_ST_MAX_METADATA 65536u     /* __metadata__ pairs; more are refused */
 
 typedef struct {
     char *name;
@@ -31,7 +34,10 @@ typedef struct {
     const unsigned char *map; /* whole file when mapped, else NULL */
 } hc_st_file;
 
-/* Reads and validates the header of path: every rule of FORMATS.md section 1. */
+/* Reads and validates the header of path: every rule of FORMATS.md section 1, and: each
+ * entry's dtype, shape and data_offsets appear once (other fields are skipped, nested at most
+ * 64 deep), __metadata__ keys are unique and at most HC_ST_MAX_METADATA. A path that is not a
+ * regular file (a FIFO, a device) is refused without blocking. */
 hc_status hc_st_open(const char *path, hc_st_file **out, hc_err *err);
 /* Maps the file read-only; tensor bytes are then at map + data_start + begin. */
 hc_status hc_st_map(hc_st_file *f, hc_err *err);

@@ -101,11 +101,23 @@ void hc_container_version(const hc_container *c, unsigned *major, unsigned *mino
 /* Stored bytes of a tensor, straight from the mapping (encoded form). */
 const void *hc_container_stored(const hc_container *c, const hc_tensor_info *t);
 /* Decoded bytes: for raw tensors a pointer into the mapping (*owned = NULL); for zstd a new
- * buffer the caller frees through *owned. */
+ * buffer of raw_length bytes the caller frees through *owned, refused (naming the tensor)
+ * when raw_length is above the handle's HC_CONTAINER_LIMIT_ZSTD_RAW or the stored bytes are
+ * not one zstd frame that declares and decodes to raw_length. */
 hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, const void **data,
                                    void **owned);
 
-/* Recomputes every hash and checks every byte of the file (padding must be zero).
+/* Limits a container handle applies when it decodes tensors (hc_container_tensor_data and
+ * verify), set after open with hc_container_set_limit. A value above the format's own limit
+ * (docs/container.md) is refused with HC_USAGE. */
+typedef enum {
+    HC_CONTAINER_LIMIT_ZSTD_RAW = 0 /* bytes one zstd tensor may decode to (default and at most
+                                       the format's 64 MiB) */
+} hc_container_limit;
+hc_status hc_container_set_limit(hc_container *c, hc_container_limit which, uint64_t value);
+
+/* Recomputes every hash and checks every byte of the file (padding must be zero; each zstd
+ * tensor is one frame that decodes to its raw_length, checked through a fixed-size buffer).
  * Returns HC_OK or the first failure; *nbad counts failing items. */
 hc_status hc_container_verify(hc_container *c, uint64_t *nbad);
 

@@ -1,5 +1,6 @@
 /* container.c: the container reader. mmap, then validate preamble, header hash and every
- * header field before any tensor is handed out; verify re-hashes every byte. */
+ * header field (the zstd expansion limits included) before any tensor is handed out; verify
+ * re-hashes every byte and decodes every zstd tensor through a fixed-size buffer. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@ struct hc_container {
     hc_tensor_info *tensors;
     char **params_text; /* printed layout_params, per tensor (NULL when absent) */
     size_t ntensors;
+    uint64_t zstd_max_raw; /* HC_CONTAINER_LIMIT_ZSTD_RAW */
     hc_err err;
 };
 
@@ -112,6 +114,16 @@ static hc_status shape_field(hc_container *c, const cJSON *o, const char *key, s
     return HC_OK;
 }
 
+/* A zstd tensor's raw_length is within the handle's limit (HC_CT_ZSTD_MAX_RAW unless a caller
+ * lowered it), so that no caller allocates more for it. */
+static hc_status zstd_within_limit(hc_container *c, const hc_tensor_info *t) {
+    if (t->raw_length <= c->zstd_max_raw) return HC_OK;
+    char esc[512];
+    return bad(c, "tensor '%s': zstd tensor of raw_length %llu, more than the %llu bytes a zstd "
+               "tensor may expand to", hc_escape(t->name, esc, sizeof esc),
+               (unsigned long long)t->raw_length, (unsigned long long)c->zstd_max_raw);
+}
+
 static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_t *expect_off) {
     hc_tensor_info *t = &c->tensors[i];
     char esc[512];
@@ -179,6 +191,7 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
     } else if (lp) {
         return bad(c, "tensor '%s': layout_params given for layout 'source'", nm);
     }
+    if (t->encoding == HC_ENC_ZSTD) HC_TRY(zstd_within_limit(c, t)); /* the format's, at open */
     if (t->encoding == HC_ENC_RAW && t->length != t->raw_length)
         return bad(c, "tensor '%s': raw tensor with length %llu != raw_length %llu", nm,
                    (unsigned long long)t->length, (unsigned long long)t->raw_length);
@@ -194,6 +207,23 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
                    (unsigned long long)c->size);
     if (i + 1 == c->ntensors) *expect_off = end;
     else hc_align_u64(end, HC_CT_ALIGN, expect_off);
+    return HC_OK;
+}
+
+/* The zstd tensors together expand to at most HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO x the
+ * file size (each alone is at most HC_CT_ZSTD_MAX_RAW: parse_tensor). */
+static hc_status check_zstd_total(hc_container *c) {
+    uint64_t total = 0, allowed;
+    if (!hc_mul_u64(HC_CT_ZSTD_MAX_RATIO, c->size, &allowed) ||
+        !hc_add_u64(allowed, HC_CT_ZSTD_MAX_RAW, &allowed))
+        allowed = UINT64_MAX;
+    for (size_t i = 0; i < c->ntensors; i++) /* no overflow: < 2^32 terms of at most 2^26 */
+        if (c->tensors[i].encoding == HC_ENC_ZSTD) total += c->tensors[i].raw_length;
+    if (total > allowed)
+        return bad(c, "zstd tensors expand to %llu bytes in all, more than the %llu allowed for "
+                   "a file of %llu bytes (%llu + %u x its size)", (unsigned long long)total,
+                   (unsigned long long)allowed, (unsigned long long)c->size,
+                   (unsigned long long)HC_CT_ZSTD_MAX_RAW, HC_CT_ZSTD_MAX_RATIO);
     return HC_OK;
 }
 
@@ -258,6 +288,7 @@ static hc_status parse_header(hc_container *c) {
     if (expect != c->size)
         return bad(c, "the last tensor ends at %llu but the file has %llu bytes",
                    (unsigned long long)expect, (unsigned long long)c->size);
+    HC_TRY(check_zstd_total(c));
     /* names must be unique; a sorted copy finds duplicates */
     hc_tensor_info *s = malloc((c->ntensors ? c->ntensors : 1) * sizeof *s);
     if (!s) return hc_fail(&c->err, HC_NOMEM, "out of memory");
@@ -271,6 +302,51 @@ static hc_status parse_header(hc_container *c) {
         }
     free(s);
     return st;
+}
+
+static hc_status zstd_bad(hc_container *c, const hc_tensor_info *t, const char *why) {
+    char esc[512];
+    return bad(c, "tensor '%s': %s (zstd, raw_length %llu)", hc_escape(t->name, esc, sizeof esc),
+               why, (unsigned long long)t->raw_length);
+}
+
+/* Decodes the frame at src into a fixed buffer, discarding the bytes: whether it yields exactly
+ * raw bytes, without ever holding them (the window stays within the format's limit). */
+static bool zstd_decodes_to(const void *src, size_t len, uint64_t raw) {
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    size_t cap = ZSTD_DStreamOutSize();
+    void *buf = d ? malloc(cap) : NULL;
+    int wlog = 10;
+    while (wlog < 31 && (1ull << wlog) < HC_CT_ZSTD_MAX_RAW) wlog++;
+    bool ok = buf && !ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, wlog));
+    ZSTD_inBuffer in = {src, len, 0};
+    uint64_t got = 0;
+    for (size_t r = 1; ok && r != 0;) {
+        ZSTD_outBuffer out = {buf, cap, 0};
+        size_t in_before = in.pos;
+        r = ZSTD_decompressStream(d, &out, &in);
+        got += out.pos;
+        /* an error, too many bytes, or no progress (the input used up mid-frame) ends it */
+        ok = !ZSTD_isError(r) && got <= raw && (r == 0 || out.pos > 0 || in.pos > in_before);
+    }
+    free(buf);
+    ZSTD_freeDCtx(d);
+    return ok && got == raw && in.pos == in.size;
+}
+
+/* A zstd tensor may be decoded: raw_length within the handle's limit, the stored bytes exactly
+ * one frame whose header declares raw_length; with full, it also decodes to exactly that. */
+static hc_status zstd_check(hc_container *c, const hc_tensor_info *t, bool full) {
+    HC_TRY(zstd_within_limit(c, t));
+    const void *src = c->map + t->offset;
+    size_t frame = ZSTD_findFrameCompressedSize(src, t->length);
+    if (ZSTD_isError(frame) || frame != t->length)
+        return zstd_bad(c, t, "stored bytes are not exactly one frame");
+    if (ZSTD_getFrameContentSize(src, t->length) != t->raw_length)
+        return zstd_bad(c, t, "the frame does not declare its raw_length");
+    if (full && !zstd_decodes_to(src, t->length, t->raw_length))
+        return zstd_bad(c, t, "the frame does not decode to its raw_length");
+    return HC_OK;
 }
 
 hc_status hc_container_verify(hc_container *c, uint64_t *nbad) {
@@ -302,6 +378,8 @@ hc_status hc_container_verify(hc_container *c, uint64_t *nbad) {
             hc_fail(&c->err, HC_CHECKSUM, "container '%s': tensor '%s': hash mismatch (data at "
                     "offset %llu is corrupt)", c->path, hc_escape(t->name, esc, sizeof esc),
                     (unsigned long long)t->offset);
+        } else if (t->encoding == HC_ENC_ZSTD && zstd_check(c, t, true) != HC_OK) {
+            bad_items++;
         }
         pad_from = t->offset + t->length;
     }
@@ -320,21 +398,13 @@ hc_status hc_container_open(const char *path, int verify_tensors, hc_container *
     c->fd = -1;
     hc_status st = HC_OK;
     c->path = hc_strdup(path);
-    struct stat sb;
+    c->zstd_max_raw = HC_CT_ZSTD_MAX_RAW;
     if (!c->path) {
         st = hc_fail(&c->err, HC_NOMEM, "out of memory");
         goto out;
     }
-    c->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (c->fd < 0 || fstat(c->fd, &sb) != 0) {
-        st = hc_fail(&c->err, HC_IO, "cannot open '%s': %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        st = bad(c, "not a regular file");
-        goto out;
-    }
-    c->size = (uint64_t)sb.st_size;
+    st = hc_open_regular(path, &c->fd, &c->size, &c->err); /* a FIFO never blocks the open */
+    if (st) goto out;
     if (c->size > 0) {
         void *m = mmap(NULL, c->size, PROT_READ, MAP_SHARED, c->fd, 0);
         if (m == MAP_FAILED) {
@@ -358,9 +428,10 @@ out:
 
 static bool has_magic(const char *path) {
     unsigned char m[8];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    bool ok = read(fd, m, 8) == 8 && memcmp(m, HC_CT_MAGIC, 8) == 0;
+    int fd;
+    hc_err e = {0};
+    if (hc_open_regular(path, &fd, NULL, &e)) return false;
+    bool ok = hc_pread_full(fd, m, 8, 0, path, &e) == HC_OK && memcmp(m, HC_CT_MAGIC, 8) == 0;
     close(fd);
     return ok;
 }
@@ -412,6 +483,15 @@ const void *hc_container_stored(const hc_container *c, const hc_tensor_info *t) 
     return c->map + t->offset;
 }
 
+hc_status hc_container_set_limit(hc_container *c, hc_container_limit which, uint64_t value) {
+    if (which != HC_CONTAINER_LIMIT_ZSTD_RAW || value > HC_CT_ZSTD_MAX_RAW)
+        return hc_fail(&c->err, HC_USAGE, "container '%s': limit %d cannot be set to %llu (the "
+                       "zstd expansion limit is at most %llu bytes)", c->path, (int)which,
+                       (unsigned long long)value, (unsigned long long)HC_CT_ZSTD_MAX_RAW);
+    c->zstd_max_raw = value;
+    return HC_OK;
+}
+
 hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, const void **data,
                                    void **owned) {
     *owned = NULL;
@@ -420,15 +500,13 @@ hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, con
         *data = c->map + t->offset;
         return HC_OK;
     }
+    HC_TRY(zstd_check(c, t, false));
     void *buf = malloc(t->raw_length ? t->raw_length : 1);
     if (!buf) return hc_fail(&c->err, HC_NOMEM, "out of memory for tensor '%s'", t->name);
     size_t r = ZSTD_decompress(buf, t->raw_length, c->map + t->offset, t->length);
     if (ZSTD_isError(r) || r != t->raw_length) {
         free(buf);
-        char esc[512];
-        return hc_fail(&c->err, HC_INVALID, "container '%s': tensor '%s': zstd data does not "
-                       "decode to %llu bytes", c->path, hc_escape(t->name, esc, sizeof esc),
-                       (unsigned long long)t->raw_length);
+        return zstd_bad(c, t, "the frame does not decode to its raw_length");
     }
     *data = buf;
     *owned = buf;

@@ -26,6 +26,13 @@ enum {
     HC_PRE_PREAMBLE_HASH = 56, /* u64, XXH3-64 of bytes 0..55 */
 };
 
+/* zstd tensors (docs/container.md, "Limits"): a tensor declaring more than HC_CT_ZSTD_MAX_RAW
+ * bytes is refused (the writer compresses only tensors up to that size), and so is a file whose
+ * zstd tensors declare more than HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO x its size in all:
+ * a small file cannot make a reader allocate without bound. */
+#define HC_CT_ZSTD_MAX_RAW (64ull << 20)
+#define HC_CT_ZSTD_MAX_RATIO 16u
+
 /* Features a reader must understand; listed in the header's "required_features". */
 #define HC_CT_KNOWN_FEATURES {"zstd"}
 

@@ -1,7 +1,8 @@
 /* jit.c: NVRTC through dlopen (a machine without CUDA still runs the CPU paths), kernels
  * compiled from the built-in sources, cubins cached on disk under a key that covers source,
- * headers, options, NVRTC version and architecture; cache files are written atomically
- * (temporary name, rename), so two processes may fill the cache at once. */
+ * headers, options, NVRTC version and architecture. Each entry carries its key, length and
+ * hash (a damaged one is rebuilt) and is written atomically (unique temporary name, rename),
+ * so two processes may fill the cache at once; a cache that cannot be written is reported. */
 #include "jit.h"
 
 #include <dlfcn.h>
@@ -15,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+
+#include "container_fmt.h" /* little-endian helpers */
 
 static struct {
     int loaded, failed;
@@ -101,30 +104,99 @@ static uint64_t cache_key(const char *main, const char *arch, const char *const 
     return h;
 }
 
-static bool cache_read(const char *path, void **cubin, size_t *size) {
+/* A cache entry (docs/gpu.md): a 32-byte header, then the cubin. The header carries the key
+ * (a file renamed or copied under another name is no hit), the cubin's length and its XXH3-64,
+ * so a truncated, overwritten or bit-flipped entry is detected and rebuilt. */
+#define ENTRY_MAGIC "HCCUBIN1"
+#define ENTRY_HEADER 32u
+#define ENTRY_MAX_CUBIN (1ull << 30)
+
+/* 1: a valid entry for key (its cubin in *cubin, *size); 0: no entry; -1: an entry that fails
+ * its check (bad says how: it is rebuilt and rewritten). */
+static int cache_read(const char *path, uint64_t key, void **cubin, size_t *size, char *bad,
+                      size_t cap) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0; /* no entry (or no folder) */
     char *data = NULL;
     size_t n = 0;
     hc_err e = {0};
-    if (hc_read_file(path, 1u << 30, &data, &n, &e) || n == 0) {
-        free(data);
-        return false;
+    uint64_t len = 0;
+    if (hc_read_file(path, ENTRY_MAX_CUBIN + ENTRY_HEADER, &data, &n, &e))
+        snprintf(bad, cap, "%s", e.msg);
+    else if (n < ENTRY_HEADER)
+        snprintf(bad, cap, "%zu bytes, less than the %u-byte entry header", n, ENTRY_HEADER);
+    else if (memcmp(data, ENTRY_MAGIC, 8) != 0)
+        snprintf(bad, cap, "not a cache entry (no \"" ENTRY_MAGIC "\" header)");
+    else if (hc_le64((unsigned char *)data + 8) != key)
+        snprintf(bad, cap, "the entry holds another key");
+    else if ((len = hc_le64((unsigned char *)data + 16)) != n - ENTRY_HEADER)
+        snprintf(bad, cap, "the header says %llu cubin bytes, the file holds %zu",
+                 (unsigned long long)len, n - ENTRY_HEADER);
+    else if (XXH3_64bits(data + ENTRY_HEADER, (size_t)len) != hc_le64((unsigned char *)data + 24))
+        snprintf(bad, cap, "cubin hash mismatch");
+    else {
+        memmove(data, data + ENTRY_HEADER, (size_t)len);
+        *cubin = data, *size = (size_t)len;
+        return 1;
     }
-    *cubin = data, *size = n;
-    return true;
+    free(data);
+    return -1;
 }
 
-static void cache_write(const char *dir, const char *path, const void *cubin, size_t size) {
+/* The first reason this process could not store a cubin (hc_jit_cache_unstored). */
+static struct {
+    pthread_mutex_t mu;
+    unsigned count;
+    char why[512];
+} unstored = {PTHREAD_MUTEX_INITIALIZER, 0, ""};
+
+static void note_unstored(const char *why) {
+    pthread_mutex_lock(&unstored.mu);
+    if (!unstored.count++) snprintf(unstored.why, sizeof unstored.why, "%s", why);
+    pthread_mutex_unlock(&unstored.mu);
+}
+
+bool hc_jit_cache_unstored(char *why, size_t cap) {
+    pthread_mutex_lock(&unstored.mu);
+    bool any = unstored.count > 0;
+    if (any && why && cap) snprintf(why, cap, "%s", unstored.why);
+    pthread_mutex_unlock(&unstored.mu);
+    return any;
+}
+
+/* Writes the entry under a unique temporary name and renames it over path (a reader sees no
+ * entry or a whole one). False, with why naming the cache folder and the failing step, when
+ * the cache cannot be written (read-only, full disk). */
+static bool cache_write(const char *dir, const char *path, uint64_t key, const void *cubin,
+                        size_t size, char *why, size_t cap) {
+    static unsigned seq;
     mkdirs(dir);
-    char *tmp = hc_asprintf("%s.tmp-%d", path, (int)getpid());
-    int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    char *tmp = hc_asprintf("%s.tmp-%d-%u", path, (int)getpid(),
+                            __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+    unsigned char hdr[ENTRY_HEADER];
+    memcpy(hdr, ENTRY_MAGIC, 8);
+    hc_put_le64(hdr + 8, key);
+    hc_put_le64(hdr + 16, size);
+    hc_put_le64(hdr + 24, XXH3_64bits(cubin, size));
     hc_err e = {0};
-    if (fd >= 0 && !hc_pwrite_full(fd, cubin, size, 0, tmp, &e) && close(fd) == 0) {
+    int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
+    bool ok = false;
+    if (!tmp) snprintf(e.msg, sizeof e.msg, "out of memory");
+    else if (fd < 0) snprintf(e.msg, sizeof e.msg, "cannot create a file there: %s", strerror(errno));
+    else if (!hc_pwrite_full(fd, hdr, sizeof hdr, 0, tmp, &e) &&
+             !hc_pwrite_full(fd, cubin, size, sizeof hdr, tmp, &e)) {
+        int r = close(fd);
         fd = -1;
-        rename(tmp, path); /* atomic: a reader sees no cubin or a whole one */
+        if (r != 0) snprintf(e.msg, sizeof e.msg, "cannot close '%s': %s", tmp, strerror(errno));
+        else if (rename(tmp, path) != 0)
+            snprintf(e.msg, sizeof e.msg, "cannot rename '%s': %s", tmp, strerror(errno));
+        else ok = true;
     }
     if (fd >= 0) close(fd);
-    if (tmp) unlink(tmp);
+    if (tmp && !ok) unlink(tmp);
     free(tmp);
+    if (!ok) snprintf(why, cap, "cannot write the kernel cache '%s': %s", dir, e.msg);
+    return ok;
 }
 
 /* NVRTC's log of prog, malloc'd and terminated (NULL when out of memory). */
@@ -136,34 +208,12 @@ static char *program_log(nvrtcProgram prog) {
     return log;
 }
 
-hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
-                         void **cubin, size_t *size, hc_err *err) {
-    return hc_jit_compile_log(main, arch, opts, nopts, cubin, size, NULL, err);
-}
-
-hc_status hc_jit_compile_log(const char *main, const char *arch, const char *const *opts,
-                             int nopts, void **cubin, size_t *size, char **log_out, hc_err *err) {
-    *cubin = NULL, *size = 0;
-    if (log_out) *log_out = NULL;
-    HC_TRY(load_nvrtc(err));
-    int vmaj = 0, vmin = 0;
-    nv.version(&vmaj, &vmin);
-    const char *src = NULL;
+/* NVRTC compiles main for arch: the cubin (malloc'd) and, when asked, the log. */
+static hc_status nvrtc_build(const char *main, const char *src, const char *arch,
+                             const char *const *opts, int nopts, void **cubin, size_t *size,
+                             char **log_out, hc_err *err) {
     int nh = 0;
-    for (const hc_kernel_source *k = hc_kernel_sources; k->name; k++, nh++)
-        if (!strcmp(k->name, main)) src = k->text;
-    if (!src) return hc_fail(err, HC_INTERNAL, "no built-in kernel source '%s'", main);
-    bool use_cache = !getenv("HC_JIT_NO_CACHE") && !log_out; /* a cache hit has no log */
-    char *dir = use_cache ? cache_dir() : NULL, *path = NULL;
-    if (dir) {
-        char hex[17];
-        hc_hex64(cache_key(main, arch, opts, nopts, vmaj, vmin), hex);
-        path = hc_asprintf("%s/%s-%s.cubin", dir, arch, hex);
-        if (path && cache_read(path, cubin, size)) {
-            free(dir), free(path);
-            return HC_OK;
-        }
-    }
+    while (hc_kernel_sources[nh].name) nh++;
     const char **hnames = calloc((size_t)nh + 1, sizeof *hnames);
     const char **htexts = calloc((size_t)nh + 1, sizeof *htexts);
     const char **all = calloc((size_t)nopts + 4, sizeof *all);
@@ -207,9 +257,68 @@ hc_status hc_jit_compile_log(const char *main, const char *arch, const char *con
         goto out;
     }
     if (log_out) *log_out = program_log(prog);
-    if (path) cache_write(dir, path, *cubin, *size);
 out:
     if (prog) nv.destroy(&prog);
-    free(hnames), free(htexts), free(all), free(archopt), free(dir), free(path);
+    free(hnames), free(htexts), free(all), free(archopt);
     return st;
+}
+
+/* The cache around nvrtc_build: a valid entry is a hit; a missing or bad one is built and
+ * (re)written; note says which, and why an entry could not be stored. */
+static hc_status compile(const char *main, const char *arch, const char *const *opts, int nopts,
+                         void **cubin, size_t *size, char **log_out, hc_jit_cache_note *note,
+                         hc_err *err) {
+    hc_jit_cache_note local;
+    if (!note) note = &local;
+    memset(note, 0, sizeof *note);
+    *cubin = NULL, *size = 0;
+    if (log_out) *log_out = NULL;
+    HC_TRY(load_nvrtc(err));
+    int vmaj = 0, vmin = 0;
+    nv.version(&vmaj, &vmin);
+    const char *src = NULL;
+    for (const hc_kernel_source *k = hc_kernel_sources; k->name; k++)
+        if (!strcmp(k->name, main)) src = k->text;
+    if (!src) return hc_fail(err, HC_INTERNAL, "no built-in kernel source '%s'", main);
+    bool use_cache = !getenv("HC_JIT_NO_CACHE") && !log_out; /* a cache hit has no log */
+    char *dir = use_cache ? cache_dir() : NULL, *path = NULL;
+    uint64_t key = 0;
+    hc_status st = HC_OK;
+    if (dir) {
+        char hex[17];
+        key = cache_key(main, arch, opts, nopts, vmaj, vmin);
+        hc_hex64(key, hex);
+        path = hc_asprintf("%s/%s-%s.cubin", dir, arch, hex);
+        int r = path ? cache_read(path, key, cubin, size, note->bad, sizeof note->bad) : 0;
+        if (r > 0) {
+            note->state = HC_JIT_CACHE_HIT;
+            goto out;
+        }
+        note->rebuilt = r < 0;
+    }
+    st = nvrtc_build(main, src, arch, opts, nopts, cubin, size, log_out, err);
+    if (!st && path) {
+        bool stored = cache_write(dir, path, key, *cubin, *size, note->why, sizeof note->why);
+        note->state = stored ? HC_JIT_CACHE_STORED : HC_JIT_CACHE_UNSTORED;
+        if (!stored) note_unstored(note->why);
+    }
+out:
+    free(dir), free(path);
+    return st;
+}
+
+hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
+                         void **cubin, size_t *size, hc_err *err) {
+    return compile(main, arch, opts, nopts, cubin, size, NULL, NULL, err);
+}
+
+hc_status hc_jit_compile_note(const char *main, const char *arch, const char *const *opts,
+                              int nopts, void **cubin, size_t *size, hc_jit_cache_note *note,
+                              hc_err *err) {
+    return compile(main, arch, opts, nopts, cubin, size, NULL, note, err);
+}
+
+hc_status hc_jit_compile_log(const char *main, const char *arch, const char *const *opts,
+                             int nopts, void **cubin, size_t *size, char **log_out, hc_err *err) {
+    return compile(main, arch, opts, nopts, cubin, size, log_out, NULL, err);
 }

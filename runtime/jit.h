@@ -17,10 +17,34 @@ extern const hc_kernel_source hc_kernel_sources[]; /* ends with {NULL, NULL} */
 
 /* Compiles source `main` (with every built-in file available as a header) for arch
  * ("sm_90a") with extra options; returns a malloc'd cubin. Uses and fills the cache unless
- * HC_JIT_NO_CACHE is set; HC_CACHE_DIR overrides the cache folder. HC_UNSUPPORTED when NVRTC
+ * HC_JIT_NO_CACHE is set; HC_CACHE_DIR overrides the cache folder. An entry whose header,
+ * length or hash does not check (docs/gpu.md) is rebuilt and rewritten; a cache that cannot be
+ * written costs only the compile (hc_jit_cache_unstored tells). HC_UNSUPPORTED when NVRTC
  * cannot be loaded. */
 hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
                          void **cubin, size_t *size, hc_err *err);
+
+/* What the cache did for one compile. */
+typedef enum {
+    HC_JIT_CACHE_OFF = 0, /* not used (HC_JIT_NO_CACHE) */
+    HC_JIT_CACHE_HIT,     /* a valid entry was loaded */
+    HC_JIT_CACHE_STORED,  /* compiled and stored */
+    HC_JIT_CACHE_UNSTORED /* compiled; the entry could not be written: why says so */
+} hc_jit_cache_state;
+typedef struct {
+    hc_jit_cache_state state;
+    bool rebuilt;  /* an entry was there but failed its check (bad says how) */
+    char bad[256];
+    char why[640]; /* names the cache folder and the failing step */
+} hc_jit_cache_note;
+/* hc_jit_compile, also saying what the cache did. */
+hc_status hc_jit_compile_note(const char *main, const char *arch, const char *const *opts,
+                              int nopts, void **cubin, size_t *size, hc_jit_cache_note *note,
+                              hc_err *err);
+/* True when this process compiled a cubin it could not store in the cache (read-only folder,
+ * full disk), with the first such reason in why (cap bytes): `convert --target` says so rather
+ * than that the kernels are in the cache. */
+bool hc_jit_cache_unstored(char *why, size_t cap);
 /* The same, never from the cache, also returning NVRTC's log (malloc'd; with
  * "--ptxas-options=-v" among opts it holds ptxas's registers, spills and performance notes). */
 hc_status hc_jit_compile_log(const char *main, const char *arch, const char *const *opts,

@@ -1,8 +1,11 @@
 /* t_jit.c: every kernel variant compiles with NVRTC for the architectures we target (no GPU
- * needed: CI runs this), the cache returns the same cubin, and without a device the GPU
- * runtime reports that cleanly. */
+ * needed: CI runs this), the cache returns the same cubin, rebuilds a damaged entry and says
+ * when it cannot be written, and without a device the GPU runtime reports that cleanly. */
 #include <dirent.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <xxhash.h>
 
 #include "gpu_plan.h"
 #include "jit.h"
@@ -169,6 +172,141 @@ static void test_cache_returns_the_same_cubin(void) {
     unsetenv("HC_CACHE_DIR");
 }
 
+/* The only "*.cubin" entry of dir, into path (cap bytes); false when there is not exactly one. */
+static bool only_entry(const char *dir, char *path, size_t cap) {
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strstr(de->d_name, ".cubin")) n++, snprintf(path, cap, "%s/%s", dir, de->d_name);
+    if (d) closedir(d);
+    return n == 1;
+}
+
+static uint64_t le64_at(const unsigned char *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+/* Replaces the file at path with n bytes. */
+static void put_file(const char *path, const void *data, size_t n) {
+    FILE *fp = fopen(path, "wb");
+    if (fp) fwrite(data, 1, n, fp), fclose(fp);
+}
+
+/* An entry is its 32-byte header (magic, key, length, XXH3-64 of the cubin) and the cubin, as
+ * docs/gpu.md specifies; a truncated, overwritten, bit-flipped or headerless entry is a miss
+ * that rebuilds the cubin and rewrites the entry, which is then a hit again. */
+static void test_cache_entry_damage_rebuilds(void) {
+    const char *dir = test_tmpdir();
+    setenv("HC_CACHE_DIR", dir, 1);
+    static const char *const opts[] = {"--fmad=false"};
+    void *ref = NULL;
+    size_t nref = 0;
+    hc_jit_cache_note note;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &ref, &nref, &note, &err),
+                 HC_OK);
+    CHECK_EQ_INT(note.state, HC_JIT_CACHE_STORED);
+    char path[1024];
+    CHECK(only_entry(dir, path, sizeof path));
+    char *ent = NULL;
+    size_t n = 0;
+    CHECK_EQ_INT(hc_read_file(path, 1 << 30, &ent, &n, &err), HC_OK);
+    if (!ref || !ent || n != 32 + nref) {
+        CHECK_FAIL_("entry of %zu bytes for a %zu-byte cubin: %s", n, nref, err.msg);
+        goto out;
+    }
+    CHECK(memcmp(ent, "HCCUBIN1", 8) == 0);
+    CHECK_EQ_U64(le64_at((unsigned char *)ent + 16), nref);
+    CHECK_EQ_U64(le64_at((unsigned char *)ent + 24), XXH3_64bits(ref, nref));
+    CHECK(memcmp(ent + 32, ref, nref) == 0);
+    unsigned char *junk = malloc(n);
+    for (size_t i = 0; junk && i < n; i++) junk[i] = (unsigned char)(i * 2654435761u >> 13);
+    for (int damage = 0; damage < 4 && junk; damage++) {
+        static const char *const want[] = {"the file holds 68", "not a cache entry",
+                                           "hash mismatch", "not a cache entry"};
+        if (damage == 0) put_file(path, ent, 100);       /* truncated to 100 bytes */
+        if (damage == 1) put_file(path, junk, n);        /* random bytes, same length */
+        if (damage == 2) {                               /* one flipped bit in the cubin */
+            ent[32 + nref / 2] ^= 4;
+            put_file(path, ent, n);
+            ent[32 + nref / 2] ^= 4;
+        }
+        if (damage == 3) put_file(path, ref, nref);      /* a bare cubin (older versions) */
+        for (int pass = 0; pass < 2; pass++) {
+            void *c = NULL;
+            size_t nc = 0;
+            hc_err e = {0};
+            CHECK_EQ_INT(hc_jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &c, &nc, &note, &e),
+                         HC_OK);
+            CHECK(c && nc == nref && memcmp(c, ref, nref) == 0);
+            CHECK_EQ_INT(note.state, pass ? HC_JIT_CACHE_HIT : HC_JIT_CACHE_STORED);
+            CHECK_EQ_INT(note.rebuilt, !pass);
+            if (!pass) CHECK_CONTAINS(note.bad, want[damage]);
+            free(c);
+        }
+        char *again = NULL;
+        size_t na = 0;
+        CHECK_EQ_INT(hc_read_file(path, 1 << 30, &again, &na, &err), HC_OK);
+        CHECK(again && na == n && memcmp(again, ent, n) == 0); /* rewritten whole */
+        free(again);
+    }
+    free(junk);
+out:
+    free(ent), free(ref);
+    unsetenv("HC_CACHE_DIR");
+}
+
+/* A cache that cannot be written (its folder cannot be made; a full disk, as a file size limit
+ * makes it) still yields the cubin, and says so, naming the folder; nothing is left behind. */
+static void test_cache_unwritable_reported(void) {
+    char dir[700], why[700] = "";
+    snprintf(dir, sizeof dir, "%s/file", test_tmpdir());
+    put_file(dir, "x", 1);
+    strcat(dir, "/kc"); /* below a regular file: no folder can be made */
+    setenv("HC_CACHE_DIR", dir, 1);
+    static const char *const opts[] = {"--fmad=false"};
+    void *c = NULL;
+    size_t nc = 0;
+    hc_jit_cache_note note;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &c, &nc, &note, &err),
+                 HC_OK);
+    CHECK(c && nc > 1000);
+    free(c);
+    CHECK_EQ_INT(note.state, HC_JIT_CACHE_UNSTORED);
+    CHECK_CONTAINS(note.why, "cannot write the kernel cache");
+    CHECK_CONTAINS(note.why, dir);
+    CHECK(hc_jit_cache_unstored(why, sizeof why));
+    CHECK_CONTAINS(why, dir);
+    const char *full = test_tmpdir();
+    setenv("HC_CACHE_DIR", full, 1);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_FSIZE, &old);
+    lim = old;
+    lim.rlim_cur = 1000; /* writes past 1000 bytes fail (EFBIG), as on a full disk */
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    setrlimit(RLIMIT_FSIZE, &lim);
+    c = NULL;
+    hc_status st = hc_jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &c, &nc, &note, &err);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    CHECK_EQ_INT(st, HC_OK);
+    free(c);
+    CHECK_EQ_INT(note.state, HC_JIT_CACHE_UNSTORED);
+    CHECK_CONTAINS(note.why, full);
+    CHECK_CONTAINS(note.why, "File too large");
+    int files = 0;
+    DIR *d = opendir(full);
+    struct dirent *de;
+    while (d && (de = readdir(d))) files += de->d_name[0] != '.';
+    if (d) closedir(d);
+    CHECK_EQ_INT(files, 0); /* neither an entry nor a temporary file */
+    unsetenv("HC_CACHE_DIR");
+}
+
 static void test_gpu_absent_is_clean(void) {
     hc_gpu *g = NULL;
     char msg[512] = "";
@@ -209,5 +347,7 @@ void suite_jit(void) {
     RUN(test_every_kernel_compiles);
     RUN(test_hot_kernels_do_not_regress);
     RUN(test_cache_returns_the_same_cubin);
+    RUN(test_cache_entry_damage_rebuilds);
+    RUN(test_cache_unwritable_reported);
     RUN(test_gpu_absent_is_clean);
 }

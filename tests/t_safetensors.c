@@ -216,7 +216,87 @@ static void test_every_truncation_refused(void) {
     free(data);
 }
 
+/* Parses header text as the header of a file holding `data` bytes after it; msg gets the
+ * error. The parsed entries are freed. */
+static hc_status parse_text(const char *json, uint64_t data, char *msg, size_t cap,
+                            char *first_name, size_t name_cap) {
+    size_t len = strlen(json);
+    hc_st_file f = {.path = "t.safetensors", .fd = -1, .header_len = len, .data_start = 8 + len,
+                    .file_size = 8 + len + data};
+    hc_err err = {0};
+    hc_status st = hc_st_parse_header(&f, json, len, &err);
+    snprintf(msg, cap, "%s", err.msg);
+    if (first_name && name_cap) snprintf(first_name, name_cap, "%s", f.ntensors ? f.tensors[0].name : "");
+    for (size_t i = 0; i < f.ntensors; i++) free(f.tensors[i].name);
+    free(f.tensors);
+    for (size_t i = 0; i < f.nmeta; i++) free(f.meta_keys[i]), free(f.meta_values[i]);
+    free(f.meta_keys);
+    free(f.meta_values);
+    return st;
+}
+
+static void expect_parse(const char *json, uint64_t data, hc_status want, const char *needle) {
+    char msg[1024];
+    hc_status st = parse_text(json, data, msg, sizeof msg, NULL, 0);
+    if (st != want)
+        CHECK_FAIL_("status %s, expected %s: %s\n    header: %.200s", hc_status_name(st),
+                    hc_status_name(want), msg, json);
+    if (needle) CHECK_CONTAINS(msg, needle);
+}
+
+#define E0 "\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]"
+
+/* The one-pass JSON reader: what it accepts beyond the plain case (escapes, numbers written
+ * as doubles, unknown fields of any shape) and what it refuses (a repeated field, deep
+ * nesting, more than 8 dimensions, lone surrogates, control bytes, repeated metadata keys). */
+static void test_header_json_rules(void) {
+    char name[64], msg[1024];
+    CHECK_EQ_INT(parse_text("{\"caf\\u00e9 \\ud83d\\ude00\\n\":{" E0 "}}", 0, msg, sizeof msg, name,
+                            sizeof name), HC_OK);
+    CHECK_STR_EQ(name, "caf\xc3\xa9 \xf0\x9f\x98\x80\n");
+    expect_parse("{\"a\":{\"dtype\":\"U8\",\"shape\":[1.0,2e0],\"data_offsets\":[0,2]}} ", 2,
+                 HC_OK, NULL);
+    expect_parse("{\"a\":{\"x\":[{\"y\":[1,-2.5e3,true,null,\"s\"]},{}],\"z\":false," E0 "}}", 0,
+                 HC_OK, NULL);
+    expect_parse("{\"a\":{\"dtype\":\"U8\",\"dtype\":\"I8\",\"shape\":[0],\"data_offsets\":[0,0]}}",
+                 0, HC_INVALID, "duplicate key \"dtype\"");
+    char deep[400] = "{\"a\":{\"x\":";
+    for (int i = 0; i < 70; i++) strcat(deep, "[");
+    for (int i = 0; i < 70; i++) strcat(deep, "]");
+    strcat(deep, "," E0 "}}");
+    expect_parse(deep, 0, HC_INVALID, "deeper than 64");
+    expect_parse("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,1]}}",
+                 1, HC_INVALID, "9 dimensions");
+    expect_parse("{\"a\":{\"dtype\":\"U8\",\"shape\":[1.5],\"data_offsets\":[0,1]}}", 1,
+                 HC_INVALID, "shape dimension 0");
+    expect_parse("{\"a\":{\"dtype\":\"U8\",\"shape\":[9007199254740992],\"data_offsets\":[0,0]}}",
+                 0, HC_INVALID, "shape dimension 0");
+    expect_parse("{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0,0]}}", 0,
+                 HC_INVALID, "data_offsets");
+    expect_parse("{\"\\ud800\":{" E0 "}}", 0, HC_INVALID, "not valid JSON");
+    expect_parse("{\"a\tb\":{" E0 "}}", 0, HC_INVALID, "not valid JSON");
+    expect_parse("{\"a\":{" E0 "}", 0, HC_INVALID, "not valid JSON");
+    expect_parse("{\"a\":{" E0 "}} x", 0, HC_INVALID, "after the JSON object");
+    expect_parse("{\"a\":{\"dtype\":\"F32_AND_A_VERY_LONG_NAME_INDEED_YES\",\"shape\":[0],"
+                 "\"data_offsets\":[0,0]}}", 0, HC_INVALID, "unknown dtype 'F32_AND");
+    expect_parse("{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"},\"a\":{" E0 "}}", 0, HC_INVALID,
+                 "__metadata__ key 'k' appears twice");
+    expect_parse("{\"__metadata__\":{},\"__metadata__\":{},\"a\":{" E0 "}}", 0, HC_INVALID,
+                 "duplicate");
+    expect_parse("{\"__metadata__\":[],\"a\":{" E0 "}}", 0, HC_INVALID, "not an object");
+    /* metadata pairs are bounded: one past the limit is refused */
+    size_t cap = (size_t)(HC_ST_MAX_METADATA + 1) * 16 + 64, n = 0;
+    char *big = malloc(cap);
+    n += (size_t)snprintf(big + n, cap - n, "{\"__metadata__\":{");
+    for (unsigned i = 0; i <= HC_ST_MAX_METADATA; i++)
+        n += (size_t)snprintf(big + n, cap - n, "%s\"%u\":\"v\"", i ? "," : "", i);
+    snprintf(big + n, cap - n, "}}");
+    expect_parse(big, 0, HC_INVALID, "more than 65536 entries");
+    free(big);
+}
+
 void suite_safetensors(void) {
+    RUN(test_header_json_rules);
     RUN(test_valid_files_match_numpy);
     RUN(test_metadata_and_special_shapes);
     RUN(test_corrupt_goldens);
