@@ -16,7 +16,6 @@
 #include "container_fmt.h"
 
 #define ZSTD_LEVEL 9
-#define ZSTD_MAX_INPUT (64ull << 20) /* larger tensors stay raw so they can be mapped */
 #define HASH_KEY "\"hash\":\""
 
 typedef struct {
@@ -210,10 +209,25 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (size_t i = 0; i < n; i++) {
         p[i].stored = t[i].size;
-        if (t[i].data && t[i].try_zstd && t[i].size >= 64 && t[i].size <= ZSTD_MAX_INPUT) {
+        if (t[i].data && t[i].try_zstd && t[i].size >= 64 && t[i].size <= HC_CT_ZSTD_MAX_RAW) {
             uint64_t c = try_compress(t[i].data, t[i].size, &p[i].zbuf);
             if (c) p[i].zstd = true, p[i].stored = c;
         }
+    }
+    /* the reader's expansion bound (docs/container.md, "Limits"): with the file at least the
+     * sum of stored bytes, the zstd tensors whose raw/stored ratio is highest go back to raw
+     * until the raw bytes they declare fit (only near-empty tensors of many MiB ever do) */
+    for (;;) {
+        uint64_t raw = 0, stored = 0, worst = n;
+        for (size_t i = 0; i < n; i++) {
+            stored += p[i].stored;
+            if (!p[i].zstd) continue;
+            raw += t[i].size;
+            if (worst == n || t[i].size * p[worst].stored > t[worst].size * p[i].stored) worst = i;
+        }
+        if (worst == n || raw <= HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO * stored) break;
+        free(p[worst].zbuf), p[worst].zbuf = NULL;
+        p[worst].zstd = false, p[worst].stored = t[worst].size;
     }
     /* keep buffers in tensor order while the budget lasts: the same choice for any thread
      * count (the bytes written do not depend on it either way) */

@@ -432,7 +432,42 @@ static void test_hash_text_in_metadata(void) {
     free_set(&s);
 }
 
+/* Tensors of zeros the writer would compress past the reader's expansion bound (raw bytes
+ * declared by zstd tensors <= HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO x file size): it keeps
+ * enough of them raw that the file it writes opens (before: a file the reader refused). */
+static void test_writer_keeps_the_expansion_bound(void) {
+    enum { NZ = 3 };
+    uint64_t each = 48ull << 20; /* three: 144 MiB declared, a few KB stored */
+    uint8_t *zeros = calloc(1, each);
+    hc_cw_tensor t[NZ];
+    memset(t, 0, sizeof t);
+    static const char *const names[NZ] = {"z0", "z1", "z2"};
+    for (int i = 0; i < NZ; i++)
+        t[i] = (hc_cw_tensor){.name = names[i], .dtype = HC_DT_U8, .ndim = 1, .shape = {each},
+                              .padded_shape = {each}, .layout = "source", .data = zeros,
+                              .size = each, .try_zstd = true};
+    char path[600], msg[1024];
+    snprintf(path, sizeof path, "%s/zeros.hconvert", test_tmpdir());
+    hc_cw_options o = {.source_format = "t", .target = "t", .tp_size = 1, .threads = 2};
+    hc_err err = {0};
+    CHECK(zeros != NULL);
+    CHECK_EQ_INT(hc_container_write(path, t, NZ, &o, &err), HC_OK);
+    hc_container *c = NULL;
+    if (hc_container_open(path, 0, &c, msg, sizeof msg)) CHECK_FAIL_("open: %s", msg);
+    uint64_t zraw = 0, fsize = 0;
+    for (size_t i = 0; c && i < hc_container_tensor_count(c); i++) {
+        const hc_tensor_info *ti = hc_container_tensor(c, i);
+        if (ti->encoding == HC_ENC_ZSTD) zraw += ti->raw_length;
+        if (ti->offset + ti->length > fsize) fsize = ti->offset + ti->length;
+    }
+    CHECK(c && zraw > 0 && zraw <= HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO * fsize);
+    hc_container_free(c);
+    CHECK_EQ_INT(verify_file(path), HC_OK);
+    free(zeros);
+}
+
 void suite_container(void) {
+    RUN(test_writer_keeps_the_expansion_bound);
     RUN(test_hash_text_in_metadata);
     RUN(test_failed_write_leaves_nothing);
     RUN(test_round_trip);
