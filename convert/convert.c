@@ -396,7 +396,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
         memcpy(t->padded_shape, sh, sizeof sh);
         t->layout = p->kind == HC_TL_INT ? HC_LAYOUT_INT : p->kind == HC_TL_FP4 ? HC_LAYOUT_FP4
                     : p->kind == HC_TL_MXFOLD ? HC_LAYOUT_MXFOLD : HC_LAYOUT_FP8;
-        t->layout_version = HC_LAYOUT_VERSION;
+        t->layout_version = hc_tile_layout_version(p);
         t->size = hc_tile_bytes(p);
         params[i] = hc_tile_params_json(p);
         t->layout_params = params[i];

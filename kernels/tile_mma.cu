@@ -92,7 +92,7 @@ typedef unsigned short hc_u16;
 #if HC_CODEC == 5
 #define P_SCALE_BYTES 256u
 #else
-#define P_SCALE_BYTES (64u * P_S * (HC_SK == 0 ? 4u : HC_SK <= 2 ? 2u : 1u))
+#define P_SCALE_BYTES (64u * P_S * (HC_SK == 0 || HC_SK == 5 ? 4u : HC_SK <= 2 ? 2u : 1u))
 #endif
 #define P_CB ((hc_u64)((P_CODE_BYTES + P_SCALE_BYTES + (HC_ZP ? 64u * P_S : 0u) + 127u) / 128u * 128u))
 #else
@@ -175,6 +175,7 @@ __device__ __forceinline__ float tile_scale(const hc_u8 *ch, const hc_mma_params
     float v;
     switch (P_SK) {
     case 0: v = ((const float *)s)[i]; break;
+    case 5: v = __frcp_rn(((const float *)s)[i]); break; /* fp8 divisors: w * (1 / s) */
     case 1: v = __uint_as_float((unsigned)((const hc_u16 *)s)[i] << 16); break;
     case 2: v = f32_of_f16(((const hc_u16 *)s)[i]); break;
     case 3: { /* E4M3: bits into float32's exponent and mantissa, times 2^120 */

@@ -30,11 +30,6 @@ size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family 
     if (n < cap) out[n++] = &(f)
     why[0] = 0;
     (void)m;
-    if (q->scale_divides) { /* tiles.c keeps such modules in their source layout */
-        snprintf(why, why_len, "scales that divide (fp8 weight_scale_semantics 'inverse') have "
-                 "no tile layout; the source layout is kept");
-        return 0;
-    }
     switch (q->kind) {
     case HC_Q_INT:
         if (q->bits >= 1 && q->bits <= 4) { ADD(fam_int4); }

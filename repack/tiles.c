@@ -57,11 +57,6 @@ uint64_t hc_tile_group_k(uint64_t sk, uint64_t gk) {
 
 bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
     memset(pl, 0, sizeof *pl);
-    if (q->scale_divides) { /* the tile layouts multiply; a reciprocal is not exact */
-        snprintf(pl->reason, sizeof pl->reason, "its scales divide the codes (fp8 "
-                 "weight_scale_semantics 'inverse'); no tile layout applies a divisor");
-        return false;
-    }
     hc_tile_params *p = &pl->p;
     p->E = q->E, p->N = q->N, p->K = q->K;
     p->Np = round_up(q->N, HC_TILE_N);
@@ -113,6 +108,10 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
     case HC_Q_FP8_E4M3:
         p->kind = HC_TL_FP8;
         p->src_bits = p->code_bits = 8;
+        /* GPTQModel's inverse scales: kept as stored (their reciprocals are not exact), the
+         * layout divides (version 2); F16 / BF16 divisors widen to F32 exactly */
+        p->scale_divides = q->scale_divides;
+        if (p->scale_divides) p->scale_dtype = HC_DT_F32;
         break;
     default:
         snprintf(pl->reason, sizeof pl->reason, "%s weights have no tiled layout",

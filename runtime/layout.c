@@ -66,6 +66,7 @@ cJSON *hc_tile_params_json(const hc_tile_params *p) {
     }
     cJSON_AddBoolToObject(j, "perm", p->perm);
     cJSON_AddBoolToObject(j, "sign_magnitude", p->sign_magnitude);
+    if (p->scale_divides) cJSON_AddTrueToObject(j, "scale_divides"); /* version 2 */
     cJSON_AddNumberToObject(j, "chunk_bytes", (double)p->chunk_bytes);
     return j;
 }
@@ -106,6 +107,9 @@ hc_status hc_tile_params_parse(const cJSON *j, const char *layout, hc_tile_param
     p->sign_magnitude = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "sign_magnitude"));
     if (p->sign_magnitude && (p->kind != HC_TL_INT || p->code_bits != 4 || p->zeros))
         BAD("sign_magnitude applies to 4-bit integer codes without zero points");
+    p->scale_divides = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "scale_divides"));
+    if (p->scale_divides && (p->kind != HC_TL_FP8 || p->scale_dtype != HC_DT_F32))
+        BAD("scale_divides applies to fp8 codes with F32 scales");
     if (!p->src_bits || (p->kind == HC_TL_INT && p->src_bits > p->code_bits)) BAD("src_bits");
     if (p->kind != HC_TL_MXFOLD && !scale_size(p)) BAD("scale_dtype");
     if (!hc_tile_geometry(p)) BAD("dimensions, group or code width are inconsistent");
@@ -144,6 +148,7 @@ void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c) {
     c->g = (unsigned)(p->g < HC_TILE_K ? p->g : HC_TILE_K);
     c->scale_kind = p->scale_dtype == HC_DT_F32 ? 0 : p->scale_dtype == HC_DT_BF16 ? 1
                     : p->scale_dtype == HC_DT_F16 ? 2 : p->scale_dtype == HC_DT_F8_E4M3 ? 3 : 4;
+    if (p->scale_divides) c->scale_kind = 5; /* F32 divisors */
     c->zeros = p->zeros;
     c->zero_const = (unsigned)p->zero_const;
     c->sign_magnitude = p->sign_magnitude;

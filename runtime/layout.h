@@ -21,7 +21,10 @@
 #define HC_LAYOUT_FP4 "tile64-fp4"      /* E2M1 codes, per-group scales (NVFP4, MXFP4 fallback) */
 #define HC_LAYOUT_MXFOLD "tile64-mxfold" /* MXFP4 with group exponents folded (lossless) */
 #define HC_LAYOUT_FP8 "tile64-fp8"      /* E4M3 codes, per-row-per-group scales */
-#define HC_LAYOUT_VERSION 1
+/* The newest layout version this reader knows. A tensor is written with the lowest version
+ * that holds it (hc_tile_layout_version): 1, or 2 for FP8 scales that divide, so an older
+ * reader refuses those by name instead of multiplying. */
+#define HC_LAYOUT_VERSION 2
 
 typedef enum { HC_TL_INT = 1, HC_TL_FP4, HC_TL_MXFOLD, HC_TL_FP8 } hc_tile_kind;
 
@@ -39,9 +42,15 @@ typedef struct {
     double global_div;     /* NVFP4: scales are divided by this; 0 when unused */
     bool perm;             /* columns were reordered; NAME.perm holds the source column */
     bool sign_magnitude;   /* int: codes are sign (bit 3) + magnitude, q = +-m, no zero point */
+    bool scale_divides;    /* fp8: w = e4m3(u) / s (GPTQModel's weight_scale_inv; F32 scales) */
     uint64_t code_bytes, scale_bytes, zero_bytes, chunk_bytes;
     uint64_t tiles_n, tiles_k;
 } hc_tile_params;
+
+/* The layout version a tensor with these parameters is written with (see HC_LAYOUT_VERSION). */
+static inline unsigned hc_tile_layout_version(const hc_tile_params *p) {
+    return p->scale_divides ? 2u : 1u;
+}
 
 /* Fills the derived sizes from kind, bits, dims, g, scale dtype and zeros; false on overflow. */
 bool hc_tile_geometry(hc_tile_params *p);

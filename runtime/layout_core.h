@@ -110,7 +110,7 @@ typedef struct {
     unsigned code_bits;  /* 4 or 8 */
     unsigned S;          /* scale columns per tile row */
     unsigned g;          /* scale group along K (S > 1: columns per scale column) */
-    unsigned scale_kind; /* 0 F32, 1 BF16, 2 F16, 3 E4M3, 4 E8M0 */
+    unsigned scale_kind; /* 0 F32, 1 BF16, 2 F16, 3 E4M3, 4 E8M0, 5 F32 divisor (fp8 only) */
     unsigned zeros;      /* a zero-point byte per scale entry */
     unsigned zero_const;
     unsigned sign_magnitude;
@@ -123,7 +123,8 @@ HC_HD double hc_core_scale(const hc_core_params *p, const hc_u8 *chunk, unsigned
     const hc_u8 *s = chunk + p->code_bytes;
     hc_u64 i = (hc_u64)r * p->S + j;
     switch (p->scale_kind) {
-    case 0: return hc_core_bits_f32((hc_u32)s[4 * i] | (hc_u32)s[4 * i + 1] << 8 |
+    case 0:
+    case 5: return hc_core_bits_f32((hc_u32)s[4 * i] | (hc_u32)s[4 * i + 1] << 8 |
                                     (hc_u32)s[4 * i + 2] << 16 | (hc_u32)s[4 * i + 3] << 24);
     case 1: return hc_core_bits_f32(((hc_u32)s[2 * i] | (hc_u32)s[2 * i + 1] << 8) << 16);
     case 2: return hc_core_f16((unsigned)s[2 * i] | (unsigned)s[2 * i + 1] << 8);
@@ -154,7 +155,9 @@ HC_HD double hc_core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned
         double s = hc_core_scale(p, chunk, r, j);
         return p->global_div != 0 ? hc_core_fp4(u) * (s / p->global_div) : hc_core_fp4(u) * s;
     }
-    case 4: return hc_core_e4m3(u) * hc_core_scale(p, chunk, r, j);
+    case 4: /* divided in float64: rounded to float32 it is the float32 quotient's bits */
+        return p->scale_kind == 5 ? hc_core_e4m3(u) / hc_core_scale(p, chunk, r, j)
+                                  : hc_core_e4m3(u) * hc_core_scale(p, chunk, r, j);
     case 3: {
         const hc_u8 *rec = chunk + p->code_bytes + (hc_u64)r * 4;
         if (rec[0] == 0xFF) return hc_core_fp4(u) * hc_core_e8m0(rec[1 + j]);

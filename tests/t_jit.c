@@ -13,10 +13,12 @@
 
 /* The kinds of layers the converter writes (codec, scale kind, log2 k16 steps per group,
  * zero points), as the runtime specialises its modules. */
-static const char *const kinds[10][4] = {
+#define NKINDS 11
+static const char *const kinds[NKINDS][4] = {
     {"1", "1", "2", "0"}, {"1", "2", "1", "1"}, {"2", "0", "2", "0"}, {"3", "0", "0", "1"},
     {"3", "1", "2", "0"}, {"4", "3", "0", "0"}, {"4", "4", "1", "0"}, {"5", "4", "1", "0"},
-    {"6", "0", "2", "0"}, {"6", "1", "2", "0"}};
+    {"6", "0", "2", "0"}, {"6", "1", "2", "0"},
+    {"6", "5", "2", "0"}}; /* FP8 with F32 divisors (GPTQModel's inverse scales) */
 
 static void test_every_kernel_compiles(void) {
     int maj = 0, min = 0;
@@ -42,8 +44,8 @@ static void test_every_kernel_compiles(void) {
         list[nb++] = (build){"tile_gemm.cu", archs[a], {"--fmad=false"}};
         for (int c = 0; c < 6; c++) list[nb++] = (build){"tile_mma.cu", archs[a], {codecs[c]}};
     }
-    static char kopt[10][4][24];
-    for (int i = 0; i < 10; i++) {
+    static char kopt[NKINDS][4][24];
+    for (int i = 0; i < NKINDS; i++) {
         static const char *const names[] = {"HC_CODEC", "HC_SK", "HC_LGS", "HC_ZP"};
         for (int j = 0; j < 4; j++)
             snprintf(kopt[i][j], sizeof kopt[i][j], "-D%s=%s", names[j], kinds[i][j]);

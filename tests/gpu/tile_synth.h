@@ -21,6 +21,7 @@ typedef struct {
     hc_dtype scale_dtype; /* ignored for mxfold */
     uint64_t g;           /* layout group along K */
     double global_div;    /* NVFP4, else 0 */
+    bool divides;         /* fp8: w = e4m3 / s (layout version 2) */
 } synth_spec;
 
 static uint64_t synth_rng(uint64_t *s) {
@@ -103,7 +104,7 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                         .scale_dtype = s->kind == HC_TL_MXFOLD ? HC_DT_U8 : s->scale_dtype,
                         .zeros = s->zeros, .zero_const = s->code_bits == 4 ? 8 : 128,
                         .global_div = s->global_div, .perm = perm,
-                        .sign_magnitude = s->sign_magnitude};
+                        .sign_magnitude = s->sign_magnitude, .scale_divides = s->divides};
     if (!hc_tile_geometry(&p)) {
         snprintf(msg, msg_len, "%s: bad geometry", s->label);
         return -1;
@@ -178,6 +179,7 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                             sc = synth_scale_value(p.scale_dtype,
                                                    ch + p.code_bytes + (r * p.S + j) * ss);
                             if (s->global_div != 0) sc /= s->global_div;
+                            if (s->divides) sc = 1.0 / sc; /* (rounded once more: a test bound) */
                             if (p.zeros) z = ch[p.code_bytes + p.scale_bytes + r * p.S + j];
                         }
                         uint64_t kk = kb * 64 + c, col = pm ? (uint64_t)pm[kk] : kk;
@@ -190,7 +192,7 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
     hc_cw_tensor t[2] = {{.name = "w", .dtype = HC_DT_U8, .ndim = 4,
                           .shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
                           .padded_shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
-                          .layout = ids[s->kind], .layout_version = HC_LAYOUT_VERSION, .data = d,
+                          .layout = ids[s->kind], .layout_version = hc_tile_layout_version(&p), .data = d,
                           .size = bytes, .layout_params = lp},
                          {.name = "w.perm", .dtype = HC_DT_I32, .ndim = 1, .shape = {K},
                           .padded_shape = {K}, .layout = "source", .data = pm, .size = K * 4}};
@@ -205,16 +207,17 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
 
 /* The layouts the converter writes, one spec each (with the scale types and groups seen). */
 static const synth_spec synth_specs[] = {
-    {"int4 g128 bf16 sym", HC_TL_INT, 4, false, false, HC_DT_BF16, 128, 0},
-    {"int4 g32 f16 zero points", HC_TL_INT, 4, false, true, HC_DT_F16, 32, 0},
-    {"int4 g64 f32 sign-magnitude", HC_TL_INT, 4, true, false, HC_DT_F32, 64, 0},
-    {"int8 g16 f32 zero points", HC_TL_INT, 8, false, true, HC_DT_F32, 16, 0},
-    {"int8 channel bf16", HC_TL_INT, 8, false, false, HC_DT_BF16, 64, 0},
-    {"nvfp4 g16 e4m3 global", HC_TL_FP4, 4, false, false, HC_DT_F8_E4M3, 16, 448.0 * 6.0},
-    {"mxfp4 g32 e8m0 (fallback)", HC_TL_FP4, 4, false, false, HC_DT_F8_E8M0, 32, 0},
-    {"mxfp4 folded", HC_TL_MXFOLD, 4, false, false, HC_DT_U8, 32, 0},
-    {"fp8 block128 f32", HC_TL_FP8, 8, false, false, HC_DT_F32, 128, 0},
-    {"fp8 channel bf16", HC_TL_FP8, 8, false, false, HC_DT_BF16, 64, 0},
+    {"int4 g128 bf16 sym", HC_TL_INT, 4, false, false, HC_DT_BF16, 128, 0, false},
+    {"int4 g32 f16 zero points", HC_TL_INT, 4, false, true, HC_DT_F16, 32, 0, false},
+    {"int4 g64 f32 sign-magnitude", HC_TL_INT, 4, true, false, HC_DT_F32, 64, 0, false},
+    {"int8 g16 f32 zero points", HC_TL_INT, 8, false, true, HC_DT_F32, 16, 0, false},
+    {"int8 channel bf16", HC_TL_INT, 8, false, false, HC_DT_BF16, 64, 0, false},
+    {"nvfp4 g16 e4m3 global", HC_TL_FP4, 4, false, false, HC_DT_F8_E4M3, 16, 448.0 * 6.0, false},
+    {"mxfp4 g32 e8m0 (fallback)", HC_TL_FP4, 4, false, false, HC_DT_F8_E8M0, 32, 0, false},
+    {"mxfp4 folded", HC_TL_MXFOLD, 4, false, false, HC_DT_U8, 32, 0, false},
+    {"fp8 block128 f32", HC_TL_FP8, 8, false, false, HC_DT_F32, 128, 0, false},
+    {"fp8 channel bf16", HC_TL_FP8, 8, false, false, HC_DT_BF16, 64, 0, false},
+    {"fp8 block128 f32 divisors", HC_TL_FP8, 8, false, false, HC_DT_F32, 128, 0, true},
 };
 #define SYNTH_SPECS (sizeof synth_specs / sizeof synth_specs[0])
 
