@@ -179,11 +179,11 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                             sc = synth_scale_value(p.scale_dtype,
                                                    ch + p.code_bytes + (r * p.S + j) * ss);
                             if (s->global_div != 0) sc /= s->global_div;
-                            if (s->divides) sc = 1.0 / sc; /* (rounded once more: a test bound) */
                             if (p.zeros) z = ch[p.code_bytes + p.scale_bytes + r * p.S + j];
                         }
                         uint64_t kk = kb * 64 + c, col = pm ? (uint64_t)pm[kk] : kk;
-                        ref[(e * N + nb * 64 + r) * K + col] = synth_value(s, u, sc, z);
+                        ref[(e * N + nb * 64 + r) * K + col] =
+                            s->divides ? synth_value(s, u, 1.0, z) / sc : synth_value(s, u, sc, z);
                     }
             }
     static const char *const ids[] = {NULL, HC_LAYOUT_INT, HC_LAYOUT_FP4, HC_LAYOUT_MXFOLD,
