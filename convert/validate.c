@@ -27,13 +27,18 @@ typedef struct {
     uint64_t E, N, K, gn, gk;
     bool zeros, gidx;
     double global_div;
+    uint64_t bytes;
+    char role;
+    struct mod_caps *caps; /* quantized modules only: most of a checkpoint's tensors are not */
+} mod_result;
+
+/* What kernels and tensor-parallel cuts a quantized module gets. */
+typedef struct mod_caps {
     const hc_family *fam[MAX_FAM];
     size_t nfam;
     char why[128];
-    uint64_t bytes;
-    char role;
     hc_tp_plan plan[MAX_TP];
-} mod_result;
+} mod_caps;
 
 /* The k-th smallest of v (reordered in place), by quickselect: linear time on average, where
  * a sort of every scale of a big model would dominate validate. */
@@ -143,13 +148,16 @@ static void analyse(const hc_model *md, size_t i, const unsigned *tps, int ntp, 
     r->kind = q.kind, r->bits = q.bits, r->E = q.E, r->N = q.N, r->K = q.K, r->gn = q.gn,
     r->gk = q.gk, r->zeros = q.zeros != NULL, r->gidx = q.g_idx != NULL,
     r->global_div = q.global_div;
+    if (r->quantized) r->caps = calloc(1, sizeof *r->caps);
+    if (r->quantized && !r->caps) r->quantized = false; /* out of memory: reported as unknown */
     if (r->quantized) {
         check_scales(m, &q, &r->f);
         check_zeros(m, &q, &r->f);
-        r->nfam = hc_families_for(m, &q, r->fam, MAX_FAM, r->why, sizeof r->why);
+        mod_caps *k = r->caps;
+        k->nfam = hc_families_for(m, &q, k->fam, MAX_FAM, k->why, sizeof k->why);
         r->bytes = hc_module_bytes(&q);
         r->role = hc_tp_role(m->name);
-        for (int t = 0; t < ntp; t++) hc_tp_shard(&q, r->role, tps[t], r->fam[0], &r->plan[t]);
+        for (int t = 0; t < ntp; t++) hc_tp_shard(&q, r->role, tps[t], k->fam[0], &k->plan[t]);
     }
     hc_qtensor_free(&q);
 }
@@ -250,8 +258,9 @@ typedef struct {
 /* The same tensor-parallel outcome at every size (act-order cuts differ per module). */
 static bool same_tp(const mod_result *x, const mod_result *y) {
     for (int t = 0; t < MAX_TP; t++)
-        if (x->plan[t].regroup != y->plan[t].regroup || x->plan[t].gpu != y->plan[t].gpu ||
-            x->plan[t].group_aligned != y->plan[t].group_aligned)
+        if (x->caps->plan[t].regroup != y->caps->plan[t].regroup ||
+            x->caps->plan[t].gpu != y->caps->plan[t].gpu ||
+            x->caps->plan[t].group_aligned != y->caps->plan[t].group_aligned)
             return false;
     return true;
 }
@@ -261,7 +270,7 @@ static bool same_class(const hc_model *md, const mod_result *res, size_t a, size
     const mod_result *x = &res[a], *y = &res[b];
     return same_tp(x, y) && x->kind == y->kind && x->bits == y->bits && x->E == y->E && x->N == y->N &&
            x->K == y->K && x->gk == y->gk && x->gn == y->gn && x->role == y->role &&
-           x->zeros == y->zeros && x->gidx == y->gidx && x->nfam == y->nfam &&
+           x->zeros == y->zeros && x->gidx == y->gidx && x->caps->nfam == y->caps->nfam &&
            md->m[a].scheme.fmt == md->m[b].scheme.fmt;
 }
 
@@ -282,7 +291,9 @@ static cJSON *finding_json(const hc_finding *x) {
 }
 
 /* A class of modules with a GPU family whose tensor-parallel slice the GPU kernels cannot run. */
-static bool loses_gpu(const mod_result *x, const hc_tp_plan *p) { return x->nfam > 1 && !p->gpu; }
+static bool loses_gpu(const mod_result *x, const hc_tp_plan *p) {
+    return x->caps->nfam > 1 && !p->gpu;
+}
 
 static void report(FILE *out, const hc_validate_opts *o, const char *src, const hc_model *md,
                    const mod_result *res, const hc_findings *f, const klass *kl, size_t nk,
@@ -323,19 +334,19 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
             cJSON_AddBoolToObject(e, "zero_points", x->zeros);
             cJSON_AddBoolToObject(e, "act_order", x->gidx);
             cJSON *ka = cJSON_AddArrayToObject(e, "kernels");
-            for (size_t k = 0; k < x->nfam; k++) {
+            for (size_t k = 0; k < x->caps->nfam; k++) {
                 cJSON *kk = cJSON_CreateObject();
-                cJSON_AddStringToObject(kk, "family", x->fam[k]->name);
-                cJSON_AddStringToObject(kk, "activations", x->fam[k]->activations);
-                cJSON_AddNumberToObject(kk, "pad_n", (double)((x->N + x->fam[k]->n_multiple - 1) /
-                                                               x->fam[k]->n_multiple *
-                                                               x->fam[k]->n_multiple));
-                cJSON_AddNumberToObject(kk, "pad_k", (double)((x->K + x->fam[k]->k_multiple - 1) /
-                                                               x->fam[k]->k_multiple *
-                                                               x->fam[k]->k_multiple));
+                cJSON_AddStringToObject(kk, "family", x->caps->fam[k]->name);
+                cJSON_AddStringToObject(kk, "activations", x->caps->fam[k]->activations);
+                cJSON_AddNumberToObject(kk, "pad_n", (double)((x->N + x->caps->fam[k]->n_multiple - 1) /
+                                                               x->caps->fam[k]->n_multiple *
+                                                               x->caps->fam[k]->n_multiple));
+                cJSON_AddNumberToObject(kk, "pad_k", (double)((x->K + x->caps->fam[k]->k_multiple - 1) /
+                                                               x->caps->fam[k]->k_multiple *
+                                                               x->caps->fam[k]->k_multiple));
                 cJSON_AddItemToArray(ka, kk);
             }
-            if (x->why[0]) cJSON_AddStringToObject(e, "gpu_unavailable", x->why);
+            if (x->caps->why[0]) cJSON_AddStringToObject(e, "gpu_unavailable", x->caps->why);
             else cJSON_AddNullToObject(e, "gpu_unavailable");
             cJSON_AddNumberToObject(e, "bytes", (double)kl[c].bytes);
             cJSON_AddItemToArray(ca, e);
@@ -348,7 +359,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
             cJSON *sa = cJSON_AddArrayToObject(te, "shards");
             for (size_t c = 0; c < nk; c++) {
                 const mod_result *x = &res[kl[c].first];
-                const hc_tp_plan *p = &x->plan[t];
+                const hc_tp_plan *p = &x->caps->plan[t];
                 even &= p->splits;
                 aligned &= p->group_aligned;
                 cJSON *e = cJSON_CreateObject();
@@ -403,9 +414,9 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
                 hc_escape(m->name, esc, sizeof esc), kl[c].count, hc_fmt_name(m->scheme.fmt),
                 elem, ex, (unsigned long long)x->N, (unsigned long long)x->K,
                 grp, x->zeros ? ", zero points" : "", x->gidx ? ", act-order" : "");
-        for (size_t k = 0; k < x->nfam; k++)
-            fprintf(out, " %s/%s", x->fam[k]->name, x->fam[k]->activations);
-        if (x->why[0]) fprintf(out, " (%s)", x->why);
+        for (size_t k = 0; k < x->caps->nfam; k++)
+            fprintf(out, " %s/%s", x->caps->fam[k]->name, x->caps->fam[k]->activations);
+        if (x->caps->why[0]) fprintf(out, " (%s)", x->caps->why);
         fputc('\n', out);
     }
     for (int t = 0; t < ntp; t++) {
@@ -413,7 +424,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
         uint64_t waste = 0;
         for (size_t c = 0; c < nk; c++) {
             const mod_result *x = &res[kl[c].first];
-            const hc_tp_plan *p = &x->plan[t];
+            const hc_tp_plan *p = &x->caps->plan[t];
             col += p->role == 'c' ? kl[c].count : 0;
             row += p->role == 'r' ? kl[c].count : 0;
             uneven += p->splits ? 0 : kl[c].count;
@@ -428,7 +439,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
         if (nogpu) fprintf(out, "; %zu lose the GPU kernels (scale groups under 16 columns)", nogpu);
         fputc('\n', out);
         for (size_t c = 0; c < nk; c++) {
-            const hc_tp_plan *p = &res[kl[c].first].plan[t];
+            const hc_tp_plan *p = &res[kl[c].first].caps->plan[t];
             if (p->regroup || !p->splits)
                 fprintf(out, "  %s: %s split to [%llu, %llu]%s, group %llu -> %llu%s\n",
                         md->m[kl[c].first].name, p->role == 'c' ? "column" : "row",
@@ -503,7 +514,7 @@ hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, siz
     *errors = hc_findings_errors(&all);
 out:
     if (res)
-        for (size_t i = 0; md && i < md->n; i++) hc_findings_free(&res[i].f);
+        for (size_t i = 0; md && i < md->n; i++) hc_findings_free(&res[i].f), free(res[i].caps);
     hc_findings_free(&all);
     free(res);
     free(kl);

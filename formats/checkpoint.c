@@ -270,6 +270,16 @@ static hc_status add_shard(hc_ckpt *c, const char *file, hc_err *err) {
     hc_status st = hc_st_open(path, &f, err);
     free(path);
     if (st) return st;
+    size_t total = f->ntensors;
+    for (size_t s = 0; s < c->nshards; s++) total += c->shards[s]->ntensors;
+    if (total > HC_CKPT_MAX_TENSORS) { /* every later pass costs memory per tensor */
+        char esc[512];
+        hc_escape(f->path, esc, sizeof esc);
+        hc_st_close(f);
+        return hc_fail(err, HC_INVALID, "'%s': the checkpoint holds more than %u tensors with this "
+                       "shard (%zu); no model needs that many (docs/inputs.md)", esc,
+                       HC_CKPT_MAX_TENSORS, total);
+    }
     hc_st_file **v = realloc(c->shards, (c->nshards + 1) * sizeof *v);
     if (!v) {
         hc_st_close(f);

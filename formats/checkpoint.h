@@ -25,6 +25,10 @@ typedef struct {
 } hc_ckpt_opts;
 
 #define HC_EXTRACT_MAX_BYTES (2ull << 40) /* 2 TiB */
+/* Tensors in all shards together: about 3.5 times the largest real checkpoint (a GPTQ Kimi K2:
+ * 61 layers x 384 experts x 3 projections x 4 tensors); validate and convert keep a few
+ * hundred bytes per tensor. */
+#define HC_CKPT_MAX_TENSORS 1000000u
 #define HC_EXTRACT_MAX_RATIO 100ull
 
 typedef struct {
