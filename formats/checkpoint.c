@@ -272,13 +272,13 @@ static hc_status add_shard(hc_ckpt *c, const char *file, hc_err *err) {
     if (st) return st;
     size_t total = f->ntensors;
     for (size_t s = 0; s < c->nshards; s++) total += c->shards[s]->ntensors;
-    if (total > HC_CKPT_MAX_TENSORS) { /* every later pass costs memory per tensor */
+    if (total > c->max_tensors) { /* every later pass costs memory per tensor */
         char esc[512];
         hc_escape(f->path, esc, sizeof esc);
         hc_st_close(f);
-        return hc_fail(err, HC_INVALID, "'%s': the checkpoint holds more than %u tensors with this "
-                       "shard (%zu); no model needs that many (docs/inputs.md)", esc,
-                       HC_CKPT_MAX_TENSORS, total);
+        return hc_fail(err, HC_INVALID, "'%s': the checkpoint holds more than %llu tensors with "
+                       "this shard (%zu); no model needs that many (docs/inputs.md)", esc,
+                       (unsigned long long)c->max_tensors, total);
     }
     hc_st_file **v = realloc(c->shards, (c->nshards + 1) * sizeof *v);
     if (!v) {
@@ -618,6 +618,7 @@ hc_status hc_ckpt_open_opts(const char *src, const hc_ckpt_opts *o, hc_ckpt **ou
     if (!c) return hc_fail(err, HC_NOMEM, "out of memory");
     hc_status st = HC_OK;
     c->src = hc_strdup(src);
+    c->max_tensors = o && o->max_tensors ? o->max_tensors : HC_CKPT_MAX_TENSORS;
     struct stat sb;
     if (!c->src) {
         st = hc_fail(err, HC_NOMEM, "out of memory");

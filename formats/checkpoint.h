@@ -22,6 +22,7 @@ typedef struct {
 typedef struct {
     uint64_t max_extract_bytes; /* 0: HC_EXTRACT_MAX_BYTES */
     uint64_t max_extract_ratio; /* 0: HC_EXTRACT_MAX_RATIO */
+    uint64_t max_tensors;       /* 0: HC_CKPT_MAX_TENSORS (tensors of all shards together) */
 } hc_ckpt_opts;
 
 #define HC_EXTRACT_MAX_BYTES (2ull << 40) /* 2 TiB */
@@ -38,6 +39,7 @@ typedef struct {
     char *cache_blobs; /* a Hugging Face cache snapshot's "../../blobs", where its links may
                         * also resolve (NULL when root is not such a snapshot) */
     char *tmpdir; /* extraction folder removed at close, or NULL */
+    uint64_t max_tensors; /* hc_ckpt_opts' */
     int is_archive, is_single_file, is_container;
     hc_container *container;  /* when reading a container written by convert */
     hc_st_tensor *ct_tensors; /* its tensors, described as safetensors entries */

@@ -383,6 +383,29 @@ static void test_hf_cache_snapshot(void) {
     free(src);
 }
 
+/* More tensors than the checkpoint limit (HC_CKPT_MAX_TENSORS, here lowered through the
+ * option) are refused at the shard that passes it, naming it and the limit. */
+static void test_tensor_limit(void) {
+    const char *dir = test_tmpdir();
+    char path[600], hdr[2048] = "{";
+    for (int i = 0; i < 11; i++)
+        snprintf(hdr + strlen(hdr), sizeof hdr - strlen(hdr), "%s\"t%d\":{\"dtype\":\"U8\","
+                 "\"shape\":[0],\"data_offsets\":[0,0]}", i ? "," : "", i);
+    strcat(hdr, "}");
+    snprintf(path, sizeof path, "%s/many.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    uint64_t n = strlen(hdr);
+    CHECK(f && fwrite(&n, 8, 1, f) == 1 && fwrite(hdr, 1, n, f) == n && fclose(f) == 0);
+    hc_ckpt_opts o = {.max_tensors = 10};
+    expect_refused(path, &o, "many.safetensors", "more than 10 tensors", "(11)");
+    o.max_tensors = 11;
+    hc_ckpt *c = NULL;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_ckpt_open_opts(path, &o, &c, &err), HC_OK);
+    CHECK(c && c->nentries == 11);
+    hc_ckpt_close(c);
+}
+
 void suite_inputs(void) {
     RUN(test_archives_made_by_tools);
     RUN(test_entry_names);
@@ -391,4 +414,5 @@ void suite_inputs(void) {
     RUN(test_fifo_members);
     RUN(test_links);
     RUN(test_hf_cache_snapshot);
+    RUN(test_tensor_limit);
 }
