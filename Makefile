@@ -156,6 +156,8 @@ $(FUZZ_DIR)/libfuzzlib.a: $(call objs,$(FUZZ_DIR)/obj,$(FUZZ_LIB))
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/libfuzzlib.a
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
 fuzz-bins: $(FUZZ_BINS)
+# the targets' objects are intermediates of a pattern chain: keep them (no rebuild next time)
+.SECONDARY: $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/obj/tests/fuzz/%.o,$(wildcard tests/fuzz/fuzz_*.c))
 # `make fuzz`: every target for FUZZ_SECONDS (default 60) each, after the regression inputs
 fuzz: fuzz-bins
 	@sh tests/fuzz/run.sh $(BUILD) $(or $(FUZZ_SECONDS),60)
