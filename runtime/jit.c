@@ -65,12 +65,15 @@ hc_status hc_jit_version(int *major, int *minor, hc_err *err) {
     return HC_OK;
 }
 
+/* Without HOME (cron, services, containers) the cache is a folder of this user's own under
+ * /tmp, never one shared with other users (who could plant cubins in it). */
 static char *cache_dir(void) {
     const char *d = getenv("HC_CACHE_DIR");
     if (d && *d) return hc_strdup(d);
     const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (x && *x) return hc_asprintf("%s/hconvert", x);
-    return hc_asprintf("%s/.cache/hconvert", home && *home ? home : "/tmp");
+    if (home && *home) return hc_asprintf("%s/.cache/hconvert", home);
+    return hc_asprintf("/tmp/hconvert-cache-%u", (unsigned)geteuid());
 }
 
 static void mkdirs(const char *path) {
@@ -81,8 +84,16 @@ static void mkdirs(const char *path) {
             mkdir(p, 0755);
             *s = '/';
         }
-    if (p) mkdir(p, 0755);
+    if (p) mkdir(p, 0700); /* the cache folder itself: this user's */
     free(p);
+}
+
+/* A cubin is code the process runs: the cache folder and an entry are trusted only when this
+ * user owns them and nobody else may write them. NULL when trusted, else why not. */
+static const char *untrusted(const struct stat *sb) {
+    if (sb->st_uid != geteuid()) return "owned by another user";
+    if (sb->st_mode & (S_IWGRP | S_IWOTH)) return "writable by other users";
+    return NULL;
 }
 
 /* The cache key: every input that changes the cubin. */
@@ -113,10 +124,16 @@ static uint64_t cache_key(const char *main, const char *arch, const char *const 
 
 /* 1: a valid entry for key (its cubin in *cubin, *size); 0: no entry; -1: an entry that fails
  * its check (bad says how: it is rebuilt and rewritten). */
-static int cache_read(const char *path, uint64_t key, void **cubin, size_t *size, char *bad,
-                      size_t cap) {
-    struct stat sb;
-    if (stat(path, &sb) != 0) return 0; /* no entry (or no folder) */
+static int cache_read(const char *dir, const char *path, uint64_t key, void **cubin, size_t *size,
+                      char *bad, size_t cap) {
+    struct stat sb, ds;
+    if (lstat(path, &sb) != 0) return 0; /* no entry (or no folder) */
+    const char *why = S_ISLNK(sb.st_mode) ? "a symbolic link" : untrusted(&sb);
+    if (!why && (stat(dir, &ds) != 0 || untrusted(&ds))) why = "in a folder others may write";
+    if (why) {
+        snprintf(bad, cap, "the entry is %s", why);
+        return -1;
+    }
     char *data = NULL;
     size_t n = 0;
     hc_err e = {0};
@@ -169,18 +186,23 @@ bool hc_jit_cache_unstored(char *why, size_t cap) {
  * the cache cannot be written (read-only, full disk). */
 static bool cache_write(const char *dir, const char *path, uint64_t key, const void *cubin,
                         size_t size, char *why, size_t cap) {
-    static unsigned seq;
     mkdirs(dir);
-    char *tmp = hc_asprintf("%s.tmp-%d-%u", path, (int)getpid(),
-                            __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+    struct stat ds;
+    const char *dbad = lstat(dir, &ds) != 0 ? "missing" : !S_ISDIR(ds.st_mode) ? "not a folder"
+                                                                              : untrusted(&ds);
+    if (dbad) {
+        snprintf(why, cap, "cannot write the kernel cache '%s': the folder is %s", dir, dbad);
+        return false;
+    }
+    char *tmp = hc_asprintf("%s.tmp-XXXXXX", path); /* unique across processes and hosts */
     unsigned char hdr[ENTRY_HEADER];
     memcpy(hdr, ENTRY_MAGIC, 8);
     hc_put_le64(hdr + 8, key);
     hc_put_le64(hdr + 16, size);
     hc_put_le64(hdr + 24, XXH3_64bits(cubin, size));
     hc_err e = {0};
-    int fd = tmp ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
-    bool ok = false;
+    int fd = tmp ? mkostemp(tmp, O_CLOEXEC) : -1;
+    bool created = fd >= 0, ok = false;
     if (!tmp) snprintf(e.msg, sizeof e.msg, "out of memory");
     else if (fd < 0) snprintf(e.msg, sizeof e.msg, "cannot create a file there: %s", strerror(errno));
     else if (!hc_pwrite_full(fd, hdr, sizeof hdr, 0, tmp, &e) &&
@@ -193,7 +215,7 @@ static bool cache_write(const char *dir, const char *path, uint64_t key, const v
         else ok = true;
     }
     if (fd >= 0) close(fd);
-    if (tmp && !ok) unlink(tmp);
+    if (created && !ok) unlink(tmp); /* only the file this call made */
     free(tmp);
     if (!ok) snprintf(why, cap, "cannot write the kernel cache '%s': %s", dir, e.msg);
     return ok;
@@ -289,7 +311,7 @@ static hc_status compile(const char *main, const char *arch, const char *const *
         key = cache_key(main, arch, opts, nopts, vmaj, vmin);
         hc_hex64(key, hex);
         path = hc_asprintf("%s/%s-%s.cubin", dir, arch, hex);
-        int r = path ? cache_read(path, key, cubin, size, note->bad, sizeof note->bad) : 0;
+        int r = path ? cache_read(dir, path, key, cubin, size, note->bad, sizeof note->bad) : 0;
         if (r > 0) {
             note->state = HC_JIT_CACHE_HIT;
             goto out;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include "gpu_plan.h"
@@ -200,6 +201,29 @@ static void put_file(const char *path, const void *data, size_t n) {
 /* An entry is its 32-byte header (magic, key, length, XXH3-64 of the cubin) and the cubin, as
  * docs/gpu.md specifies; a truncated, overwritten, bit-flipped or headerless entry is a miss
  * that rebuilds the cubin and rewrites the entry, which is then a hit again. */
+/* A cache folder other users may write is neither read nor written (a planted cubin would
+ * run as this user's code): the kernel is built and the note says why it was not kept. */
+static void test_cache_folder_must_be_private(void) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/shared", test_tmpdir());
+    CHECK(mkdir(dir, 0700) == 0 && chmod(dir, 0777) == 0);
+    setenv("HC_CACHE_DIR", dir, 1);
+    static const char *const opts[] = {"--fmad=false"};
+    void *c = NULL;
+    size_t nc = 0;
+    hc_jit_cache_note note;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &c, &nc, &note, &err),
+                 HC_OK);
+    CHECK(c && nc > 0);
+    CHECK_EQ_INT(note.state, HC_JIT_CACHE_UNSTORED);
+    CHECK_CONTAINS(note.why, "writable by other users");
+    char path[1024];
+    CHECK(!only_entry(dir, path, sizeof path)); /* nothing written there */
+    free(c);
+    unsetenv("HC_CACHE_DIR");
+}
+
 static void test_cache_entry_damage_rebuilds(void) {
     const char *dir = test_tmpdir();
     setenv("HC_CACHE_DIR", dir, 1);
@@ -226,9 +250,10 @@ static void test_cache_entry_damage_rebuilds(void) {
     CHECK(memcmp(ent + 32, ref, nref) == 0);
     unsigned char *junk = malloc(n);
     for (size_t i = 0; junk && i < n; i++) junk[i] = (unsigned char)(i * 2654435761u >> 13);
-    for (int damage = 0; damage < 4 && junk; damage++) {
+    for (int damage = 0; damage < 5 && junk; damage++) {
         static const char *const want[] = {"the file holds 68", "not a cache entry",
-                                           "hash mismatch", "not a cache entry"};
+                                           "hash mismatch", "not a cache entry",
+                                           "writable by other users"};
         if (damage == 0) put_file(path, ent, 100);       /* truncated to 100 bytes */
         if (damage == 1) put_file(path, junk, n);        /* random bytes, same length */
         if (damage == 2) {                               /* one flipped bit in the cubin */
@@ -237,6 +262,10 @@ static void test_cache_entry_damage_rebuilds(void) {
             ent[32 + nref / 2] ^= 4;
         }
         if (damage == 3) put_file(path, ref, nref);      /* a bare cubin (older versions) */
+        if (damage == 4) {                               /* a valid entry others may replace */
+            put_file(path, ent, n);
+            chmod(path, 0666);
+        }
         for (int pass = 0; pass < 2; pass++) {
             void *c = NULL;
             size_t nc = 0;
@@ -350,6 +379,7 @@ void suite_jit(void) {
     RUN(test_hot_kernels_do_not_regress);
     RUN(test_cache_returns_the_same_cubin);
     RUN(test_cache_entry_damage_rebuilds);
-    RUN(test_cache_unwritable_reported);
+    RUN(test_cache_unwritable_reported); /* (first: it reads the first unkept build's note) */
+    RUN(test_cache_folder_must_be_private);
     RUN(test_gpu_absent_is_clean);
 }
