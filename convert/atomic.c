@@ -17,16 +17,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Paths the signal handler unlinks; written under the mutex, read in the handler. A file that
- * finds no free slot is not removed on a signal; the next convert into OUT removes it. */
+/* Paths the signal handler unlinks: copies in static slots (never freed, so the handler
+ * cannot read memory another thread just released), each marked in use after its path is
+ * written and cleared before the slot is reused; slots are taken under the mutex. A file that
+ * finds no free slot (or whose path does not fit) is not removed on a signal; the next convert
+ * into OUT removes it. */
 #define MAX_LIVE 1024
-static char *volatile live[MAX_LIVE];
+#define LIVE_PATH 4096
+static char live_path[MAX_LIVE][LIVE_PATH];
+static volatile sig_atomic_t live_on[MAX_LIVE];
 static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
 static int handlers_installed;
 
 static void on_signal(int sig) {
     for (int i = 0; i < MAX_LIVE; i++)
-        if (live[i]) unlink(live[i]);
+        if (live_on[i]) unlink(live_path[i]);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -44,8 +49,13 @@ static int register_live(char *path) {
         sigaction(SIGHUP, &sa, NULL);
         handlers_installed = 1;
     }
-    for (int i = 0; i < MAX_LIVE && slot < 0; i++)
-        if (!live[i]) live[i] = path, slot = i;
+    size_t n = strlen(path);
+    for (int i = 0; i < MAX_LIVE && slot < 0 && n < LIVE_PATH; i++)
+        if (!live_on[i]) {
+            memcpy(live_path[i], path, n + 1);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the path before the mark */
+            live_on[i] = 1, slot = i;
+        }
     pthread_mutex_unlock(&live_mu);
     return slot;
 }
@@ -53,7 +63,7 @@ static int register_live(char *path) {
 static void unregister_live(int slot) {
     if (slot < 0) return;
     pthread_mutex_lock(&live_mu);
-    live[slot] = NULL;
+    live_on[slot] = 0;
     pthread_mutex_unlock(&live_mu);
 }
 
@@ -247,14 +257,18 @@ hc_status hc_atomic_set_commit(hc_atomic_set *s, hc_err *err) {
         if (s->v[i].last && unlink(s->v[i].final_path) != 0 && errno != ENOENT)
             st = hc_fail(err, HC_IO, "cannot remove '%s': %s", s->v[i].final_path,
                          strerror(errno));
-    /* 2. side files, 3. containers */
-    for (int pass = 0; pass < 2 && !st; pass++)
+    /* 2. side files, their folders synced (a power loss must not keep a container whose side
+     * files' renames were lost), 3. containers */
+    for (int pass = 0; pass < 2 && !st; pass++) {
         for (size_t i = 0; i < s->n && !st; i++) {
             hc_atomic_entry *e = &s->v[i];
             if (e->last != (pass == 1)) continue;
             st = rename_tmp(e->tmp_path, e->final_path, err);
             e->renamed = !st;
         }
+        for (size_t i = 0; i < s->n && !st && pass == 0; i++)
+            if (s->v[i].last) st = sync_folder_of(s->v[i].final_path, err);
+    }
     for (size_t i = 0; i < s->n && !st; i++)
         if (s->v[i].last) st = sync_folder_of(s->v[i].final_path, err);
     for (size_t i = 0; i < s->n && st; i++)
@@ -281,7 +295,9 @@ hc_status hc_out_lock(const char *dir, int *fd, hc_err *err) {
     if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
     hc_status st = HC_OK;
     struct stat sb;
-    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    /* read-only (flock needs no write access) and 0666 less the umask: another user who may
+     * write OUT may take the lock too */
+    int f = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (f < 0)
         st = hc_fail(err, HC_IO, "cannot open lock file '%s': %s", path, strerror(errno));
     else if (fstat(f, &sb) != 0 || !S_ISREG(sb.st_mode))
@@ -345,8 +361,16 @@ static hc_status clean_folder(const char *dir, bool ranks, size_t *removed, hc_e
                 st = hc_fail(err, HC_IO, "cannot remove the stale temporary file '%s/%s': %s",
                              dir, de->d_name, strerror(errno));
         } else if (ranks && S_ISDIR(sb.st_mode) && rank_name(de->d_name)) {
+            /* a rank folder may be another convert's OUT of its own: skip it while that one
+             * holds its lock, and hold the lock while cleaning it */
             char *sub = hc_asprintf("%s/%s", dir, de->d_name);
-            st = sub ? clean_folder(sub, false, removed, err) : hc_fail(err, HC_NOMEM, "out of memory");
+            char *lk = sub ? hc_asprintf("%s/%s", sub, HC_OUT_LOCK_FILE) : NULL;
+            int lfd = lk ? open(lk, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : -1;
+            bool busy = lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) != 0;
+            if (!sub || !lk) st = hc_fail(err, HC_NOMEM, "out of memory");
+            else if (!busy) st = clean_folder(sub, false, removed, err);
+            if (lfd >= 0) close(lfd);
+            free(lk);
             free(sub);
         }
     }
@@ -357,4 +381,30 @@ static hc_status clean_folder(const char *dir, bool ranks, size_t *removed, hc_e
 hc_status hc_out_clean_stale(const char *dir, size_t *removed, hc_err *err) {
     *removed = 0;
     return clean_folder(dir, true, removed, err);
+}
+
+static hc_status drop_container(const char *dir, const char *sub, size_t *removed, hc_err *err) {
+    char *p = sub ? hc_asprintf("%s/%s/%s", dir, sub, HC_CONTAINER_FILE)
+                  : hc_asprintf("%s/%s", dir, HC_CONTAINER_FILE);
+    if (!p) return hc_fail(err, HC_NOMEM, "out of memory");
+    hc_status st = HC_OK;
+    if (unlink(p) == 0) (*removed)++;
+    else if (errno != ENOENT && errno != ENOTDIR)
+        st = hc_fail(err, HC_IO, "cannot remove the earlier run's '%s': %s", p, strerror(errno));
+    free(p);
+    return st;
+}
+
+hc_status hc_out_drop_other_ranks(const char *dir, unsigned tp, size_t *removed, hc_err *err) {
+    *removed = 0;
+    if (tp > 1) HC_TRY(drop_container(dir, NULL, removed, err));
+    DIR *d = opendir(dir);
+    if (!d) return hc_fail(err, HC_IO, "cannot open folder '%s': %s", dir, strerror(errno));
+    hc_status st = HC_OK;
+    struct dirent *de;
+    while (!st && (de = readdir(d)))
+        if (rank_name(de->d_name) && (tp == 1 || strtoul(de->d_name + 4, NULL, 10) >= tp))
+            st = drop_container(dir, de->d_name, removed, err);
+    closedir(d);
+    return st;
 }

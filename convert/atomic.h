@@ -82,6 +82,10 @@ void hc_out_unlock(int fd); /* accepts -1 */
  * our temporary files are (OUT mark, or the ".model.hconvert.tmp-XXXXXX" of earlier versions);
  * *removed counts them. */
 hc_status hc_out_clean_stale(const char *dir, size_t *removed, hc_err *err);
+/* Removes the containers of an earlier run into OUT that a run with tp ranks does not replace
+ * (OUT/model.hconvert when tp > 1; OUT/rank<N>/model.hconvert for N >= tp, every rank's when
+ * tp is 1), so OUT never holds two models; *removed counts them. Call with OUT's lock held. */
+hc_status hc_out_drop_other_ranks(const char *dir, unsigned tp, size_t *removed, hc_err *err);
 /* Whether name is one of our temporary names (the pattern hc_out_clean_stale removes). */
 bool hc_out_is_tmp_name(const char *name);
 

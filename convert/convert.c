@@ -547,6 +547,11 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     }
     for (size_t i = 0; !st && i < set.n; i++)
         if (set.v[i].last) c->stats.container_bytes += set.v[i].size;
+    size_t dropped = 0;
+    if (!st && !c->dry_run) st = hc_out_drop_other_ranks(out_dir, tp, &dropped, err);
+    if (dropped)
+        note(c, "note: removed %zu container%s an earlier convert with another --tp left in '%s'",
+             dropped, dropped == 1 ? "" : "s", out_dir);
     if (!st && !c->dry_run) st = hc_atomic_set_commit(&set, err);
 out:
     hc_atomic_set_abort(&set);

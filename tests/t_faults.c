@@ -150,6 +150,42 @@ static void test_lock_refuses_second_convert(void) {
     CHECK_STR_EQ(listing(out), ".hconvert.lock," DEMO_FILES);
 }
 
+/* A rank folder that is itself another convert's OUT (its lock held) is not cleaned: the
+ * temporary file there is that convert's, still being written (found in review). */
+static void test_live_rank_folder_kept(void) {
+    char out[1024], r0[1100], msg[1024];
+    snprintf(out, sizeof out, "%s/out", test_tmpdir());
+    snprintf(r0, sizeof r0, "%s/rank0", out);
+    CHECK(mkdir(out, 0755) == 0 && mkdir(r0, 0755) == 0);
+    touch(r0, ".model.hconvert.hconvert-tmp-Live34");
+    int fd = hold_lock(r0);
+    CHECK_EQ_INT(convert(fixture("ckpt/demo"), out, 1, NULL, 0, msg, sizeof msg), HC_OK);
+    CHECK_STR_EQ(listing(r0), ".hconvert.lock,.model.hconvert.hconvert-tmp-Live34");
+    close(fd);
+}
+
+/* OUT holds one model: a convert with another --tp removes the containers the earlier run
+ * wrote and this one does not replace (before: --tp 2 after --tp 4 left rank2 and rank3). */
+static void test_other_ranks_removed(void) {
+    char out[1024], msg[1024];
+    snprintf(out, sizeof out, "%s/out", test_tmpdir());
+    static const unsigned tps[] = {4, 2, 1, 3};
+    static const char *const want[] = {"1111", "11--", "----", "111-"};
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ_INT(convert(fixture("quant/ct_moe_qwen3"), out, tps[i], NULL, 0, msg, sizeof msg),
+                     HC_OK);
+        char got[8] = "", p[1200];
+        struct stat sb;
+        for (int r = 0; r < 4; r++) {
+            snprintf(p, sizeof p, "%s/rank%d/model.hconvert", out, r);
+            got[r] = stat(p, &sb) == 0 ? '1' : '-';
+        }
+        snprintf(p, sizeof p, "%s/model.hconvert", out);
+        CHECK_STR_EQ(got, want[i]);
+        CHECK((stat(p, &sb) == 0) == (tps[i] == 1));
+    }
+}
+
 /* The fail_at-th write fails: no container from this run, no temporary file, no side file;
  * OUT holds want (with --tp: rank folders, each empty). */
 static void fail_write(const char *src, const char *out, unsigned tp, uint64_t n,
@@ -353,4 +389,6 @@ void suite_faults(void) {
     RUN(test_copy_skips_zero_blocks_exactly);
     RUN(test_copy_refuses_fifo);
     RUN(test_side_file_limit);
+    RUN(test_live_rank_folder_kept);
+    RUN(test_other_ranks_removed);
 }
