@@ -56,6 +56,47 @@ static hc_status check_tensor(const hc_cw_tensor *t, hc_err *err) {
     return HC_OK;
 }
 
+typedef struct {
+    const hc_cw_tensor *t;
+    const plan_t *p;
+} ratio_ctx;
+/* Highest raw / stored first; ties in tensor order (the same choice for any thread count). */
+static int cmp_ratio(const void *a, const void *b, void *ctx) {
+    const ratio_ctx *r = ctx;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    uint64_t x = r->t[i].size * r->p[j].stored, y = r->t[j].size * r->p[i].stored;
+    return x > y ? -1 : x < y ? 1 : i < j ? -1 : i > j;
+}
+
+/* The reader's expansion bound (docs/container.md, "Limits"): with the file at least the sum
+ * of stored bytes, the zstd tensors that compress most go back to raw, in one pass over them
+ * sorted once, until the raw bytes the rest declare fit (only near-empty tensors of many MiB
+ * ever do). Sizes are at most HC_CT_ZSTD_MAX_RAW, so the products do not overflow. */
+static hc_status keep_expansion_bound(const hc_cw_tensor *t, plan_t *p, size_t n,
+                                      hc_err *err) {
+    uint64_t raw = 0, stored = 0;
+    size_t nz = 0;
+    for (size_t i = 0; i < n; i++) {
+        stored += p[i].stored;
+        if (p[i].zstd) raw += t[i].size, nz++;
+    }
+    if (raw <= HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO * stored) return HC_OK;
+    size_t *ix = malloc(nz * sizeof *ix);
+    if (!ix) return hc_fail(err, HC_NOMEM, "out of memory");
+    for (size_t i = 0, k = 0; i < n; i++)
+        if (p[i].zstd) ix[k++] = i;
+    ratio_ctx rc = {t, p};
+    qsort_r(ix, nz, sizeof *ix, cmp_ratio, &rc);
+    for (size_t k = 0; k < nz && raw > HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO * stored; k++) {
+        plan_t *q = &p[ix[k]];
+        raw -= t[ix[k]].size, stored += t[ix[k]].size - q->stored;
+        free(q->zbuf), q->zbuf = NULL;
+        q->zstd = false, q->stored = t[ix[k]].size;
+    }
+    free(ix);
+    return HC_OK;
+}
+
 /* Compresses src; returns the compressed size, or 0 when zstd fails or does not pay. */
 static uint64_t try_compress(const void *src, uint64_t n, void **out) {
     size_t cap = ZSTD_compressBound((size_t)n);
@@ -217,18 +258,8 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     /* the reader's expansion bound (docs/container.md, "Limits"): with the file at least the
      * sum of stored bytes, the zstd tensors whose raw/stored ratio is highest go back to raw
      * until the raw bytes they declare fit (only near-empty tensors of many MiB ever do) */
-    for (;;) {
-        uint64_t raw = 0, stored = 0, worst = n;
-        for (size_t i = 0; i < n; i++) {
-            stored += p[i].stored;
-            if (!p[i].zstd) continue;
-            raw += t[i].size;
-            if (worst == n || t[i].size * p[worst].stored > t[worst].size * p[i].stored) worst = i;
-        }
-        if (worst == n || raw <= HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO * stored) break;
-        free(p[worst].zbuf), p[worst].zbuf = NULL;
-        p[worst].zstd = false, p[worst].stored = t[worst].size;
-    }
+    st = keep_expansion_bound(t, p, n, err);
+    if (st) goto out;
     /* keep buffers in tensor order while the budget lasts: the same choice for any thread
      * count (the bytes written do not depend on it either way) */
     uint64_t kept = 0;

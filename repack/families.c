@@ -51,7 +51,9 @@ size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family 
         }
         break;
     case HC_Q_FP8_E4M3:
-        ADD(fam_fp8);
+        if (q->scale_divides && q->scale_dtype == HC_DT_F64) /* tiles.c keeps the source */
+            snprintf(why, why_len, "F64 fp8 divisors have no tile layout (F32 would round them)");
+        else ADD(fam_fp8);
         break;
     case HC_Q_FP8_E5M2: snprintf(why, why_len, "no kernel for e5m2 weights"); break;
     case HC_Q_PLAIN: break;

@@ -35,7 +35,7 @@ uint64_t hc_shard_group_k(const hc_qtensor *q, char role, unsigned rank, unsigne
     if (q->kind == HC_Q_PLAIN || role != 'r') return q->gk;
     uint64_t k0, k1;
     hc_shard_range(q->K, tp, rank, &k0, &k1);
-    if (k1 == k0) return q->gk;
+    if (k1 == k0 || (k0 == 0 && k1 == q->K)) return q->gk; /* nothing is cut */
     if (q->g_idx) return actorder_gcd(q, k0, k1);
     if (q->sk == 1) return k1 - k0; /* one scale per row */
     return k0 % q->gk ? hc_gcd_u64(q->gk, k0) : q->gk;

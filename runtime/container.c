@@ -183,6 +183,11 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
         hc_err perr = {0};
         if (hc_tile_params_parse(lp, t->layout, &tp, nm, &perr))
             return bad(c, "%s", perr.msg);
+        /* a version-1 reader multiplies by every scale: a divisor tensor must say version 2,
+         * or the same bytes would mean two weights */
+        if (t->layout_version < hc_tile_layout_version(&tp))
+            return bad(c, "tensor '%s': layout_params need layout version %u (scale_divides), "
+                       "the tensor says %u", nm, hc_tile_layout_version(&tp), t->layout_version);
         if (hc_tile_bytes_of(&tp) != t->raw_length || t->dtype != HC_DT_U8)
             return bad(c, "tensor '%s': %llu bytes, its tiles need %llu (dtype U8)", nm,
                        (unsigned long long)t->raw_length, (unsigned long long)hc_tile_bytes_of(&tp));

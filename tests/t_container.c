@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "container_fmt.h"
+#include "layout.h"
 #include "container_write.h"
 #include "test.h"
 
@@ -466,7 +467,36 @@ static void test_writer_keeps_the_expansion_bound(void) {
     free(zeros);
 }
 
+/* An FP8 tensor whose scales divide must say layout version 2: a version-1 reader would
+ * multiply by the same bytes (found in review). */
+static void test_divisors_need_version_2(void) {
+    hc_tile_params p = {.kind = HC_TL_FP8, .code_bits = 8, .src_bits = 8, .E = 1, .N = 64,
+                        .K = 64, .Np = 64, .Kp = 64, .g = 64, .scale_dtype = HC_DT_F32,
+                        .scale_divides = true};
+    CHECK(hc_tile_geometry(&p));
+    uint8_t *d = calloc(1, hc_tile_bytes_of(&p));
+    cJSON *lp = hc_tile_params_json(&p);
+    for (unsigned v = 1; v <= 2; v++) {
+        hc_cw_tensor t = {.name = "w", .dtype = HC_DT_U8, .ndim = 4,
+                          .shape = {1, 1, 1, p.chunk_bytes}, .padded_shape = {1, 1, 1, p.chunk_bytes},
+                          .layout = HC_LAYOUT_FP8, .layout_version = v, .data = d,
+                          .size = hc_tile_bytes_of(&p), .layout_params = lp};
+        char path[600], msg[1024] = "";
+        snprintf(path, sizeof path, "%s/div%u.hconvert", test_tmpdir(), v);
+        hc_cw_options o = {.source_format = "t", .target = "t", .tp_size = 1};
+        hc_err err = {0};
+        CHECK_EQ_INT(hc_container_write(path, &t, 1, &o, &err), HC_OK);
+        hc_container *c = NULL;
+        CHECK_EQ_INT(hc_container_open(path, 0, &c, msg, sizeof msg), v == 1 ? HC_INVALID : HC_OK);
+        if (v == 1) CHECK_CONTAINS(msg, "need layout version 2 (scale_divides)");
+        hc_container_free(c);
+    }
+    cJSON_Delete(lp);
+    free(d);
+}
+
 void suite_container(void) {
+    RUN(test_divisors_need_version_2);
     RUN(test_writer_keeps_the_expansion_bound);
     RUN(test_hash_text_in_metadata);
     RUN(test_failed_write_leaves_nothing);
