@@ -2,7 +2,8 @@
  * filters are enabled one by one (never the *_all calls, which may run external programs);
  * entry names are never trusted: they are normalised ("./a" is "a"), and absolute paths,
  * '..', links and devices are refused. What an archive may write is capped (docs/inputs.md),
- * so that a small archive cannot fill the disk. */
+ * folders and file entries included, so that a small archive cannot fill the disk or its
+ * inodes. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -20,6 +21,10 @@
 #define HC_ARCHIVE_MAX_NAME 1023 /* bytes of a normalised entry name */
 #define HC_ARCHIVE_MAX_DEPTH 32  /* components of a normalised entry name */
 #define HC_ARCHIVE_MAX_PART 255  /* bytes of one component (NAME_MAX) */
+/* What a folder and a file cost against the limit besides their bytes: a folder takes a
+ * block and an inode, a file at least an inode (and its header in the archive is 512 bytes). */
+#define HC_ARCHIVE_DIR_COST 4096
+#define HC_ARCHIVE_FILE_COST 512
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -29,6 +34,7 @@ typedef struct {
     const char *archive, *dest;
     uint64_t archive_size, ratio;
     uint64_t limit, used;
+    size_t entries; /* entries read and folders created, against HC_ARCHIVE_MAX_ENTRIES */
     bool by_ratio; /* the limit is ratio x archive_size, below the absolute limit */
 } extraction;
 
@@ -67,19 +73,6 @@ static const char *normalise_name(const char *name, char *out, size_t cap) {
     return NULL;
 }
 
-/* Creates every folder between dest and the file path below it. */
-static hc_status make_parents(const extraction *x, const char *path, hc_err *err) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + strlen(x->dest) + 1; (p = strchr(p, '/')); p++) {
-        *p = 0;
-        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-            return hc_fail(err, HC_IO, "cannot create '%s': %s", tmp, strerror(errno));
-        *p = '/';
-    }
-    return HC_OK;
-}
-
 /* Fails when an entry costing `cost` bytes would take the extraction past its limit. */
 static hc_status charge(const extraction *x, const char *rel, uint64_t cost, hc_err *err) {
     if (cost <= x->limit - x->used) return HC_OK;
@@ -98,29 +91,78 @@ static hc_status charge(const extraction *x, const char *rel, uint64_t cost, hc_
                    (unsigned long long)x->limit, why);
 }
 
-static hc_status create_file(const extraction *x, const char *path, const char *rel, int *fd,
+/* Counts an entry of the archive, or a folder it makes, against HC_ARCHIVE_MAX_ENTRIES. */
+static hc_status count_entry(extraction *x, hc_err *err) {
+    if (++x->entries <= HC_ARCHIVE_MAX_ENTRIES) return HC_OK;
+    return hc_fail(err, HC_INVALID, "'%s': more than %d entries (folders included)", x->archive,
+                   HC_ARCHIVE_MAX_ENTRIES);
+}
+
+static hc_status clash(const extraction *x, const char *rel, hc_err *err) {
+    char esc[1100];
+    return hc_fail(err, HC_INVALID, "'%s': entry '%s' appears twice, or as both a file and a "
+                   "folder (names compared after dropping './')", x->archive,
+                   hc_escape(rel, esc, sizeof esc));
+}
+
+/* Makes the folder path (rel below dest), charged and counted when it is new (the one folder
+ * that takes the extraction past a limit is removed with the rest); an existing folder is
+ * fine (a folder entry after its files), anything else there is a clash. */
+static hc_status make_dir(extraction *x, const char *path, const char *rel, hc_err *err) {
+    if (mkdir(path, 0700) == 0) {
+        HC_TRY(charge(x, rel, HC_ARCHIVE_DIR_COST, err));
+        x->used += HC_ARCHIVE_DIR_COST;
+        return count_entry(x, err);
+    }
+    int e = errno;
+    struct stat sb;
+    if (e == EEXIST && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return HC_OK;
+    if (e == EEXIST || e == ENOTDIR) return clash(x, rel, err);
+    return hc_fail(err, HC_IO, "cannot create '%s': %s", path, strerror(e));
+}
+
+/* Makes every folder between dest and path (dest/rel), path itself excluded. */
+static hc_status make_parents(extraction *x, const char *path, hc_err *err) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    char *rel = tmp + strlen(x->dest) + 1;
+    for (char *p = strchr(rel, '/'); p; p = strchr(p + 1, '/')) {
+        *p = 0;
+        hc_status st = make_dir(x, tmp, rel, err);
+        *p = '/';
+        if (st) return st;
+    }
+    return HC_OK;
+}
+
+/* dest/rel into path; fails when it does not fit. */
+static hc_status entry_path(const extraction *x, const char *rel, char *path, size_t cap,
+                            hc_err *err) {
+    int n = snprintf(path, cap, "%s/%s", x->dest, rel);
+    if (n < 0 || (size_t)n >= cap)
+        return hc_fail(err, HC_INVALID, "'%s': entry name too long", x->archive);
+    return HC_OK;
+}
+
+static hc_status create_file(extraction *x, const char *path, const char *rel, int *fd,
                              hc_err *err) {
     HC_TRY(make_parents(x, path, err));
     *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (*fd >= 0) return HC_OK;
-    char esc[1100];
-    if (errno == EEXIST || errno == ENOTDIR)
-        return hc_fail(err, HC_INVALID, "'%s': entry '%s' appears twice, or as both a file and "
-                       "a folder (names compared after dropping './')", x->archive,
-                       hc_escape(rel, esc, sizeof esc));
+    if (errno == EEXIST || errno == ENOTDIR) return clash(x, rel, err);
     return hc_fail(err, HC_IO, "cannot create '%s': %s", path, strerror(errno));
 }
 
-/* Writes one regular entry. Its cost is its logical size: the largest of the size its header
- * declares, the end of its last block and the bytes decompressed (so overlapping blocks
- * cannot hide work). Holes between blocks and after the last are not written (the file stays
- * sparse) but are counted. */
+/* Writes one regular entry. Its cost is HC_ARCHIVE_FILE_COST plus its logical size: the
+ * largest of the size its header declares, the end of its last block and the bytes
+ * decompressed (so overlapping blocks cannot hide work). Holes between blocks and after the
+ * last are not written (the file stays sparse) but are counted. */
 static hc_status extract_file(extraction *x, struct archive_entry *ent, const char *rel,
                               hc_err *err) {
     char path[4096];
-    int n = snprintf(path, sizeof path, "%s/%s", x->dest, rel);
-    if (n < 0 || (size_t)n >= sizeof path)
-        return hc_fail(err, HC_INVALID, "'%s': entry name too long", x->archive);
+    HC_TRY(entry_path(x, rel, path, sizeof path, err));
+    HC_TRY(charge(x, rel, HC_ARCHIVE_FILE_COST, err));
+    x->used += HC_ARCHIVE_FILE_COST;
     la_int64_t dsz = archive_entry_size_is_set(ent) ? archive_entry_size(ent) : 0;
     uint64_t declared = dsz > 0 ? (uint64_t)dsz : 0, extent = 0, produced = 0;
     HC_TRY(charge(x, rel, declared, err));
@@ -158,6 +200,15 @@ static hc_status extract_file(extraction *x, struct archive_entry *ent, const ch
     return st;
 }
 
+/* A folder entry is made at once, so that a file of the same name, before or after it, is a
+ * clash. */
+static hc_status extract_dir(extraction *x, const char *rel, hc_err *err) {
+    char path[4096];
+    HC_TRY(entry_path(x, rel, path, sizeof path, err));
+    HC_TRY(make_parents(x, path, err));
+    return make_dir(x, path, rel, err);
+}
+
 static hc_status extract_entry(extraction *x, struct archive_entry *ent, hc_err *err) {
     const char *name = archive_entry_pathname(ent);
     char rel[HC_ARCHIVE_MAX_NAME + 1], esc[1100];
@@ -171,7 +222,7 @@ static hc_status extract_entry(extraction *x, struct archive_entry *ent, hc_err 
         return hc_fail(err, HC_INVALID, "'%s': entry '%s' is a link; links are refused (pack "
                        "the files they point to: tar -h --hard-dereference)", x->archive,
                        hc_escape(rel, esc, sizeof esc));
-    if (type == AE_IFDIR) return HC_OK; /* folders are made for the files they hold */
+    if (type == AE_IFDIR) return rel[0] ? extract_dir(x, rel, err) : HC_OK;
     if (type != AE_IFREG)
         return hc_fail(err, HC_INVALID, "'%s': entry '%s' is not a regular file", x->archive,
                        hc_escape(rel, esc, sizeof esc));
@@ -224,25 +275,20 @@ hc_status hc_archive_extract(const char *archive, const char *dest, const hc_ckp
                      archive_error_string(x.a));
         goto out;
     }
-    size_t count = 0;
     for (;;) {
         struct archive_entry *ent;
         int r = archive_read_next_header(x.a, &ent);
         if (r == ARCHIVE_EOF) break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
             st = hc_fail(err, HC_INVALID, "'%s': %s archive: %s", archive,
-                         count ? "corrupt" : "not a tar or zip", archive_error_string(x.a));
+                         x.entries ? "corrupt" : "not a tar or zip", archive_error_string(x.a));
             goto out;
         }
-        if (++count > HC_ARCHIVE_MAX_ENTRIES) {
-            st = hc_fail(err, HC_INVALID, "'%s': more than %d entries", archive,
-                         HC_ARCHIVE_MAX_ENTRIES);
-            goto out;
-        }
-        st = extract_entry(&x, ent, err);
+        st = count_entry(&x, err);
+        if (!st) st = extract_entry(&x, ent, err);
         if (st) goto out;
     }
-    if (count == 0) st = hc_fail(err, HC_INVALID, "'%s': archive is empty", archive);
+    if (x.entries == 0) st = hc_fail(err, HC_INVALID, "'%s': archive is empty", archive);
 out:
     if (x.a) archive_read_free(x.a);
     close(fd);

@@ -196,25 +196,31 @@ static hc_status check_member(const hc_ckpt *c, const char *name, hc_err *err) {
     return st;
 }
 
+/* A file hconvert reads that is not usable is an error; a side file is left out with a
+ * warning (copying a FIFO, or a link to nothing, has no meaning). */
+static hc_status leave_out(hc_ckpt *c, const char *name, const hc_err *e, hc_err *err) {
+    if (is_read_file(name)) return hc_fail(err, e->code, "%s", e->msg);
+    warn(c, "%s: left out of the checkpoint (not read, not copied)", e->msg);
+    return HC_OK;
+}
+
 /* Whether the entry path of the checkpoint folder is listed: folders (and links to folders)
- * are not; links must stay inside the folder; a file that is not regular is an error when
- * hconvert reads it and is otherwise left out with a warning. */
+ * are not; links must stay inside the folder; a dangling link or a file that is not regular
+ * is an error when hconvert reads it and is otherwise left out with a warning. */
 static hc_status list_entry(hc_ckpt *c, const char *name, const char *path, bool *listed,
                             hc_err *err) {
     struct stat sb;
+    hc_err e = {0};
     *listed = false;
     if (lstat(path, &sb) != 0) return HC_OK; /* gone since readdir */
     if (S_ISLNK(sb.st_mode)) {
-        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return HC_OK;
+        bool dangling = stat(path, &sb) != 0;
+        if (!dangling && S_ISDIR(sb.st_mode)) return HC_OK;
+        if (dangling && check_link(c, path, &e)) return leave_out(c, name, &e, err);
         HC_TRY(check_link(c, path, err));
     }
     if (S_ISDIR(sb.st_mode)) return HC_OK;
-    hc_err e = {0};
-    if (check_regular(path, &e)) {
-        if (is_read_file(name)) return hc_fail(err, e.code, "%s", e.msg);
-        warn(c, "%s: left out of the checkpoint (not read, not copied)", e.msg);
-        return HC_OK;
-    }
+    if (check_regular(path, &e)) return leave_out(c, name, &e, err);
     *listed = true;
     return HC_OK;
 }
@@ -270,15 +276,15 @@ static hc_status add_shard(hc_ckpt *c, const char *file, hc_err *err) {
     hc_status st = hc_st_open(path, &f, err);
     free(path);
     if (st) return st;
-    size_t total = f->ntensors;
-    for (size_t s = 0; s < c->nshards; s++) total += c->shards[s]->ntensors;
+    uint64_t total; /* a running total: summing every shard again per shard is quadratic */
+    if (!hc_add_u64(c->ntensors, f->ntensors, &total)) total = UINT64_MAX;
     if (total > c->max_tensors) { /* every later pass costs memory per tensor */
         char esc[512];
         hc_escape(f->path, esc, sizeof esc);
         hc_st_close(f);
         return hc_fail(err, HC_INVALID, "'%s': the checkpoint holds more than %llu tensors with "
-                       "this shard (%zu); no model needs that many (docs/inputs.md)", esc,
-                       (unsigned long long)c->max_tensors, total);
+                       "this shard (%llu); no model needs that many (docs/inputs.md)", esc,
+                       (unsigned long long)c->max_tensors, (unsigned long long)total);
     }
     hc_st_file **v = realloc(c->shards, (c->nshards + 1) * sizeof *v);
     if (!v) {
@@ -287,6 +293,7 @@ static hc_status add_shard(hc_ckpt *c, const char *file, hc_err *err) {
     }
     c->shards = v;
     v[c->nshards++] = f;
+    c->ntensors = total;
     return HC_OK;
 }
 
@@ -334,6 +341,7 @@ static hc_status load_index(hc_ckpt *c, hc_err *err) {
     hc_status st = hc_json_load(path, &idx, NULL, NULL, err);
     char **files = NULL;
     size_t nfiles = 0;
+    unsigned char *listed = NULL; /* per entry: named in the index */
     if (st) goto out;
     c->index_name = hc_strdup(INDEX_NAME);
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(idx, "weight_map");
@@ -379,9 +387,15 @@ static hc_status load_index(hc_ckpt *c, hc_err *err) {
     }
     st = build_entries(c, err);
     if (st) goto out;
+    listed = calloc(c->nentries ? c->nentries : 1, 1);
+    if (!listed) {
+        st = hc_fail(err, HC_NOMEM, "out of memory");
+        goto out;
+    }
     /* index -> shards: every indexed tensor is in the shard the index names */
     cJSON_ArrayForEach(it, wm) {
         const hc_ck_entry *e = hc_ckpt_find(c, it->string);
+        if (e) listed[e - c->entries] = 1;
         const char *where = e ? hc_basename(c->shards[e->shard]->path) : NULL;
         if (!e || strcmp(where, it->valuestring) != 0) {
             char esc[512], fesc[512];
@@ -392,14 +406,12 @@ static hc_status load_index(hc_ckpt *c, hc_err *err) {
             goto out;
         }
     }
-    /* shards -> index: every stored tensor is listed. Every index key was found above and
-     * keys are unique, so equal counts prove it; the (linear) lookups only name the culprit. */
+    /* shards -> index: every stored tensor is listed, i.e. was found (and marked) above */
     uint64_t total = 0;
-    bool all_listed = (size_t)cJSON_GetArraySize(wm) == c->nentries;
     for (size_t i = 0; i < c->nentries; i++) {
         const hc_ck_entry *e = &c->entries[i];
         total += e->t->end - e->t->begin;
-        if (!all_listed && !cJSON_GetObjectItemCaseSensitive(wm, e->name)) {
+        if (!listed[i]) {
             char esc[512];
             st = hc_fail(err, HC_INVALID, "'%s': shard '%s' holds tensor '%s', which the index "
                          "does not list", path, hc_basename(c->shards[e->shard]->path),
@@ -411,6 +423,7 @@ static hc_status load_index(hc_ckpt *c, hc_err *err) {
         warn(c, "'%s': metadata.total_size is %llu but the shards hold %llu tensor bytes",
              INDEX_NAME, (unsigned long long)c->index_total_size, (unsigned long long)total);
 out:
+    free(listed);
     free(files);
     cJSON_Delete(idx);
     free(path);
@@ -464,6 +477,16 @@ static hc_status set_root_real(hc_ckpt *c, hc_err *err) {
     return HC_OK;
 }
 
+static int cmp_name_shard(const void *key, const void *elem) {
+    return strcmp(key, hc_basename((*(hc_st_file *const *)elem)->path));
+}
+
+/* Whether name is one of the shards, which load_index opens in name order (a binary search:
+ * a folder of many files and an index of many shards must not compare every pair). */
+static bool is_shard(const hc_ckpt *c, const char *name) {
+    return c->nshards && bsearch(name, c->shards, c->nshards, sizeof *c->shards, cmp_name_shard);
+}
+
 static hc_status open_folder(hc_ckpt *c, hc_err *err) {
     char **names = NULL;
     size_t n = 0;
@@ -481,13 +504,8 @@ static hc_status open_folder(hc_ckpt *c, hc_err *err) {
         st = load_index(c, err);
         if (st) goto out;
         for (size_t i = 0; i < n; i++)
-            if (ends_with(names[i], ".safetensors")) {
-                bool listed = false;
-                for (size_t s = 0; s < c->nshards && !listed; s++)
-                    listed = strcmp(hc_basename(c->shards[s]->path), names[i]) == 0;
-                if (!listed)
-                    warn(c, "'%s' is not named in %s and is ignored", names[i], INDEX_NAME);
-            }
+            if (ends_with(names[i], ".safetensors") && !is_shard(c, names[i]))
+                warn(c, "'%s' is not named in %s and is ignored", names[i], INDEX_NAME);
     } else {
         for (size_t i = 0; i < n; i++)
             if (ends_with(names[i], ".safetensors")) {

@@ -40,6 +40,7 @@ typedef struct {
                         * also resolve (NULL when root is not such a snapshot) */
     char *tmpdir; /* extraction folder removed at close, or NULL */
     uint64_t max_tensors; /* hc_ckpt_opts' */
+    uint64_t ntensors;    /* tensors of the shards opened so far, against max_tensors */
     int is_archive, is_single_file, is_container;
     hc_container *container;  /* when reading a container written by convert */
     hc_st_tensor *ct_tensors; /* its tensors, described as safetensors entries */

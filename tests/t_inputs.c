@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -159,7 +160,8 @@ static void test_entry_names(void) {
                    "longer than 255 bytes");
     expect_refused(fixture("archives/evil_deep.tar"), NULL, "d/d/x.json", "unsafe name",
                    "more than 32 levels");
-    expect_refused(fixture("archives/evil_many_entries.tar.zst"), NULL, "evil_many_entries",
+    hc_ckpt_opts roomy = {.max_extract_ratio = 1000000}; /* past the per-file charge */
+    expect_refused(fixture("archives/evil_many_entries.tar.zst"), &roomy, "evil_many_entries",
                    "more than 100000 entries", NULL);
     DIR *d = opendir(tmp);
     int left = 0;
@@ -196,14 +198,15 @@ static void test_extract_limits(void) {
         }
         hc_ckpt_close(c);
     }
-    /* sharded.tar.zst extracts exactly the bytes of the folder it was made from */
+    /* sharded.tar.zst (the folder "sharded/" and its files) costs the bytes of the folder it
+     * was made from, 512 per file and 4096 for the folder (docs/inputs.md) */
     char *sharded = abs_fixture("ckpt/sharded");
-    uint64_t total = 0;
+    uint64_t total = 4096;
     DIR *d = sharded ? opendir(sharded) : NULL;
     for (struct dirent *de; d && (de = readdir(d));) {
         char p[2048];
         snprintf(p, sizeof p, "%s/%s", sharded, de->d_name);
-        if (de->d_name[0] != '.') total += file_size(p);
+        if (de->d_name[0] != '.') total += file_size(p) + 512;
     }
     if (d) closedir(d);
     const char *zst = fixture("archives/sharded.tar.zst");
@@ -266,6 +269,76 @@ static void test_sparse_entry(void) {
     hc_ckpt_close(c);
 }
 
+/* Folders cost 4096 bytes each against the extraction limit and count as entries, whether
+ * the archive names them or they are only parents of a file: 40 empty files 20 levels deep
+ * (800 folders, 3.2 MB) must not pass a 64 KiB limit. */
+static void test_folder_bomb(void) {
+    if (!have("tar")) {
+        printf("  note: tar not found, folder bombs not tested\n");
+        return;
+    }
+    const char *t = test_tmpdir();
+    char explicit[1100], implicit[1100];
+    snprintf(explicit, sizeof explicit, "%s/dirs.tar", t);
+    snprintf(implicit, sizeof implicit, "%s/parents.tar", t);
+    CHECK(sh("cd '%s' && mkdir b && cd b && for i in $(seq 40); do "
+             "p=d$i/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s; mkdir -p $p && : > $p/x.json; done && "
+             "tar -cf '%s' . && find . -type f | tar -cf '%s' --no-recursion -T -",
+             t, explicit, implicit));
+    hc_ckpt_opts small = {.max_extract_bytes = 64 << 10};
+    expect_refused(explicit, &small, "dirs.tar", "limit of 65536 bytes", "--max-extract-bytes");
+    expect_refused(implicit, &small, "parents.tar", "limit of 65536 bytes", "/a/b/");
+}
+
+/* A name used as a file and as a folder is refused in both orders (file 'x.json' then folder
+ * 'x.json/', and the reverse); the tar is written entry by entry with python's tarfile. */
+static void test_file_folder_clash(void) {
+    if (!have("python3")) {
+        printf("  note: python3 not found, name clashes not tested\n");
+        return;
+    }
+    const char *orders[] = {"fd", "df"};
+    for (int i = 0; i < 2; i++) {
+        char tar[1100];
+        snprintf(tar, sizeof tar, "%s/clash_%s.tar", test_tmpdir(), orders[i]);
+        CHECK(sh("python3 -c 'import io, sys, tarfile\n"
+                 "t = tarfile.open(sys.argv[1], \"w\")\n"
+                 "for k in sys.argv[2]:\n"
+                 "    e = tarfile.TarInfo(\"ck/x.json\")\n"
+                 "    if k == \"d\": e.type = tarfile.DIRTYPE\n"
+                 "    else: e.size = 2\n"
+                 "    t.addfile(e, io.BytesIO(b\"{}\") if k == \"f\" else None)\n"
+                 "t.close()' '%s' %s", tar, orders[i]));
+        expect_refused(tar, NULL, "entry 'ck/x.json'", "as both a file and a folder", NULL);
+    }
+}
+
+/* An index of 30,000 tensors whose shard holds one more is refused quickly, naming it: the
+ * shards -> index check must not search the weight map once per tensor (listed in reverse
+ * order, such a search would walk most of the map every time). */
+static void test_index_many_names(void) {
+    const char *dir = test_tmpdir();
+    if (!have("python3")) {
+        printf("  note: python3 not found, large indexes not tested\n");
+        return;
+    }
+    CHECK(sh("cd '%s' && python3 -c 'import json, struct\n"
+             "names = [\"model.layers.0.mlp.experts.t%%05d\" %% i for i in range(30001)]\n"
+             "h = json.dumps({n: {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [0, 0]} "
+             "for n in names}).encode()\n"
+             "open(\"model-1.safetensors\", \"wb\").write(struct.pack(\"<Q\", len(h)) + h)\n"
+             "wm = {n: \"model-1.safetensors\" for n in reversed(names[:-1])}\n"
+             "json.dump({\"weight_map\": wm}, open(\"model.safetensors.index.json\", \"w\"))'",
+             dir));
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    expect_refused(dir, NULL, "holds tensor 'model.layers.0.mlp.experts.t30000', which the "
+                   "index does not list", "model-1.safetensors", NULL);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    if (s >= 1.0) CHECK_FAIL_("refusing took %.2f s", s);
+}
+
 /* A copy of a fixture folder in a fresh temporary folder (static buffer). */
 static const char *copy_folder(const char *rel) {
     static char dir[1024];
@@ -317,8 +390,8 @@ static void test_fifo_members(void) {
     alarm(0);
 }
 
-/* Links that stay inside the checkpoint folder are followed; one that leaves it (or points
- * nowhere) is refused, naming the link and its target. */
+/* Links that stay inside the checkpoint folder are followed; one that leaves it, or a file
+ * hconvert reads that points nowhere, is refused, naming the link and its target. */
 static void test_links(void) {
     const char *dir = copy_folder("ckpt/single");
     if (!dir) return;
@@ -337,13 +410,15 @@ static void test_links(void) {
     bool alias = false;
     for (size_t i = 0; c && i < c->nextra; i++) alias |= !strcmp(c->extra_files[i], "alias.json");
     CHECK(c && alias && c->nentries == 21 && c->nextra == 6);
+    size_t nextra = c ? c->nextra : 0;
     hc_ckpt_close(c);
-    /* leaving: a side file, config.json, through '..', and a dangling link */
+    /* leaving: a side file, config.json, through '..'; dangling: a shard, config.json */
     const char *cases[][3] = { /* link, its target (NULL: the outside file), the reason */
         {"notes.json", NULL, "outside.json"},
         {"config.json", NULL, "outside.json"},
         {"extra.json", "../ck/../outside.json", "outside.json"},
-        {"gone.json", "nowhere.json", "cannot be resolved"},
+        {"model.safetensors", "nowhere.safetensors", "cannot be resolved"},
+        {"config.json", "nowhere.json", "cannot be resolved"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", d, cases[i][0]);
@@ -354,6 +429,19 @@ static void test_links(void) {
         expect_refused(d, NULL, want, cases[i][2], i < 3 ? "outside the checkpoint" : NULL);
         unlink(p);
     }
+    /* a dangling side file is left out with a warning, like a FIFO */
+    CHECK(sh("cd '%s' && ln -s sub/model.safetensors model.safetensors", d));
+    snprintf(p, sizeof p, "%s/gone.json", d);
+    CHECK(symlink("nowhere.json", p) == 0);
+    c = NULL;
+    CHECK_EQ_INT(hc_ckpt_open(d, &c, &err), HC_OK);
+    bool listed = false, warned = false;
+    for (size_t i = 0; c && i < c->nextra; i++) listed |= !strcmp(c->extra_files[i], "gone.json");
+    for (size_t i = 0; c && i < c->nwarnings; i++)
+        warned |= strstr(c->warnings[i], "gone.json") && strstr(c->warnings[i], "left out");
+    CHECK(c && !listed && warned);
+    CHECK_EQ_U64(c ? c->nextra : 0, nextra - 1); /* config.json was removed above */
+    hc_ckpt_close(c);
 }
 
 /* A Hugging Face cache snapshot (hub/models--ORG--NAME/snapshots/REV) links every file to
@@ -411,6 +499,9 @@ void suite_inputs(void) {
     RUN(test_entry_names);
     RUN(test_extract_limits);
     RUN(test_sparse_entry);
+    RUN(test_folder_bomb);
+    RUN(test_file_folder_clash);
+    RUN(test_index_many_names);
     RUN(test_fifo_members);
     RUN(test_links);
     RUN(test_hf_cache_snapshot);
