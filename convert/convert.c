@@ -268,18 +268,21 @@ static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cp
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (size_t i = 0; i < md->n; i++) {
         const hc_module *m = &md->m[i];
-        if (m->scheme.fmt == HC_FMT_PLAIN || !c->repack) continue;
+        /* experts are decoded whatever they hold, as validate decodes them: the MoE check
+         * below must see the same shapes to refuse what validate rejects */
+        bool tile = m->scheme.fmt != HC_FMT_PLAIN && c->repack;
+        if (!tile && m->expert < 0) continue;
         hc_qtensor q;
         hc_findings f = {0};
         if (hc_module_decode(md, m, HC_DECODE_NO_CODES, &q, &f, &errs[i]) != HC_OK) {
             hc_err_clear(&errs[i]);
             hc_fail(&errs[i], HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                     f.n ? f.v[0].message : "cannot decode");
-        } else if (bad_scales(m, &q, &errs[i])) {
+        } else if (tile && bad_scales(m, &q, &errs[i])) {
             hc_qtensor_free(&q);
         } else {
             shapes[i] = (hc_moe_shape){true, q.kind, q.bits, q.N, q.K, q.gk};
-            for (unsigned r = 0; r < tp && !errs[i].code; r++) {
+            for (unsigned r = 0; tile && r < tp && !errs[i].code; r++) {
                 hc_qtensor sh;
                 char why[160] = "";
                 bool ok = tp == 1 || hc_qtensor_shard(&q, cps[r].role[i], r, tp, &sh, why, sizeof why);

@@ -189,6 +189,75 @@ bool hc_module_carries_quant(const hc_module *m) {
     return w && !is_float_dtype(w->t->dtype) && strstr(w->name, "packed");
 }
 
+/* ---------------- module-name patterns ---------------- */
+
+/* All pattern matching of one model open shares one budget of NFA state visits (compiling a
+ * pattern costs its states too): a config of hostile patterns (`(?:.?){2040}Q` x 100 on 1,000
+ * modules took 67 s before) ends in a finding instead. An honest config needs a small part:
+ * 100,000 module names x 10 patterns spend about 4e7, a fifth (docs/regex.md). */
+#define HC_REGEX_BUDGET 200000000ull
+/* Compiled patterns kept for reuse, in bytes (program and DFA cache, hc_pyre_footprint); past
+ * it a pattern is compiled on each use, still charged to the budget, so memory stays bounded. */
+#define RETAIN_BYTES ((size_t)64 << 20)
+
+typedef struct {
+    uint64_t budget; /* NFA state visits left */
+    size_t retained; /* bytes of the patterns kept */
+} re_work;
+
+/* The compiled patterns of one list (ignore, a group's targets, dynamic), by entry index;
+ * NULL until first used, or when not kept. */
+typedef struct {
+    hc_pyre **re;
+    size_t n;
+} pat_list;
+
+static bool pat_list_init(pat_list *pl, const cJSON *list) {
+    int n = cJSON_IsArray(list) || cJSON_IsObject(list) ? cJSON_GetArraySize(list) : 0;
+    pl->n = n > 0 ? (size_t)n : 0;
+    pl->re = calloc(pl->n ? pl->n : 1, sizeof *pl->re);
+    return pl->re != NULL;
+}
+
+static void pat_list_free(pat_list *pl) {
+    for (size_t i = 0; pl->re && i < pl->n; i++) hc_pyre_free(pl->re[i]);
+    free(pl->re);
+    pl->re = NULL;
+}
+
+/* Entry j of pl (pattern text pattern) on name: 1, 0, -1 refused, HC_PYRE_OVER_BUDGET. */
+static int pat_run(re_work *w, pat_list *pl, size_t j, const char *pattern, const char *name,
+                   char *msg, unsigned msg_len) {
+    hc_pyre *re = j < pl->n ? pl->re[j] : NULL, *fresh = NULL;
+    if (!re) {
+        if (!(re = fresh = hc_pyre_compile(pattern, msg, msg_len))) return -1;
+        uint64_t st = hc_pyre_states(re);
+        w->budget = w->budget > st ? w->budget - st : 0; /* at 0 the run below reports it */
+        size_t bytes = hc_pyre_footprint(re);
+        if (j < pl->n && bytes <= RETAIN_BYTES - w->retained) {
+            pl->re[j] = re, fresh = NULL;
+            w->retained += bytes;
+        }
+    }
+    int r = hc_pyre_exec(re, name, &w->budget, msg, msg_len);
+    hc_pyre_free(fresh);
+    return r;
+}
+
+/* A pattern that gives no answer: refused (rule, e.g. "ignore pattern"), or the budget ran out
+ * at it ("regex work"). entry is its path, field the list's. */
+static void pattern_finding(hc_findings *f, const char *rule, const char *field,
+                            const char *entry, const char *pattern, int r, const char *msg) {
+    if (r == HC_PYRE_OVER_BUDGET)
+        hc_findings_add(f, HC_SEV_ERROR, entry, "regex work", 0, NULL, 0,
+                        "%s: matching module names against the patterns ran past the bound of "
+                        "%llu NFA state visits for one checkpoint, at %s '%s' (docs/regex.md)",
+                        field, (unsigned long long)HC_REGEX_BUDGET, entry, pattern);
+    else
+        hc_findings_add(f, HC_SEV_ERROR, entry, rule, 0, NULL, 0,
+                        "%s: pattern '%s' is not supported: %s", entry, pattern, msg);
+}
+
 /* ---------------- compressed-tensors ---------------- */
 
 static void parse_version(const char *s, int v[3]) {
@@ -196,25 +265,69 @@ static void parse_version(const char *s, int v[3]) {
     if (s) sscanf(s, "%d.%d.%d", &v[0], &v[1], &v[2]);
 }
 
-static int target_match(const char *target, const hc_module *m, int pass, char *msg,
-                        unsigned msg_len) {
+static int target_match(re_work *w, pat_list *pl, size_t j, const char *target,
+                        const hc_module *m, int pass, char *msg, unsigned msg_len) {
     if (strncmp(target, "re:", 3) == 0)
-        return pass == 1 ? hc_pyre_match(target + 3, m->name, msg, msg_len) : 0;
+        return pass == 1 ? pat_run(w, pl, j, target + 3, m->name, msg, msg_len) : 0;
     if (pass == 0) return strcmp(target, m->name) == 0;
     if (pass == 2) return strcmp(target, "Linear") == 0 && hc_module_carries_quant(m);
     return 0;
 }
 
-/* Returns 1 when any entry of the list matches, -1 on a bad pattern. */
-static int list_match(const cJSON *list, const hc_module *m, int pass, char *msg,
-                      unsigned msg_len) {
+/* Returns 1 when any entry of the list matches, -1 on a bad pattern, HC_PYRE_OVER_BUDGET when
+ * the budget ran out; *at is the entry that decided. */
+static int list_match(re_work *w, pat_list *pl, const cJSON *list, const hc_module *m, int pass,
+                      int *at, char *msg, unsigned msg_len) {
     const cJSON *t;
+    int j = 0;
     cJSON_ArrayForEach(t, list) {
+        *at = j++;
         if (!cJSON_IsString(t)) continue;
-        int r = target_match(t->valuestring, m, pass, msg, msg_len);
+        int r = target_match(w, pl, (size_t)*at, t->valuestring, m, pass, msg, msg_len);
         if (r) return r;
     }
     return 0;
+}
+
+/* The pattern lists of a compressed-tensors config: ignore, and each group's targets. */
+typedef struct {
+    re_work work;
+    pat_list ignore, *groups;
+    size_t n_groups;
+} ct_patterns;
+
+static bool ct_patterns_init(ct_patterns *cp, const cJSON *ignore, const cJSON *groups) {
+    const cJSON *g;
+    int n = cJSON_IsObject(groups) ? cJSON_GetArraySize(groups) : 0;
+    *cp = (ct_patterns){{HC_REGEX_BUDGET, 0}, {NULL, 0}, NULL, 0};
+    cp->groups = calloc(n > 0 ? (size_t)n : 1, sizeof *cp->groups);
+    if (!cp->groups || !pat_list_init(&cp->ignore, ignore)) return false;
+    cJSON_ArrayForEach(g, groups) {
+        const cJSON *tg = cJSON_IsArray(g) ? g : cJSON_GetObjectItemCaseSensitive(g, "targets");
+        if (cp->n_groups >= (size_t)n || !pat_list_init(&cp->groups[cp->n_groups], tg))
+            return false;
+        cp->n_groups++;
+    }
+    return true;
+}
+
+static void ct_patterns_free(ct_patterns *cp) {
+    pat_list_free(&cp->ignore);
+    for (size_t i = 0; cp->groups && i < cp->n_groups; i++) pat_list_free(&cp->groups[i]);
+    free(cp->groups);
+}
+
+/* Entry at of list (ignore, or group g's targets) gave r < 0: its finding. */
+static void ct_pattern_finding(hc_findings *f, const cJSON *list, const cJSON *g, int at, int r,
+                               const char *msg) {
+    char field[300], entry[320];
+    if (!g) snprintf(field, sizeof field, "quantization_config.ignore");
+    else snprintf(field, sizeof field, "quantization_config.config_groups.%s%s", g->string,
+                  cJSON_IsArray(g) ? "" : ".targets");
+    snprintf(entry, sizeof entry, "%s[%d]", field, at);
+    const char *pat = cJSON_GetStringValue(cJSON_GetArrayItem(list, at));
+    pattern_finding(f, g ? "target pattern" : "ignore pattern", field, entry, pat ? pat : "",
+                    r, msg);
 }
 
 static hc_fmt ct_format(const char *f, bool is_float) {
@@ -373,18 +486,24 @@ static void resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
         }
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups");
     const cJSON *ignore = cJSON_GetObjectItemCaseSensitive(qc, "ignore");
+    ct_patterns cp;
+    if (!ct_patterns_init(&cp, ignore, groups)) {
+        hc_findings_add(f, HC_SEV_ERROR, "config.json", "ignore pattern", 0, NULL, 0,
+                        "quantization_config: out of memory for the patterns");
+        goto out;
+    }
     for (size_t i = 0; i < md->n; i++) {
         hc_module *m = &md->m[i];
         hc_scheme *s = &m->scheme;
         memcpy(s->ct_version, ver, sizeof ver);
         if (!hc_module_carries_quant(m) || refuse) continue;
         char msg[256] = "";
-        int ig = 0;
-        for (int pass = 0; pass < 3 && !ig; pass++) ig = list_match(ignore, m, pass, msg, sizeof msg);
+        int ig = 0, at = 0;
+        for (int pass = 0; pass < 3 && !ig; pass++)
+            ig = list_match(&cp.work, &cp.ignore, ignore, m, pass, &at, msg, sizeof msg);
         if (ig < 0) { /* a pattern we cannot match must not read as "not ignored" */
-            hc_findings_add(f, HC_SEV_ERROR, "", "ignore pattern", 0, NULL, 0,
-                            "quantization_config.ignore: a pattern is not supported: %s", msg);
-            return;
+            ct_pattern_finding(f, ignore, NULL, at, ig, msg);
+            goto out;
         }
         if (ig == 1) {
             hc_findings_add(f, HC_SEV_ERROR, m->name, "ignored but quantized", 0, NULL, 0,
@@ -393,22 +512,22 @@ static void resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
             continue;
         }
         const cJSON *g = NULL, *hit = NULL;
-        for (int pass = 0; pass < 3 && !hit; pass++)
+        for (int pass = 0; pass < 3 && !hit; pass++) {
+            size_t k = 0;
             cJSON_ArrayForEach(g, groups) {
                 const cJSON *tg = cJSON_IsArray(g) ? g
                                                    : cJSON_GetObjectItemCaseSensitive(g, "targets");
-                int r = list_match(tg, m, pass, msg, sizeof msg);
+                int r = list_match(&cp.work, &cp.groups[k++], tg, m, pass, &at, msg, sizeof msg);
                 if (r < 0) {
-                    hc_findings_add(f, HC_SEV_ERROR, g->string, "target pattern", 0, NULL, 0,
-                                    "config group '%s': a target pattern is not supported: %s",
-                                    g->string, msg);
-                    return;
+                    ct_pattern_finding(f, tg, g, at, r, msg);
+                    goto out;
                 }
                 if (r) {
                     hit = g;
                     break;
                 }
             }
+        }
         if (!hit) {
             hc_findings_add(f, HC_SEV_ERROR, m->name, "no config group", 0, NULL, 0,
                             "module '%s' carries quantized tensors but no "
@@ -447,6 +566,8 @@ static void resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
         s->fmt = fmt;
         if (fmt == HC_FMT_CT_NVFP4 || fmt == HC_FMT_CT_MXFP4) s->bits = 4, s->is_float = true;
     }
+out:
+    ct_patterns_free(&cp);
 }
 
 /* ---------------- GPTQ ---------------- */
@@ -531,23 +652,31 @@ static void resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
     }
     const cJSON *dyn = cJSON_GetObjectItemCaseSensitive(qc, "dynamic");
     if (!cJSON_IsObject(dyn)) dyn = NULL; /* null: no overrides */
+    re_work work = {HC_REGEX_BUDGET, 0};
+    pat_list pl = {NULL, 0};
+    char field[300];
+    snprintf(field, sizeof field, "%s: dynamic", cfgname);
+    if (!pat_list_init(&pl, dyn)) {
+        hc_findings_add(f, HC_SEV_ERROR, cfgname, "dynamic", 0, NULL, 0,
+                        "%s: out of memory for the patterns", field);
+        goto out;
+    }
     for (size_t i = 0; i < md->n; i++) {
         hc_module *m = &md->m[i];
         if (!m->t[HC_ROLE_WEIGHT] || !strstr(m->t[HC_ROLE_WEIGHT]->name, "qweight")) continue;
         gptq_base(qc, &m->scheme);
         m->scheme.gptq_v2 = v2;
         const cJSON *d;
+        size_t j = 0;
         cJSON_ArrayForEach(d, dyn) {
             const char *pat = d->string;
             bool skip = !strncmp(pat, "-:", 2);
             if (!strncmp(pat, "-:", 2) || !strncmp(pat, "+:", 2)) pat += 2;
             char msg[128];
-            int r = hc_pyre_match(pat, m->name, msg, sizeof msg);
+            int r = pat_run(&work, &pl, j++, pat, m->name, msg, sizeof msg);
             if (r < 0) {
-                hc_findings_add(f, HC_SEV_ERROR, cfgname, "dynamic", 0, NULL, 0,
-                                "%s: dynamic pattern '%s' is not supported: %s", cfgname,
-                                d->string, msg);
-                return;
+                pattern_finding(f, "dynamic", field, field, d->string, r, msg);
+                goto out;
             }
             if (!r) continue;
             if (skip) {
@@ -568,6 +697,8 @@ static void resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
             s->fmt = HC_FMT_PLAIN;
         }
     }
+out:
+    pat_list_free(&pl);
 }
 
 /* ---------------- AWQ, gpt-oss, fp8 ---------------- */
@@ -622,10 +753,11 @@ static void resolve_gptoss(hc_model *md) {
 
 /* FP8 weights with weight_scale_inv (quant_method "fp8"; FORMATS.md section 6). DeepSeek and
  * transformers' fine-grained FP8 multiply by it, per weight_block_size block (absent: 128 x
- * 128). GPTQModel writes weight_scale_semantics "inverse": it multiplied the weights by
- * weight_scale_inv = fp8_max / amax, so they are divided by it; and weight_scale_method block
- * (weight_block_size), row (one scale per output row, weight_block_size null) or tensor. The
- * two conventions are told apart by these fields, never by the tensor name. */
+ * 128). GPTQModel writes weight_scale_semantics "inverse" (its default when the field is
+ * absent): it multiplied the weights by weight_scale_inv = fp8_max / amax, so they are divided
+ * by it; and weight_scale_method block (weight_block_size), row (one scale per output row,
+ * weight_block_size null) or tensor. The two conventions are told apart by these fields, never
+ * by the tensor name. */
 static void resolve_fp8(hc_model *md, const cJSON *qc, const char *cfgname) {
     hc_findings *f = &md->config_findings;
     const cJSON *bs = cJSON_GetObjectItemCaseSensitive(qc, "weight_block_size");
@@ -636,12 +768,15 @@ static void resolve_fp8(hc_model *md, const cJSON *qc, const char *cfgname) {
     if (!ok) return;
     const char *sem = hc_json_str(qc, "weight_scale_semantics");
     const char *meth = hc_json_str(qc, "weight_scale_method");
-    bool inverse = sem && !strcasecmp(sem, "inverse");
+    /* absent: GPTQModel's normaliser reads it as "inverse", and only GPTQModel writes
+     * weight_scale_method; without either field the config is DeepSeek's */
+    bool inverse = sem ? !strcasecmp(sem, "inverse") : meth != NULL;
     if (sem && !inverse) {
         hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_scale_semantics", 0, NULL, 0,
                         "%s: weight_scale_semantics '%s' is not known ('inverse': the weights "
-                        "are divided by weight_scale_inv; absent: multiplied, as DeepSeek's)",
-                        cfgname, sem);
+                        "are divided by weight_scale_inv; absent: divided when "
+                        "weight_scale_method is given (GPTQModel), else multiplied, as "
+                        "DeepSeek's)", cfgname, sem);
         return;
     }
     uint64_t block[2] = {0, 0};

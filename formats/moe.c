@@ -216,6 +216,23 @@ static bool has_module(const hc_model *md, const char *p, size_t pl, const char 
     return r;
 }
 
+/* Whether the module "<p><a>" exists or one under it, "<p><a>.*" (HunYuan-MoE-V1's router
+ * is "mlp.gate.wg"). md->m is sorted by name, so the first name not below "<p><a>." is the
+ * only one to look at. Out of memory: assumed to, no false finding. */
+static bool has_module_or_under(const hc_model *md, const char *p, size_t pl, const char *a) {
+    char *dotted = hc_asprintf("%.*s%s.", (int)pl, p, a);
+    if (!dotted) return true;
+    size_t dl = strlen(dotted), lo = 0, hi = md->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(md->m[mid].name, dotted) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    bool r = lo < md->n && !strncmp(md->m[lo].name, dotted, dl);
+    free(dotted);
+    return r || has_module(md, p, pl, a, "");
+}
+
 /* Router and shared expert of the layer "<p>" (its experts under "<p>.experts"). */
 static void check_layer_parts(const hc_model *md, const char *p, size_t pl, hc_findings *f) {
     static const char *const moe_blocks[] = {".mlp", ".block_sparse_moe", ".feed_forward"};
@@ -235,11 +252,12 @@ static void check_layer_parts(const hc_model *md, const char *p, size_t pl, hc_f
         size_t bl = strlen(moe_blocks[i]);
         block |= pl >= bl && !strncmp(p + pl - bl, moe_blocks[i], bl);
     }
-    if (block && !has_module(md, p, pl, ".gate", "") && !has_module(md, p, pl, ".router", "")) {
+    if (block && !has_module_or_under(md, p, pl, ".gate") &&
+        !has_module_or_under(md, p, pl, ".router")) {
         char *gate = hc_asprintf("%s.gate", layer);
         hc_findings_add(f, HC_SEV_ERROR, gate, "router", 0, NULL, 0,
-                        "MoE layer '%s': no router (neither '%s.gate' nor '%s.router'): its "
-                        "experts cannot be chosen", layer, layer, layer);
+                        "MoE layer '%s': no router (neither '%s.gate' nor '%s.router', nor a "
+                        "module under them): its experts cannot be chosen", layer, layer, layer);
         free(gate);
     }
     for (size_t s = 0; s < sizeof shared / sizeof shared[0]; s++) {
@@ -268,6 +286,8 @@ static void check_layer_parts(const hc_model *md, const char *p, size_t pl, hc_f
  * to the config, check their router. */
 static void check_fused(const hc_model *md, int cfgE, const char *field, hc_findings *f,
                         int *layers) {
+    const char *prev = NULL;
+    size_t prev_len = 0;
     for (size_t i = 0; i < md->n; i++) {
         const hc_module *m = &md->m[i];
         const char *p = m->fused ? strstr(m->name, ".experts.") : NULL;
@@ -279,11 +299,12 @@ static void check_fused(const hc_model *md, int cfgE, const char *field, hc_find
                             w->t->shape[0] < (uint64_t)cfgE ? "missing" : "expert id", 0, NULL, 0,
                             "tensor '%s': holds %llu experts, config.json %s = %d", w->name,
                             (unsigned long long)w->t->shape[0], field, cfgE);
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++) {
-            const char *q = md->m[j].fused ? strstr(md->m[j].name, ".experts.") : NULL;
-            seen = q && (size_t)(q - md->m[j].name) == pl && !strncmp(md->m[j].name, m->name, pl);
-        }
+        /* md->m is sorted by name and every name starting "<prefix>.experts." has its first
+         * ".experts." at the same place, so a layer's fused modules follow one another among
+         * the fused ones: the previous one alone tells whether the layer was counted (a scan
+         * of all earlier modules made 80k fused tensors take 46 s) */
+        bool seen = prev && prev_len == pl && !strncmp(prev, m->name, pl);
+        prev = m->name, prev_len = pl;
         if (seen) continue;
         (*layers)++;
         check_layer_parts(md, m->name, pl, f);

@@ -169,8 +169,10 @@ static hc_status json_string(json_in *J, char **out) {
     return st;
 }
 
-/* A JSON number at the cursor. *ok tells whether it is an integer in [0, 2^53) (*v); any other
- * number is well-formed JSON that breaks a rule, which the caller names. */
+/* A JSON number at the cursor. *ok tells whether it is written as plain digits (no sign,
+ * fraction or exponent) with a value in [0, 2^53) (*v): the reference reader takes shape and
+ * data_offsets as unsigned integers and refuses -0, 2.0 and 8e0, so this one does too. Any
+ * other number is well-formed JSON that breaks a rule, which the caller names. */
 static hc_status json_number(json_in *J, uint64_t *v, bool *ok) {
     peek(J);
     const char *s = J->p, *p = s, *e = J->end;
@@ -193,16 +195,11 @@ static hc_status json_number(json_in *J, uint64_t *v, bool *ok) {
 #undef DIGITS
     J->p = p;
     *ok = false;
-    if (*s != '-' && p == int_end) { /* plain digits: exact */
+    if (*s != '-' && p == int_end) {
         uint64_t x = 0;
         for (const char *d = s; d < p && x < (1ull << 53); d++) x = x * 10 + (uint64_t)(*d - '0');
         *ok = x < (1ull << 53) && p - s <= 16;
         *v = x;
-    } else if (p - s < 64) { /* 1.0, 1e3: the value a double holds, as the readers take JSON */
-        char buf[64];
-        memcpy(buf, s, (size_t)(p - s));
-        buf[p - s] = 0;
-        *ok = hc_double_to_u64(strtod(buf, NULL), v);
     }
     return HC_OK;
 }
@@ -258,7 +255,8 @@ static hc_status read_shape(json_in *J, hc_st_tensor *t, const char *nm) {
             if (at_number(J)) HC_TRY(json_number(J, &v, &ok));
             if (!ok)
                 return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': shape dimension %d is not "
-                               "an integer in [0, 2^53)", path, nm, nd);
+                               "an integer in [0, 2^53) written in plain digits (no sign, "
+                               "fraction or exponent)", path, nm, nd);
             if (nd < HC_MAX_DIMS) t->shape[nd] = v;
             nd++;
         } while (take(J, ','));
@@ -281,7 +279,8 @@ static hc_status read_offsets(json_in *J, hc_st_tensor *t, const char *nm) {
     }
     if (!ok || !take(J, ']'))
         return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': data_offsets must be two integers "
-                       "[begin, end] in [0, 2^53)", J->f->path, nm);
+                       "[begin, end] in [0, 2^53) written in plain digits (no sign, fraction "
+                       "or exponent)", J->f->path, nm);
     return HC_OK;
 }
 

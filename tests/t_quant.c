@@ -446,10 +446,159 @@ static void test_convert_refuses_what_validate_rejects(void) {
     CHECK(refused >= 35);
 }
 
+/* ---- many fused MoE layers: validate stays linear in the modules ---- */
+#include <time.h>
+
+/* gpt-oss fused experts, two zero-size bias tensors and a router in each of 15000 layers:
+ * validate counts 15000 MoE layers, not 30000, in under a second (each fused module scanned
+ * all earlier ones: 80k such tensors took 46 s, these about 8 s). The routers keep findings
+ * to one: hc_findings_add grows its array by one, quadratic under ASan. */
+static void test_many_fused_moe_layers_fast(void) {
+    enum { LAYERS = 15000 };
+    const char *dir = test_tmpdir();
+    size_t cap = (size_t)LAYERS * 3 * 128 + 16, n = 1;
+    char *h = malloc(cap), path[1100];
+    if (!h) {
+        CHECK(h != NULL);
+        return;
+    }
+    h[0] = '{';
+    static const char *const names[] = {"experts.gate_up_proj_bias", "experts.down_proj_bias",
+                                        "router.weight"};
+    for (int l = 0; l < LAYERS; l++)
+        for (int p = 0; p < 3; p++)
+            n += (size_t)snprintf(h + n, cap - n, "%s\"model.layers.%d.mlp.%s\":{\"dtype\":"
+                                  "\"BF16\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                                  n > 1 ? "," : "", l, names[p]);
+    h[n++] = '}';
+    while (n % 8) h[n++] = ' ';
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(len, 1, 8, f) == 8 && fwrite(h, 1, n, f) == n);
+    if (f) fclose(f);
+    free(h);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    f = fopen(path, "w");
+    CHECK(f && fputs("{\"model_type\": \"gpt_oss\", \"num_local_experts\": 4, "
+                     "\"quantization_config\": {\"quant_method\": \"mxfp4\"}}", f) >= 0);
+    if (f) fclose(f);
+    char *buf = NULL;
+    size_t blen = 0, errors = 0;
+    FILE *mem = open_memstream(&buf, &blen);
+    hc_validate_opts o = {.json = true, .threads = 1};
+    hc_err err = {0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_EQ_INT(hc_validate(dir, &o, mem, &errors, &err), HC_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    fclose(mem);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (s >= 1.0) CHECK_FAIL_("validate of %d fused layers took %.2f s", LAYERS, s);
+    cJSON *j = cJSON_Parse(buf);
+    const cJSON *ml = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "summary"), "moe_layers");
+    CHECK(cJSON_IsNumber(ml) && ml->valueint == LAYERS);
+    CHECK_EQ_U64(errors, 1); /* the fused modules' missing scheme, once */
+    cJSON_Delete(j);
+    free(buf);
+}
+
+/* ---- module-name patterns: one work budget for a whole model open ---- */
+
+/* n FP8 modules ("model.layers.L.mlp.experts.E.down_proj": an F8_E4M3 [1, 16] weight and an
+ * F32 [1, 1] weight_scale) in dir/model.safetensors, and quantization_config qc. */
+static void write_fp8_modules(const char *dir, int n_mod, const char *qc) {
+    size_t cap = (size_t)n_mod * 2 * 160 + 16, n = 1, data = 0;
+    char *h = malloc(cap), path[1100];
+    CHECK(h != NULL);
+    if (!h) return;
+    h[0] = '{';
+    for (int i = 0; i < n_mod; i++) {
+        int l = i / 100, e = i % 100;
+        n += (size_t)snprintf(h + n, cap - n,
+                              "%s\"model.layers.%d.mlp.experts.%d.down_proj.weight\":{\"dtype\":"
+                              "\"F8_E4M3\",\"shape\":[1,16],\"data_offsets\":[%zu,%zu]},"
+                              "\"model.layers.%d.mlp.experts.%d.down_proj.weight_scale\":{"
+                              "\"dtype\":\"F32\",\"shape\":[1,1],\"data_offsets\":[%zu,%zu]}",
+                              i ? "," : "", l, e, data, data + 16, l, e, data + 16, data + 20);
+        data += 20;
+    }
+    h[n++] = '}';
+    while (n % 8) h[n++] = ' ';
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    char *zeros = calloc(data ? data : 1, 1);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && zeros && fwrite(len, 1, 8, f) == 8 && fwrite(h, 1, n, f) == n &&
+          fwrite(zeros, 1, data, f) == data);
+    if (f) fclose(f);
+    free(zeros);
+    free(h);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    f = fopen(path, "w");
+    CHECK(f && fprintf(f, "{\"model_type\": \"llama\", \"quantization_config\": %s}", qc) > 0);
+    if (f) fclose(f);
+}
+
+/* The review's config: ignore = 100 x "re:(?:.?){2040}Q" (4,082 NFA states each, no match)
+ * on 1,000 FP8 modules took 67.6 s in validate, each (module, pattern) pair compiling and
+ * running the pattern afresh. Now the budget of docs/regex.md (2e8 state visits) ends it with
+ * a finding naming the field, in well under 2 s. */
+static void test_regex_budget_bounds_hostile_ignore(void) {
+    const char *dir = test_tmpdir();
+    size_t cap = 100 * 32 + 512, n = 0;
+    char *qc = malloc(cap);
+    CHECK(qc != NULL);
+    if (!qc) return;
+    n += (size_t)snprintf(qc, cap, "{\"quant_method\": \"compressed-tensors\", \"format\": "
+                          "\"float-quantized\", \"quantization_status\": \"compressed\", "
+                          "\"config_groups\": {\"g\": {\"targets\": [\"Linear\"], \"weights\": "
+                          "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"channel\"}}}, "
+                          "\"ignore\": [");
+    for (int i = 0; i < 100; i++)
+        n += (size_t)snprintf(qc + n, cap - n, "%s\"re:(?:.?){2040}Q\"", i ? ", " : "");
+    snprintf(qc + n, cap - n, "]}");
+    write_fp8_modules(dir, 1000, qc);
+    free(qc);
+    hc_ckpt *ck = NULL;
+    hc_model *md = NULL;
+    hc_err err = {0};
+    /* CPU time, so other processes on a shared machine cannot flake it; ASan and UBSan make
+     * each visit about five times dearer */
+#ifdef __SANITIZE_ADDRESS__
+    const double limit = 10.0;
+#else
+    const double limit = 2.0;
+#endif
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    bool opened = !hc_ckpt_open(dir, &ck, &err) && !hc_model_open(ck, &md, &err);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(opened);
+    if (s >= limit)
+        CHECK_FAIL_("model open with 100 hostile ignore patterns took %.2f s of CPU", s);
+    bool named = false;
+    for (size_t i = 0; md && i < md->config_findings.n; i++) {
+        const hc_finding *fd = &md->config_findings.v[i];
+        named |= fd->severity == HC_SEV_ERROR && !strcmp(fd->rule, "regex work") &&
+                 strstr(fd->message, "quantization_config.ignore") &&
+                 strstr(fd->message, "200000000 NFA state visits");
+    }
+    CHECK(named);
+    printf("     (1,000 modules x 100 hostile patterns: refused in %.2f s of CPU)\n", s);
+    hc_model_free(md);
+    hc_ckpt_close(ck);
+}
+
 void suite_quant(void) {
     RUN(test_element_decoders);
     RUN(test_every_format_fixture);
     RUN(test_hostile_configs_never_crash);
     RUN(test_container_dequant_matches_source);
     RUN(test_convert_refuses_what_validate_rejects);
+    RUN(test_many_fused_moe_layers_fast);
+    RUN(test_regex_budget_bounds_hostile_ignore);
 }

@@ -359,9 +359,47 @@ out:
     free(t);
 }
 
+/* The compiled form against the same Python answers: one compile per pattern, run on every
+ * text of the table for it in two rounds (the second from the DFA cache the first filled), and
+ * a budget: spent by each run, and a run past it answers HC_PYRE_OVER_BUDGET, not a guess. */
+static void test_regex_compiled_and_budget(void) {
+    for (size_t i = 0; i < sizeof py_cases / sizeof py_cases[0]; i++) {
+        char msg[128] = "";
+        hc_pyre *re = hc_pyre_compile(py_cases[i].pattern, msg, sizeof msg);
+        CHECK(re != NULL);
+        for (int round = 0; re && round < 2; round++)
+            for (size_t k = 0; k < sizeof py_cases / sizeof py_cases[0]; k++) {
+                if (strcmp(py_cases[k].pattern, py_cases[i].pattern)) continue;
+                uint64_t budget = 1000000;
+                int got = hc_pyre_exec(re, py_cases[k].text, &budget, msg, sizeof msg);
+                if (got != py_cases[k].match)
+                    fprintf(stderr, "  round %d: '%s' on '%s': %d %s\n", round,
+                            py_cases[k].pattern, py_cases[k].text, got, msg);
+                CHECK_EQ_INT(got, py_cases[k].match);
+                CHECK(budget < 1000000);
+            }
+        hc_pyre_free(re);
+    }
+    char msg[128] = "";
+    hc_pyre *re = hc_pyre_compile("(?:.?){2040}Q", msg, sizeof msg);
+    CHECK(re && hc_pyre_states(re) == 2 * 2040 + 2);
+    uint64_t budget = 100000; /* less than one run on this name needs (about 40 x 4,000) */
+    CHECK_EQ_INT(hc_pyre_exec(re, "model.layers.0.mlp.experts.1.down_proj", &budget, msg,
+                              sizeof msg), HC_PYRE_OVER_BUDGET);
+    CHECK_CONTAINS(msg, "budget");
+    CHECK(budget == 0);
+    budget = 100000000;
+    CHECK_EQ_INT(hc_pyre_exec(re, "model.layers.0.mlp.experts.1.down_proj", &budget, msg,
+                              sizeof msg), 0);
+    hc_pyre_free(re);
+    CHECK(hc_pyre_compile("(?=a)", msg, sizeof msg) == NULL);
+    CHECK_CONTAINS(msg, "lookahead");
+}
+
 void suite_regex(void) {
     RUN(test_regex_python_table);
     RUN(test_regex_backtracking_bombs);
     RUN(test_regex_refusals);
     RUN(test_regex_bounds);
+    RUN(test_regex_compiled_and_budget);
 }

@@ -246,16 +246,31 @@ static void expect_parse(const char *json, uint64_t data, hc_status want, const 
 
 #define E0 "\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]"
 
-/* The one-pass JSON reader: what it accepts beyond the plain case (escapes, numbers written
- * as doubles, unknown fields of any shape) and what it refuses (a repeated field, deep
- * nesting, more than 8 dimensions, lone surrogates, control bytes, repeated metadata keys). */
+/* The one-pass JSON reader: what it accepts beyond the plain case (escapes, unknown fields
+ * of any shape, any JSON number in them) and what it refuses (shape or offsets not written in
+ * plain digits, a repeated field, deep nesting, more than 8 dimensions, lone surrogates,
+ * control bytes, repeated metadata keys). */
 static void test_header_json_rules(void) {
     char name[64], msg[1024];
     CHECK_EQ_INT(parse_text("{\"caf\\u00e9 \\ud83d\\ude00\\n\":{" E0 "}}", 0, msg, sizeof msg, name,
                             sizeof name), HC_OK);
     CHECK_STR_EQ(name, "caf\xc3\xa9 \xf0\x9f\x98\x80\n");
-    expect_parse("{\"a\":{\"dtype\":\"U8\",\"shape\":[1.0,2e0],\"data_offsets\":[0,2]}} ", 2,
+    expect_parse("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,2],\"data_offsets\":[0,2]}} ", 2,
                  HC_OK, NULL);
+    /* integers written as other numbers: the reference reader refuses them all */
+    static const char *const unplain[] = {"-0", "2.0", "8e0", "1.0", "2E0", "0e5", "-1"};
+    for (size_t i = 0; i < sizeof unplain / sizeof unplain[0]; i++) {
+        char h[256];
+        snprintf(h, sizeof h, "{\"w.x\":{\"dtype\":\"U8\",\"shape\":[2,%s],\"data_offsets\":"
+                 "[0,0]}}", unplain[i]);
+        expect_parse(h, 16, HC_INVALID, "tensor 'w.x': shape dimension 1 is not an integer");
+        snprintf(h, sizeof h, "{\"w.x\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":"
+                 "[%s,0]}}", unplain[i]);
+        expect_parse(h, 16, HC_INVALID, "tensor 'w.x': data_offsets must be two integers");
+        snprintf(h, sizeof h, "{\"w.x\":{\"dtype\":\"U8\",\"shape\":[8],\"data_offsets\":"
+                 "[0,%s]}}", unplain[i]);
+        expect_parse(h, 16, HC_INVALID, "tensor 'w.x': data_offsets must be two integers");
+    }
     expect_parse("{\"a\":{\"x\":[{\"y\":[1,-2.5e3,true,null,\"s\"]},{}],\"z\":false," E0 "}}", 0,
                  HC_OK, NULL);
     expect_parse("{\"a\":{\"dtype\":\"U8\",\"dtype\":\"I8\",\"shape\":[0],\"data_offsets\":[0,0]}}",
