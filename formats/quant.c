@@ -70,11 +70,27 @@ void hc_qtensor_dequant(const hc_qtensor *q, float *out) {
                 out[(e * q->N + n) * q->K + k] = (float)hc_qtensor_value(q, e, n, k);
 }
 
+/* Room for need findings: the array holds the power of two at or above n (0 for none), so a
+ * report of many findings grows geometrically (adding one at a time was quadratic). */
+static size_t pow2_at_least(size_t n) {
+    size_t c = 1;
+    while (c < n && c <= SIZE_MAX / 2) c *= 2;
+    return n ? c : 0;
+}
+static bool findings_reserve(hc_findings *f, size_t need) {
+    if (need <= pow2_at_least(f->n)) return true;
+    size_t cap = pow2_at_least(need);
+    if (cap < need || cap > SIZE_MAX / sizeof *f->v) return false;
+    hc_finding *v = realloc(f->v, cap * sizeof *v);
+    if (!v) return false;
+    f->v = v;
+    return true;
+}
+
 void hc_findings_add(hc_findings *f, hc_severity sev, const char *tensor, const char *rule,
                      uint64_t count, const int *experts, size_t nexperts, const char *fmt, ...) {
-    hc_finding *v = realloc(f->v, (f->n + 1) * sizeof *v);
-    if (!v) return;
-    f->v = v;
+    if (!findings_reserve(f, f->n + 1)) return;
+    hc_finding *v = f->v;
     hc_finding *x = &v[f->n];
     memset(x, 0, sizeof *x);
     x->severity = sev;
@@ -97,13 +113,11 @@ void hc_findings_add(hc_findings *f, hc_severity sev, const char *tensor, const 
 
 void hc_findings_append(hc_findings *dst, hc_findings *src) {
     if (!src->n) return;
-    hc_finding *v = realloc(dst->v, (dst->n + src->n) * sizeof *v);
-    if (!v) {
+    if (!findings_reserve(dst, dst->n + src->n)) {
         hc_findings_free(src);
         return;
     }
-    memcpy(v + dst->n, src->v, src->n * sizeof *v);
-    dst->v = v;
+    memcpy(dst->v + dst->n, src->v, src->n * sizeof *dst->v);
     dst->n += src->n;
     free(src->v);
     src->v = NULL;

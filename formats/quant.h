@@ -139,6 +139,8 @@ typedef struct {
     char *message;
 } hc_finding;
 
+/* Grown through hc_findings_add / hc_findings_append only: the array holds the power of two
+ * at or above n (geometric growth). */
 typedef struct {
     hc_finding *v;
     size_t n;
