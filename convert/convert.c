@@ -517,7 +517,8 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     hc_status st = cps ? hc_ckpt_open_opts(src, &c->ckpt, &ck, err) : hc_fail(err, HC_NOMEM, "out of memory");
     if (!st) st = hc_ckpt_map(ck, err);
     if (!st) st = hc_model_open(ck, &md, err);
-    for (size_t i = 0; !st && i < ck->nwarnings; i++) /* e.g. a side file left out */
+    /* (a dry run prints the plan alone: validate reports these) */
+    for (size_t i = 0; !st && !c->dry_run && i < ck->nwarnings; i++) /* e.g. a side file left out */
         note(c, "warning: %s", ck->warnings[i]);
     if (st) goto out;
     if (tp > 1 && !c->repack) {
