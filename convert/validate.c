@@ -162,41 +162,108 @@ static void analyse(const hc_model *md, size_t i, const unsigned *tps, int ntp, 
     hc_qtensor_free(&q);
 }
 
-/* Per-expert findings with the same layer key and rule become one finding naming the experts. */
+/* Per-expert findings with the same layer key and rule become one finding naming the experts:
+ * every expert finding sorted once by (layer key, rule, severity, module), each run merged
+ * into its first (n log n; a scan of the later modules for each finding was quadratic). */
+typedef struct {
+    const hc_module *m;
+    size_t i, k;
+    hc_finding *x;
+    char *what; /* the message with the module's name as its layer key: what is alike */
+} expert_finding;
+
+/* What two experts' findings must share to be merged: the message with the module's name
+ * as its layer key and every run of digits as '#' (counts and expert ids differ, the finding
+ * is the same: "2 of 512 scales are NaN" and "3 of 512 ..." merge, "missing weight_shape" and
+ * "missing weight_scale" do not). A copy, or NULL. */
+static char *message_as_layer(const char *msg, const char *name, const char *key) {
+    const char *at = msg ? strstr(msg, name) : NULL;
+    if (!msg) return NULL;
+    char *m = at ? hc_asprintf("%.*s%s%s", (int)(at - msg), msg, key, at + strlen(name))
+                 : hc_strdup(msg);
+    char *w = m;
+    for (const char *r = m; m && *r; r++)
+        if (*r < '0' || *r > '9') *w++ = *r;
+        else if (w == m || w[-1] != '#') *w++ = '#';
+    if (m) *w = 0;
+    return m;
+}
+
+static int cmp_expert_finding(const void *a, const void *b) {
+    const expert_finding *p = a, *q = b;
+    int r = strcmp(p->m->moe_key, q->m->moe_key);
+    if (!r) r = strcmp(p->x->rule, q->x->rule);
+    if (!r) r = strcmp(p->what, q->what);
+    if (!r) r = (int)p->x->severity - (int)q->x->severity;
+    if (!r) r = p->i < q->i ? -1 : p->i > q->i ? 1 : p->k < q->k ? -1 : p->k > q->k;
+    return r;
+}
+
+static int cmp_id(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static void merge_run(expert_finding *v, size_t n) {
+    hc_finding *x = v[0].x;
+    size_t others = 0;
+    for (size_t r = 1; r < n; r++) others += v[r].i != v[0].i;
+    int *ids = malloc((others + 1) * sizeof *ids);
+    if (!ids) return;
+    free(x->experts);
+    x->experts = ids;
+    x->experts[0] = v[0].m->expert;
+    x->nexperts = 1;
+    for (size_t r = 1; r < n; r++) {
+        if (v[r].i == v[0].i) { /* the same module's own findings stay apart, each its own */
+            int *one = malloc(sizeof *one);
+            if (!one) continue;
+            free(v[r].x->experts);
+            v[r].x->experts = one, one[0] = v[r].m->expert, v[r].x->nexperts = 1;
+            continue;
+        }
+        x->experts[x->nexperts++] = v[r].m->expert;
+        x->count += v[r].x->count;
+        v[r].x->rule[0] = 0; /* consumed */
+    }
+    if (x->nexperts > 1) {
+        char s[256], *msg = NULL;
+        qsort(x->experts, x->nexperts, sizeof *x->experts, cmp_id); /* 2 before 10 */
+        hc_join_ids(x->experts, x->nexperts, s, sizeof s);
+        if (asprintf(&msg, "%s; the same in experts %s of '%s' (%llu in all)", x->message, s,
+                     v[0].m->moe_key, (unsigned long long)x->count) >= 0) {
+            free(x->message);
+            x->message = msg;
+        }
+    }
+}
+
 static void merge_expert_findings(const hc_model *md, mod_result *res, hc_findings *out) {
+    size_t nf = 0;
+    for (size_t i = 0; i < md->n; i++)
+        if (md->m[i].expert >= 0) nf += res[i].f.n;
+    expert_finding *v = malloc((nf ? nf : 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; v && i < md->n; i++)
+        for (size_t k = 0; md->m[i].expert >= 0 && k < res[i].f.n; k++)
+            if (res[i].f.v[k].rule[0]) {
+                hc_finding *x = &res[i].f.v[k];
+                char *w = message_as_layer(x->message, md->m[i].name, md->m[i].moe_key);
+                if (w) v[n++] = (expert_finding){&md->m[i], i, k, x, w};
+            }
+    if (v) qsort(v, n, sizeof *v, cmp_expert_finding);
+    for (size_t a = 0, b; v && a < n; a = b) {
+        for (b = a + 1; b < n && !strcmp(v[b].m->moe_key, v[a].m->moe_key) &&
+                        !strcmp(v[b].x->rule, v[a].x->rule) && !strcmp(v[b].what, v[a].what) &&
+                        v[b].x->severity == v[a].x->severity;
+             b++)
+            ;
+        merge_run(v + a, b - a);
+    }
+    for (size_t a = 0; v && a < n; a++) free(v[a].what);
+    free(v);
     for (size_t i = 0; i < md->n; i++) {
         const hc_module *m = &md->m[i];
-        for (size_t k = 0; k < res[i].f.n; k++) {
-            hc_finding *x = &res[i].f.v[k];
-            if (m->expert < 0 || !x->rule[0]) continue;
-            x->experts = realloc(x->experts, sizeof(int));
-            x->experts[0] = m->expert;
-            x->nexperts = 1;
-            for (size_t j = i + 1; j < md->n; j++) {
-                const hc_module *o = &md->m[j];
-                if (o->expert < 0 || strcmp(o->moe_key, m->moe_key)) continue;
-                for (size_t l = 0; l < res[j].f.n; l++) {
-                    hc_finding *y = &res[j].f.v[l];
-                    if (!y->rule[0] || strcmp(y->rule, x->rule) || y->severity != x->severity)
-                        continue;
-                    int *v = realloc(x->experts, (x->nexperts + 1) * sizeof(int));
-                    if (!v) continue;
-                    x->experts = v;
-                    x->experts[x->nexperts++] = o->expert;
-                    x->count += y->count;
-                    y->rule[0] = 0; /* consumed */
-                }
-            }
-            if (x->nexperts > 1) {
-                char s[256], *msg = NULL;
-                hc_join_ids(x->experts, x->nexperts, s, sizeof s);
-                if (asprintf(&msg, "%s; the same in experts %s of '%s' (%llu in all)", x->message,
-                             s, m->moe_key, (unsigned long long)x->count) >= 0) {
-                    free(x->message);
-                    x->message = msg;
-                }
-            }
-        }
         /* move the surviving findings out */
         for (size_t k = 0; k < res[i].f.n; k++) {
             hc_finding *x = &res[i].f.v[k];
