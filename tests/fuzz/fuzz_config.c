@@ -24,12 +24,7 @@ static const char *const inputs[] = {"config.json", "quantize_config.json", "qua
                                      NULL};
 static char *staged[NFIX];
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc, (void)argv;
-    for (size_t i = 0; i < NFIX; i++) staged[i] = fz_stage(fixtures[i], inputs);
-    return 0;
-}
+FZ_STAGE_FIXTURES(fixtures, inputs, staged)
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n) {

@@ -171,4 +171,15 @@ static inline void fz_expect(bool ok, const char *msg) {
     }
 }
 
+/* The libFuzzer initializer of a target whose inputs are written into copies of fixture
+ * folders: staged[i] = fz_stage(fixtures[i], inputs) for each of the NFIX fixtures. */
+#define FZ_STAGE_FIXTURES(fixtures, inputs, staged)                                   \
+    int LLVMFuzzerInitialize(int *argc, char ***argv);                                 \
+    int LLVMFuzzerInitialize(int *argc, char ***argv) {                                \
+        (void)argc, (void)argv;                                                         \
+        for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++)               \
+            staged[i] = fz_stage(fixtures[i], inputs);                                  \
+        return 0;                                                                       \
+    }
+
 #endif
