@@ -192,12 +192,20 @@ static bool all_zero(const unsigned char *p, size_t n) {
 
 #define COPY_BLOCK (1u << 16)
 
-hc_status hc_atomic_copy(hc_atomic_file *af, const char *src, uint64_t max_size, hc_err *err) {
+hc_status hc_atomic_copy(hc_atomic_file *af, const char *src, uint64_t max_size,
+                         const hc_file_id *expect, hc_err *err) {
     int in;
     uint64_t size;
     HC_TRY(hc_open_regular(src, &in, &size, err));
     hc_status st = HC_OK;
     unsigned char *buf = NULL;
+    struct stat sb;
+    if (expect && (fstat(in, &sb) != 0 || (uint64_t)sb.st_dev != expect->dev ||
+                   (uint64_t)sb.st_ino != expect->ino)) {
+        st = hc_fail(err, HC_INVALID, "side file '%s' changed after the checkpoint was checked "
+                     "(another file, or a link to one, is there now); nothing is copied", src);
+        goto out;
+    }
     if (size > max_size) {
         st = hc_fail(err, HC_INVALID, "side file '%s' is %llu bytes, more than the %llu allowed "
                      "for a file copied beside the container", src, (unsigned long long)size,

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "base.h"
+#include "checkpoint.h"
 #include "hconvert.h"
 
 /* Temporary names: "." + final name + mark + 6 characters of [A-Za-z0-9] (mkostemp). Files of
@@ -49,7 +50,8 @@ void hc_atomic_abort(hc_atomic_file *af);
  * af, which hc_atomic_open/hc_out_open made: sparsely (holes and all-zero blocks are not
  * written; the length is set at the end) and refused, naming src and the limit, when larger
  * than max_size bytes. af stays open for commit or hc_atomic_set_add. */
-hc_status hc_atomic_copy(hc_atomic_file *af, const char *src, uint64_t max_size, hc_err *err);
+hc_status hc_atomic_copy(hc_atomic_file *af, const char *src, uint64_t max_size,
+                         const hc_file_id *expect, hc_err *err);
 
 /* Files written and synced under their temporary names, renamed together by commit. */
 typedef struct {

@@ -328,7 +328,8 @@ static hc_status copy_side_files(hc_converter *c, const hc_ckpt *ck, const char 
         st = from && to ? hc_out_open(&af, to, c->out.fault, err)
                         : hc_fail(err, HC_NOMEM, "out of memory");
         if (!st) {
-            st = hc_atomic_copy(&af, from, c->out.side_file_limit, err);
+            st = hc_atomic_copy(&af, from, c->out.side_file_limit,
+                                ck->extra_ids ? &ck->extra_ids[i] : NULL, err);
             if (st) hc_atomic_abort(&af);
             else st = hc_atomic_set_add(set, &af, false, err);
         }

@@ -526,10 +526,22 @@ static hc_status open_folder(hc_ckpt *c, hc_err *err) {
     for (size_t i = 0; i < n; i++) {
         if (is_weight_file(names[i])) continue;
         c->extra_files = realloc(c->extra_files, (c->nextra + 1) * sizeof(char *));
-        if (!c->extra_files) {
+        hc_file_id *ids = realloc(c->extra_ids, (c->nextra + 1) * sizeof *ids);
+        if (ids) c->extra_ids = ids;
+        if (!c->extra_files || !ids) {
             st = hc_fail(err, HC_NOMEM, "out of memory");
             goto out;
         }
+        char *path = hc_asprintf("%s/%s", c->root, names[i]);
+        struct stat sb;
+        if (!path || stat(path, &sb) != 0) {
+            st = path ? hc_fail(err, HC_IO, "cannot stat '%s': %s", path, strerror(errno))
+                      : hc_fail(err, HC_NOMEM, "out of memory");
+            free(path);
+            goto out;
+        }
+        free(path);
+        ids[c->nextra] = (hc_file_id){(uint64_t)sb.st_dev, (uint64_t)sb.st_ino};
         c->extra_files[c->nextra++] = names[i];
         names[i] = NULL;
     }
@@ -726,6 +738,7 @@ void hc_ckpt_close(hc_ckpt *c) {
     free(c->quant_config_name);
     free(c->index_name);
     free_names(c->extra_files, c->nextra);
+    free(c->extra_ids);
     free_names(c->warnings, c->nwarnings);
     if (c->tmpdir) hc_remove_tree(c->tmpdir);
     free(c->tmpdir);

@@ -7,6 +7,11 @@
 
 #include "safetensors.h"
 
+/* A file's identity (st_dev, st_ino). */
+typedef struct {
+    uint64_t dev, ino;
+} hc_file_id;
+
 typedef struct {
     const char *name;
     size_t shard;
@@ -58,6 +63,8 @@ typedef struct {
     cJSON *quant_config;     /* quantize_config.json or quant_config.json, or NULL */
     char *quant_config_name;
     char **extra_files;      /* non-weight files in root, sorted */
+    hc_file_id *extra_ids;   /* the file each resolved to when it was checked: a copy must open
+                              * that same file (a link swapped in later is refused) */
     size_t nextra;
     char **warnings;
     size_t nwarnings;

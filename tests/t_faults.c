@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "atomic.h"
+#include "checkpoint.h"
 #include "hconvert.h"
 #include "test.h"
 
@@ -252,17 +253,61 @@ static void fill_file(const char *path, uint64_t size, const uint64_t *offs, con
     close(fd);
 }
 
-static hc_status copy(const char *src, const char *dst, uint64_t limit, char *msg, size_t cap) {
+static hc_status copy_expect(const char *src, const char *dst, uint64_t limit,
+                             const hc_file_id *expect, char *msg, size_t cap) {
     hc_err err = {0};
     hc_atomic_file af;
     hc_status st = hc_out_open(&af, dst, NULL, &err);
     if (!st) {
-        st = hc_atomic_copy(&af, src, limit, &err);
+        st = hc_atomic_copy(&af, src, limit, expect, &err);
         if (st) hc_atomic_abort(&af);
         else st = hc_atomic_commit(&af, &err);
     }
     snprintf(msg, cap, "%s", err.msg);
     return st;
+}
+
+static hc_status copy(const char *src, const char *dst, uint64_t limit, char *msg, size_t cap) {
+    return copy_expect(src, dst, limit, NULL, msg, cap);
+}
+
+/* A side file swapped after the checkpoint was checked (for a link to a file outside it, or
+ * for another file) is not copied: the copy opens what the check saw or nothing. */
+static void test_copy_refuses_swapped_side_file(void) {
+    char ck[1024], src[1100], dst[1100], outside[1100], msg[1024];
+    snprintf(ck, sizeof ck, "%s/ck", test_tmpdir());
+    snprintf(msg, sizeof msg, "cp -r '%s' '%s'", fixture("ckpt/demo"), ck);
+    CHECK_EQ_INT(system(msg), 0);
+    snprintf(outside, sizeof outside, "%s/../secret.txt", ck);
+    touch(ck, "../secret.txt");
+    hc_ckpt *c = NULL;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_ckpt_open(ck, &c, &err), HC_OK);
+    size_t k = 0;
+    while (c && k < c->nextra && strcmp(c->extra_files[k], "tokenizer.json")) k++;
+    if (!c || k == c->nextra || !c->extra_ids) {
+        CHECK_FAIL_("%s", "tokenizer.json is not a side file of the demo");
+        hc_ckpt_close(c);
+        return;
+    }
+    snprintf(src, sizeof src, "%s/tokenizer.json", ck);
+    snprintf(dst, sizeof dst, "%s/../copied.json", ck);
+    CHECK_EQ_INT(copy_expect(src, dst, 1u << 30, &c->extra_ids[k], msg, sizeof msg), HC_OK);
+    for (int swap = 0; swap < 2; swap++) {
+        if (swap == 0) { /* a link out of the checkpoint */
+            unlink(src);
+            CHECK(symlink(outside, src) == 0);
+        } else { /* another file renamed over it (made while the first exists: its own inode) */
+            char other[1200];
+            snprintf(other, sizeof other, "%s/other.json", ck);
+            touch(ck, "other.json");
+            CHECK(rename(other, src) == 0);
+        }
+        CHECK_EQ_INT(copy_expect(src, dst, 1u << 30, &c->extra_ids[k], msg, sizeof msg),
+                     HC_INVALID);
+        CHECK_CONTAINS(msg, "changed after the checkpoint was checked");
+    }
+    hc_ckpt_close(c);
 }
 
 static void test_sparse_copy_stays_sparse(void) {
@@ -390,5 +435,6 @@ void suite_faults(void) {
     RUN(test_copy_refuses_fifo);
     RUN(test_side_file_limit);
     RUN(test_live_rank_folder_kept);
+    RUN(test_copy_refuses_swapped_side_file);
     RUN(test_other_ranks_removed);
 }
