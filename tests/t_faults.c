@@ -294,10 +294,13 @@ static void test_copy_refuses_swapped_side_file(void) {
     snprintf(dst, sizeof dst, "%s/../copied.json", ck);
     CHECK_EQ_INT(copy_expect(src, dst, 1u << 30, &c->extra_ids[k], msg, sizeof msg), HC_OK);
     for (int swap = 0; swap < 2; swap++) {
-        if (swap == 0) { /* a link out of the checkpoint */
-            unlink(src);
+        if (swap == 0) { /* a link out of the checkpoint (the checked file kept aside, so no
+                          * new file can reuse its inode number) */
+            char aside[1200];
+            snprintf(aside, sizeof aside, "%s/aside.json", ck);
+            CHECK(rename(src, aside) == 0);
             CHECK(symlink(outside, src) == 0);
-        } else { /* another file renamed over it (made while the first exists: its own inode) */
+        } else { /* another file renamed over it */
             char other[1200];
             snprintf(other, sizeof other, "%s/other.json", ck);
             touch(ck, "other.json");
