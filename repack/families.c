@@ -51,7 +51,7 @@ size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family 
         }
         break;
     case HC_Q_FP8_E4M3:
-        if (q->scale_divides && q->scale_dtype == HC_DT_F64) /* tiles.c keeps the source */
+        if (!hc_tile_scales_fit(q)) /* tiles.c keeps the source layout */
             snprintf(why, why_len, "F64 fp8 divisors have no tile layout (F32 would round them)");
         else ADD(fam_fp8);
         break;

@@ -111,7 +111,7 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
         /* GPTQModel's inverse scales: kept as stored (their reciprocals are not exact), the
          * layout divides (version 2); F16 / BF16 divisors widen to F32 exactly */
         p->scale_divides = q->scale_divides;
-        if (p->scale_divides && q->scale_dtype == HC_DT_F64) {
+        if (!hc_tile_scales_fit(q)) {
             snprintf(pl->reason, sizeof pl->reason, "F64 fp8 divisors do not fit the layout's "
                      "F32 exactly (the source layout is kept)");
             return false;

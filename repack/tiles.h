@@ -19,6 +19,11 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *plan);
 /* The layout's scale group along K (docs/layouts.md) for sk source groups of gk columns: 64 for
  * one scale per row, the group itself when a multiple of 64, else gcd(group, 64). */
 uint64_t hc_tile_group_k(uint64_t sk, uint64_t gk);
+/* Whether q's scales fit a tile layout as they are: FP8 divisors are kept as F32 (a reciprocal
+ * is not exact), so F64 divisors do not (the module keeps its source layout). */
+static inline bool hc_tile_scales_fit(const hc_qtensor *q) {
+    return !(q->scale_divides && q->scale_dtype == HC_DT_F64);
+}
 void hc_tile_plan_free(hc_tile_plan *plan);
 
 typedef struct {
