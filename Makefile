@@ -11,21 +11,35 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wvla
 WARN     += $(shell $(CC) -Werror -Wno-format-truncation -x c -c /dev/null -o /dev/null \
               2>/dev/null && echo -Wno-format-truncation)
 CUDA_HOME?= /usr/local/cuda
-INCS     := -Iinclude -Iruntime -Iformats -Irepack -Iconvert -I$(CUDA_HOME)/include
-BASEFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) $(INCS) -fPIC -fopenmp
+# The layers (docs/DESIGN.md): each folder is compiled with only the include paths it may use,
+# so an include against the direction convert -> repack -> formats -> (base, contract) or
+# runtime -> (base, contract, kernels) fails the build. include/ is the public API.
+INC_base     := -Iinclude -Ibase
+INC_contract := $(INC_base) -Icontract
+INC_formats  := $(INC_contract) -Iformats
+INC_repack   := $(INC_formats) -Irepack
+INC_convert  := $(INC_repack) -Iconvert
+INC_runtime  := $(INC_contract) -Ikernels -Iruntime -I$(CUDA_HOME)/include
+# tests, benchmarks and fuzz targets reach every layer
+INC_all      := $(INC_convert) -Ikernels -Iruntime -I$(CUDA_HOME)/include
+# the include paths of a source file: its top folder's (generated sources are the runtime's)
+incs_of   = $(or $(INC_$(firstword $(subst /, ,$(patsubst $(BUILD)/gen/%,runtime/%,$(1))))),$(INC_all))
+BASEFLAGS = -std=c11 -D_GNU_SOURCE -g $(WARN) -fPIC -fopenmp $(DEPINCS)
+# library code exports only what include/*.h declares (HC_API); everything else is hidden
+LIBFLAGS  = -fvisibility=hidden
 CFLAGS   ?= -O2
 SANFLAGS := -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # HC_DEPS=folder: headers and libraries carried to a machine that cannot install packages
 # (the lent GPU machine: see bench/NOTES.md); include/ and lib/ inside it are used first
 HC_DEPS  ?=
 ifneq ($(HC_DEPS),)
-INCS     += -I$(HC_DEPS)/include
+DEPINCS  := -I$(HC_DEPS)/include
 LDEXTRA  := -L$(HC_DEPS)/lib -Wl,-rpath,$(abspath $(HC_DEPS))/lib
 endif
 LIBS     := $(LDEXTRA) -lzstd -lcjson -larchive -lxxhash -lm -ldl
 
-KERNELS  := $(wildcard kernels/*.cu) runtime/layout_core.h
-RT_SRC   := $(wildcard runtime/*.c) $(BUILD)/gen/kernel_sources.c
+KERNELS  := $(wildcard kernels/*.cu kernels/*/*.cuh kernels/*.h) contract/layout_core.h
+RT_SRC   := $(wildcard base/*.c contract/*.c runtime/*.c) $(BUILD)/gen/kernel_sources.c
 CV_SRC   := $(wildcard formats/*.c) $(wildcard repack/*.c) \
             $(filter-out convert/main.c,$(wildcard convert/*.c))
 CLI_SRC  := convert/main.c
@@ -59,28 +73,36 @@ deps: $(DEPS_OK)
 # the kernel sources, built into the runtime library as strings (NVRTC compiles them at run time)
 $(BUILD)/gen/kernel_sources.c: $(KERNELS) Makefile
 	@mkdir -p $(dir $@)
-	@{ echo '/* generated from kernels/ and runtime/layout_core.h by the Makefile */'; \
+	@{ echo '/* generated from kernels/ and contract/layout_core.h by the Makefile */'; \
 	  echo '#include "jit.h"'; \
 	  i=0; for f in $(KERNELS); do \
 	    echo "static const char src_$$i[] = {"; \
 	    od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	    echo "0};"; i=$$((i+1)); done; \
 	  echo 'const hc_kernel_source hc_kernel_sources[] = {'; \
-	  i=0; for f in $(KERNELS); do echo "{\"$$(basename $$f)\", src_$$i},"; i=$$((i+1)); done; \
+	  i=0; for f in $(KERNELS); do echo "{\"$$(echo $$f | sed 's,^kernels/,,; s,^contract/,,')\", src_$$i},"; \
+	    i=$$((i+1)); done; \
 	  echo '{0, 0}};'; } > $@.tmp && mv $@.tmp $@
 $(BUILD)/obj/$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(BASEFLAGS) $(LIBFLAGS) $(INC_runtime) $(CFLAGS) -c $< -o $@
 $(BUILD)/san/$(BUILD)/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(SANFLAGS) -c $< -o $@
+	$(CC) $(BASEFLAGS) $(LIBFLAGS) $(INC_runtime) $(SANFLAGS) -c $< -o $@
 
+# library objects (hidden by default) and test objects, each with its folder's include paths
+$(BUILD)/obj/tests/%.o: tests/%.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(INC_all) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/san/tests/%.o: tests/%.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(INC_all) $(SANFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASEFLAGS) $(LIBFLAGS) $(call incs_of,$<) $(CFLAGS) -MMD -MP -c $< -o $@
 $(BUILD)/san/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(SANFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(BASEFLAGS) $(LIBFLAGS) $(call incs_of,$<) $(SANFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/libhcrt.a: $(RT_OBJ)
 	ar rcs $@ $^
@@ -103,7 +125,7 @@ $(BUILD)/san/test_unit: $(STEST_OBJ) $(SCV_OBJ) $(SRT_OBJ)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
+	$(CC) $(BASEFLAGS) $(INC_all) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
 
 # libFuzzer targets (tests/fuzz/README.md), one per input parser, built with clang into
 # $(BUILD)/fuzz with ASan+UBSan. The library objects are built without -Werror: clang warns
@@ -111,10 +133,10 @@ $(BUILD)/bench/%: bench/%.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_O
 # -Werror); the fuzz targets themselves keep it.
 FUZZ_CC    ?= clang
 FUZZ_DIR   := $(BUILD)/fuzz
-FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(INCS) -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(INC_all) $(DEPINCS) -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION \
               -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_LIB   := runtime/base.c runtime/jsonutil.c runtime/container.c runtime/layout.c \
-              runtime/elements.c $(wildcard formats/*.c) convert/npy.c convert/atomic.c
+FUZZ_LIB   := $(wildcard base/*.c contract/*.c) runtime/container.c runtime/tile_layer.c \
+              $(wildcard formats/*.c) convert/npy.c convert/atomic.c
 FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(FUZZ_DIR)/%,$(wildcard tests/fuzz/fuzz_*.c))
 # `make test` builds them, except where install-deps does not run (HC_DEPS) and clang with
 # libFuzzer is absent: there the stage says so and skips (tests/fuzz/run.sh)
@@ -127,14 +149,14 @@ test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert $(FUZZ
 
 # GPU tests: on a machine without a GPU they say so and pass
 $(BUILD)/gpu_test: tests/gpu/gpu_test.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
-	$(CC) $(BASEFLAGS) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
+	$(CC) $(BASEFLAGS) $(INC_all) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
 gpu-test: $(BUILD)/gpu_test
 	@$(BUILD)/gpu_test
 # the GPU benchmark links cuBLASLt and the CUDA runtime directly (its peer; the library does not)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart
 $(BUILD)/bench/gpu_bench: bench/gpu_bench.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) -Wno-strict-prototypes -Itests/gpu -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
+	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
 bench-gpu: $(BUILD)/bench/gpu_bench
 	@$(BUILD)/bench/gpu_bench
 

@@ -12,6 +12,12 @@ extern "C" {
 
 #define HC_VERSION_STRING "0.1.0"
 
+/* What the shared libraries export: the declarations of the include/ headers and nothing else (library
+ * code is built with -fvisibility=hidden; tests/install checks the exported symbols). */
+#ifndef HC_API
+#define HC_API __attribute__((visibility("default")))
+#endif
+
 /* Status codes: number, name, message. Numbers are stable. */
 #define HC_STATUS_MAP(X)                                              \
     X(0, OK, "success")                                               \
@@ -30,10 +36,10 @@ typedef enum {
 #undef HC_STATUS_ENUM
 } hc_status;
 
-const char *hc_strerror(hc_status s);  /* static text per code */
-const char *hc_status_name(hc_status s); /* "HC_INVALID" */
+HC_API const char *hc_strerror(hc_status s);  /* static text per code */
+HC_API const char *hc_status_name(hc_status s); /* "HC_INVALID" */
 /* CLI exit status for a code: 0 ok, 1 invalid input or failed check, 2 usage, 3 I/O/internal. */
-int hc_status_exit_code(hc_status s);
+HC_API int hc_status_exit_code(hc_status s);
 
 /* Element types of tensors (safetensors names). X(name, bits) */
 #define HC_DTYPE_MAP(X)                                                        \
@@ -50,9 +56,9 @@ typedef enum {
     HC_DTYPE_COUNT
 } hc_dtype;
 
-const char *hc_dtype_name(hc_dtype d);
-unsigned hc_dtype_bits(hc_dtype d);
-hc_dtype hc_dtype_from_name(const char *name); /* HC_DTYPE_INVALID when unknown */
+HC_API const char *hc_dtype_name(hc_dtype d);
+HC_API unsigned hc_dtype_bits(hc_dtype d);
+HC_API hc_dtype hc_dtype_from_name(const char *name); /* HC_DTYPE_INVALID when unknown */
 
 #define HC_MAX_DIMS 8
 
@@ -64,7 +70,7 @@ typedef struct hc_container hc_container;
 
 /* The container at path: path itself when it is a container file (checked by its magic), or
  * path/model.hconvert when path is a folder holding one; NULL otherwise. Caller frees. */
-char *hc_container_locate(const char *path);
+HC_API char *hc_container_locate(const char *path);
 
 typedef enum { HC_ENC_RAW = 0, HC_ENC_ZSTD = 1 } hc_encoding;
 
@@ -85,26 +91,26 @@ typedef struct {
 
 /* Opens and validates a container: preamble, header hash, every header field, offsets.
  * On failure *out is NULL and msg (if given, msg_len bytes) receives the detailed message. */
-hc_status hc_container_open(const char *path, int verify_tensors, hc_container **out,
+HC_API hc_status hc_container_open(const char *path, int verify_tensors, hc_container **out,
                             char *msg, size_t msg_len);
-void hc_container_free(hc_container *c); /* accepts NULL */
+HC_API void hc_container_free(hc_container *c); /* accepts NULL */
 
-const char *hc_container_errmsg(const hc_container *c);
-size_t hc_container_tensor_count(const hc_container *c);
-const hc_tensor_info *hc_container_tensor(const hc_container *c, size_t i);
-const hc_tensor_info *hc_container_find(const hc_container *c, const char *name);
+HC_API const char *hc_container_errmsg(const hc_container *c);
+HC_API size_t hc_container_tensor_count(const hc_container *c);
+HC_API const hc_tensor_info *hc_container_tensor(const hc_container *c, size_t i);
+HC_API const hc_tensor_info *hc_container_find(const hc_container *c, const char *name);
 /* The raw JSON header (NUL-terminated) and model metadata object text. */
-const char *hc_container_header_json(const hc_container *c, size_t *len);
-uint64_t hc_container_file_size(const hc_container *c);
-void hc_container_version(const hc_container *c, unsigned *major, unsigned *minor);
+HC_API const char *hc_container_header_json(const hc_container *c, size_t *len);
+HC_API uint64_t hc_container_file_size(const hc_container *c);
+HC_API void hc_container_version(const hc_container *c, unsigned *major, unsigned *minor);
 
 /* Stored bytes of a tensor, straight from the mapping (encoded form). */
-const void *hc_container_stored(const hc_container *c, const hc_tensor_info *t);
+HC_API const void *hc_container_stored(const hc_container *c, const hc_tensor_info *t);
 /* Decoded bytes: for raw tensors a pointer into the mapping (*owned = NULL); for zstd a new
  * buffer of raw_length bytes the caller frees through *owned, refused (naming the tensor)
  * when raw_length is above the handle's HC_CONTAINER_LIMIT_ZSTD_RAW or the stored bytes are
  * not one zstd frame that declares and decodes to raw_length. */
-hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, const void **data,
+HC_API hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, const void **data,
                                    void **owned);
 
 /* Limits a container handle applies when it decodes tensors (hc_container_tensor_data and
@@ -114,12 +120,12 @@ typedef enum {
     HC_CONTAINER_LIMIT_ZSTD_RAW = 0 /* bytes one zstd tensor may decode to (default and at most
                                        the format's 64 MiB) */
 } hc_container_limit;
-hc_status hc_container_set_limit(hc_container *c, hc_container_limit which, uint64_t value);
+HC_API hc_status hc_container_set_limit(hc_container *c, hc_container_limit which, uint64_t value);
 
 /* Recomputes every hash and checks every byte of the file (padding must be zero; each zstd
  * tensor is one frame that decodes to its raw_length, checked through a fixed-size buffer).
  * Returns HC_OK or the first failure; *nbad counts failing items. */
-hc_status hc_container_verify(hc_container *c, uint64_t *nbad);
+HC_API hc_status hc_container_verify(hc_container *c, uint64_t *nbad);
 
 /* ---- CPU executor ---- */
 /* Y[m, n] = X[m, k] * W^T for the linear layer NAME of a container, straight from its stored
@@ -127,17 +133,17 @@ hc_status hc_container_verify(hc_container *c, uint64_t *nbad);
  * an unquantized source tensor NAME.weight. float32 in and out, float32 accumulation, OpenMP
  * across rows of W. For tensors holding several experts, expert selects one (else 0). On
  * failure msg (msg_len bytes) names the tensor and the rule. */
-hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, const float *x,
+HC_API hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, const float *x,
                         uint64_t m, uint64_t k, float *y, uint64_t n, char *msg, size_t msg_len);
 /* MoE reference: for each token t and slot j of its top-k, row t*topk+j of y (t*topk rows of
  * n) = weights[t, j] * X[t] W_e^T with e = ids[t, j]. NAME is either a tensor holding all
  * experts (gpt-oss style) or a per-expert layer named without its id ("...experts.gate_proj"
  * for "...experts.<e>.gate_proj"). *n receives N. */
-hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t tokens,
+HC_API hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t tokens,
                      uint64_t k, const int32_t *ids, const float *weights, uint64_t topk,
                      float **y, uint64_t *n, char *msg, size_t msg_len);
 /* The (n, k, experts) of the linear layer NAME, for sizing inputs and outputs. */
-hc_status hc_linear_shape(hc_container *c, const char *name, uint64_t *n, uint64_t *k,
+HC_API hc_status hc_linear_shape(hc_container *c, const char *name, uint64_t *n, uint64_t *k,
                           uint64_t *experts, char *msg, size_t msg_len);
 
 /* ---- GPU ---- */
@@ -146,12 +152,12 @@ typedef struct hc_gpu hc_gpu;
  * picks device 0 and compiles (or loads from the cache) the kernels for its architecture.
  * HC_UNSUPPORTED when there is no CUDA runtime, no NVRTC or no device (or HC_NO_GPU is set
  * in the environment). */
-hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len);
-void hc_gpu_free(hc_gpu *g); /* accepts NULL */
-const char *hc_gpu_arch(const hc_gpu *g); /* "sm_90a" */
+HC_API hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len);
+HC_API void hc_gpu_free(hc_gpu *g); /* accepts NULL */
+HC_API const char *hc_gpu_arch(const hc_gpu *g); /* "sm_90a" */
 /* The reference GPU GEMM: Y = X W^T for the tiled layer NAME, float32 host buffers, the
  * same arithmetic and order as hc_cpu_linear (bit-identical results). */
-hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
+HC_API hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,
                             const float *x, uint64_t m, uint64_t k, float *y, uint64_t n,
                             char *msg, size_t msg_len);
 
@@ -161,11 +167,11 @@ typedef struct hc_gpu_model hc_gpu_model;
  * act-order permutations with plain cudaMalloc + cudaMemcpy, bytes exactly as stored, and
  * builds (or loads from the cache) the kernels their layouts need, so that the first
  * hc_gpu_linear compiles nothing. */
-hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu_model **out,
+HC_API hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu_model **out,
                             char *msg, size_t msg_len);
-void hc_gpu_model_free(hc_gpu_model *m); /* accepts NULL */
+HC_API void hc_gpu_model_free(hc_gpu_model *m); /* accepts NULL */
 /* Layers uploaded, bytes uploaded and the seconds the upload took. */
-void hc_gpu_model_stats(const hc_gpu_model *m, uint64_t *layers, uint64_t *bytes,
+HC_API void hc_gpu_model_stats(const hc_gpu_model *m, uint64_t *layers, uint64_t *bytes,
                         double *seconds);
 /* Y = X W^T for the layer NAME (expert `expert` of a fused tensor, else 0) on the tensor cores:
  * x is device memory holding bf16 [m, k] (row-major, the source's column order: act-order
@@ -174,28 +180,34 @@ void hc_gpu_model_stats(const hc_gpu_model *m, uint64_t *layers, uint64_t *bytes
  * stream) and asynchronous: launch errors are returned, errors inside the kernel surface at the
  * next synchronisation. M <= 16 takes the memory-bound path, larger M the tiled one. A model
  * keeps one workspace: order the calls on one model (one stream, or synchronise between). */
-hc_status hc_gpu_linear(hc_gpu_model *m, const char *name, uint32_t expert, const void *x,
+HC_API hc_status hc_gpu_linear(hc_gpu_model *m, const char *name, uint32_t expert, const void *x,
                         uint64_t m_tokens, uint64_t k, void *y, uint64_t n, void *stream,
                         char *msg, size_t msg_len);
 /* hc_gpu_linear over host float32 buffers: x is rounded to bf16 (nearest even), uploaded, the
  * output (poisoned first) computed, synchronised and widened back to float32. */
-hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t expert, const float *x,
+HC_API hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t expert, const float *x,
                              uint64_t m_tokens, uint64_t k, float *y, uint64_t n, char *msg,
                              size_t msg_len);
+/* For tests and measurements: the kernel every later hc_gpu_linear of model m with M > 16 runs
+ * -- "mma" (mma.sync), "wgmma" (the 128-token wgmma kernel), "ws64", "ws128", "ws256" (the
+ * warp-specialised kernel with that token tile) -- or NULL / "auto": the runtime's choice (the
+ * default; M <= 16 always takes the memory-bound path). HC_USAGE for any other name and
+ * HC_UNSUPPORTED for a kernel the device does not have, each naming it (the setting is then
+ * unchanged). Set it between calls, not during one. */
+HC_API hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *msg,
+                                           size_t msg_len);
 /* Builds the kernel modules the tiled layers of c need on arch ("sm_90a", "sm_80") into the
- * NVRTC cache (no GPU needed: `convert --target sm90|sm80` calls it), with the options
- * hc_gpu_open would use, so a later run on that machine (or with that HC_CACHE_DIR) compiles
- * nothing. *built counts the modules (kinds of layers). HC_UNSUPPORTED without NVRTC. */
-hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, char *msg,
+ * NVRTC cache (no GPU needed: `convert --target sm90|sm80` calls it): the modules, with their
+ * options, that hc_gpu_model_load would build, so a later run on that machine (or with that
+ * HC_CACHE_DIR) compiles nothing. *built counts the modules (kinds of layers). HC_UNSUPPORTED
+ * without NVRTC. */
+HC_API hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, char *msg,
                             size_t msg_len);
-/* A measurement: with HC_DIAG_GEMV_TIMELINE=1 set when the GPU was opened, the small-M kernels
- * record per block 5 words (SM, then the global timer in ns at entry, first tile arrived, loop
- * end, outputs written); this copies those of the model's last M <= 16 call (after a
- * synchronisation) into rec (cap words), *n blocks. */
-hc_status hc_gpu_diag_timeline(hc_gpu_model *m, uint64_t *rec, size_t cap, size_t *n, char *msg,
-                               size_t msg_len);
+/* Nonzero when this process built a kernel it could not keep in the NVRTC cache (read-only or
+ * full cache folder): the next run builds it again. why (cap bytes) receives the first reason. */
+HC_API int hc_gpu_cache_unstored(char *why, size_t cap);
 /* The peer for memory-bound kernels: a plain read of `bytes` on the device, in GB/s. */
-hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, char *msg,
+HC_API hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, char *msg,
                              size_t msg_len);
 
 #ifdef __cplusplus

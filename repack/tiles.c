@@ -123,10 +123,8 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
                  q->kind == HC_Q_PLAIN ? "unquantized" : "e5m2");
         return false;
     }
-    if (p->kind != HC_TL_MXFOLD && !(p->scale_dtype == HC_DT_F16 || p->scale_dtype == HC_DT_BF16 ||
-                                     p->scale_dtype == HC_DT_F32 || p->scale_dtype == HC_DT_F8_E4M3 ||
-                                     p->scale_dtype == HC_DT_F8_E8M0))
-        p->scale_dtype = HC_DT_F32;
+    if (p->kind != HC_TL_MXFOLD && hc_scale_kind(p->scale_dtype, p->scale_divides) == HC_SK_NONE)
+        p->scale_dtype = HC_DT_F32; /* widened exactly (e.g. F64 scales that fit) */
     /* the layout's group: whole tiles when the source group is a multiple of the tile width
      * (or there is one scale per row), else the largest divisor of both (scales repeated) */
     if (q->g_idx && q->E == 1) {

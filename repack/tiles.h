@@ -1,5 +1,5 @@
 /* tiles.h: repacking a canonical quantized tensor into the tiled layouts of
- * runtime/layout.h (docs/layouts.md): planning (layout, group, padding, act-order), packing,
+ * contract/layout.h (docs/layouts.md): planning (layout, group, padding, act-order), packing,
  * and the lossless MXFP4 group-exponent fold. */
 #ifndef HC_TILES_H
 #define HC_TILES_H

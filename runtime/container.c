@@ -153,17 +153,16 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
     if (lv < 1 || lv > UINT32_MAX) return bad(c, "tensor '%s': layout_version out of range", nm);
     t->layout_version = (uint32_t)lv;
     bool source = !strcmp(t->layout, "source");
-    bool tiled = !strcmp(t->layout, HC_LAYOUT_INT) || !strcmp(t->layout, HC_LAYOUT_FP4) ||
-                 !strcmp(t->layout, HC_LAYOUT_MXFOLD) || !strcmp(t->layout, HC_LAYOUT_FP8);
+    const hc_layout_row *row = hc_layout_by_id(t->layout);
+    bool tiled = row != NULL;
     if (!source && !tiled)
         return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': tensor '%s': layout '%s' is not "
                        "known to this reader (hconvert %s)", c->path, nm, t->layout,
                        HC_VERSION_STRING);
-    if (t->layout_version > (source ? 1u : HC_LAYOUT_VERSION))
+    if (t->layout_version > (source ? 1u : row->version))
         return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': tensor '%s': layout '%s' version "
                        "%u is newer than this reader's (%u); convert the checkpoint again",
-                       c->path, nm, t->layout, t->layout_version,
-                       source ? 1u : HC_LAYOUT_VERSION);
+                       c->path, nm, t->layout, t->layout_version, source ? 1u : row->version);
     HC_TRY(u64_field(c, o, "offset", i, &t->offset));
     HC_TRY(u64_field(c, o, "length", i, &t->length));
     HC_TRY(u64_field(c, o, "raw_length", i, &t->raw_length));

@@ -8,7 +8,7 @@
 
 #include "base.h"
 #include "elements.h"
-#include "layout.h"
+#include "tile_layer.h"
 
 typedef struct {
     const hc_tensor_info *t; /* the tiled tensor, or the source weight */

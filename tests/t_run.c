@@ -9,7 +9,7 @@
 #include "checkpoint.h"
 #include "container_write.h"
 #include "hconvert.h"
-#include "layout.h"
+#include "tile_layer.h"
 #include "npy.h"
 #include "quant.h"
 #include "test.h"
@@ -184,7 +184,7 @@ static hc_container *perm_container(const char *file, const int32_t *perm, uint8
     hc_cw_tensor t[2] = {
         {.name = "w", .dtype = HC_DT_U8, .ndim = 4, .shape = {1, 1, 1, p->chunk_bytes},
          .padded_shape = {1, 1, 1, p->chunk_bytes}, .layout = HC_LAYOUT_INT,
-         .layout_version = HC_LAYOUT_VERSION, .data = tiles, .size = p->chunk_bytes,
+         .layout_version = hc_tile_layout_version(p), .data = tiles, .size = p->chunk_bytes,
          .layout_params = lp},
         {.name = "w.perm", .dtype = HC_DT_I32, .ndim = 1, .shape = {64}, .padded_shape = {64},
          .layout = "source", .layout_version = 1, .data = perm, .size = 256},

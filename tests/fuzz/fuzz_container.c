@@ -1,14 +1,14 @@
 /* fuzz_container.c: libFuzzer target for the container reader (runtime/container.c): the
  * input is a whole model.hconvert, opened, verified and every tensor decoded (zstd ones
  * included); every tiled tensor's layout_params parsed and all its tiles decoded
- * (runtime/layout.c); then the container read back as a checkpoint (its config_json, the
+ * (contract/layout.c); then the container read back as a checkpoint (its config_json, the
  * model pass, the tiles decoder of formats/decode.c). Built with
  * FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION so open skips hash checks and reaches the parser. */
 #include <stdlib.h>
 
 #include "fuzz_util.h"
 #include "hcrt.h"
-#include "layout.h"
+#include "tile_layer.h"
 
 /* Every stripe of the tiled tensor t, as the CPU executor reads it. */
 static void decode_tiles(hc_container *c, const hc_tensor_info *t) {

@@ -1,5 +1,5 @@
 /* fuzz_index.c: libFuzzer target for the shard index, model.safetensors.index.json
- * (formats/checkpoint.c: its weight_map against the shards, both directions, and its
+ * (formats/checkpoint_shards.c: its weight_map against the shards, both directions, and its
  * metadata), then the checkpoint it assembles through model resolution and decoding. Input:
  * one byte choosing the fixture whose shards and configs sit beside the index (modulo the
  * list below), then the index text; an empty text means no index at all. The list is

@@ -11,6 +11,9 @@ check() { # label, command...
     if "$@" >"$pre/log" 2>&1; then p=$((p + 1)); echo "ok   install/$l"
     else f=$((f + 1)); echo "FAIL install/$l"; head -20 "$pre/log"; fi
 }
+# the shared libraries export the public API and nothing else
+check exports_hcrt sh tests/install/exports.sh "$B/libhcrt.so" include/hcrt.h
+check exports_hconvert sh tests/install/exports.sh "$B/libhconvert.so" include/hcrt.h include/hconvert.h
 check make_install make -s install BUILD="$B" PREFIX="$pre/usr"
 export PKG_CONFIG_PATH="$pre/usr/lib/pkgconfig"
 check pkgconfig_hcrt pkg-config --exists hcrt hconvert

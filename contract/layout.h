@@ -1,6 +1,6 @@
-/* layout.h: the tiled weight layouts (docs/layouts.md) as the runtime reads them: tile
- * geometry, where each element's code sits, and how a tile's scales decode. The repackers
- * (repack/) write with the same addressing. */
+/* layout.h: the tiled weight layouts (docs/layouts.md): tile geometry, where each element's
+ * code sits, and how a tile's scales decode -- the contract between the writer (repack/,
+ * convert/) and the readers (runtime/, kernels/). Which layouts exist is layouts.h's table. */
 #ifndef HC_LAYOUT_H
 #define HC_LAYOUT_H
 
@@ -11,22 +11,16 @@
 #include "base.h"
 #include "hcrt.h"
 #include "layout_core.h"
+#include "layouts.h"
 
 #define HC_TILE_N 64 /* weight rows per tile: the MMA M side (weights are the A operand) */
 #define HC_TILE_K 64 /* columns per tile: four k16 MMA steps */
 #define HC_TILE_ALIGN 128
 
-/* Layout ids as written in the container. */
-#define HC_LAYOUT_INT "tile64-int"      /* int codes (<= 4 bits in nibbles, else bytes) */
-#define HC_LAYOUT_FP4 "tile64-fp4"      /* E2M1 codes, per-group scales (NVFP4, MXFP4 fallback) */
-#define HC_LAYOUT_MXFOLD "tile64-mxfold" /* MXFP4 with group exponents folded (lossless) */
-#define HC_LAYOUT_FP8 "tile64-fp8"      /* E4M3 codes, per-row-per-group scales */
-/* The newest layout version this reader knows. A tensor is written with the lowest version
- * that holds it (hc_tile_layout_version): 1, or 2 for FP8 scales that divide, so an older
- * reader refuses those by name instead of multiplying. */
+/* The newest layout version this reader knows (each layout's own: contract/layouts.c). A
+ * tensor is written with the lowest version that holds it (hc_tile_layout_version): 1, or 2
+ * for FP8 scales that divide, so an older reader refuses those by name instead of multiplying. */
 #define HC_LAYOUT_VERSION 2
-
-typedef enum { HC_TL_INT = 1, HC_TL_FP4, HC_TL_MXFOLD, HC_TL_FP8 } hc_tile_kind;
 
 typedef struct {
     hc_tile_kind kind;
@@ -75,19 +69,6 @@ static inline uint64_t hc_tile_offset(const hc_tile_params *p, uint64_t e, uint6
  * m16n8k16 A operand: each lane's codes for one 16-byte load are contiguous. */
 void hc_tile_code_pos(unsigned code_bits, unsigned r, unsigned c, uint64_t *byte, unsigned *shift);
 
-/* Code of element (r, c) of a tile chunk. */
-static inline unsigned hc_tile_code(const hc_tile_params *p, const uint8_t *chunk, unsigned r,
-                                    unsigned c) {
-    uint64_t b;
-    unsigned sh;
-    hc_tile_code_pos(p->code_bits, r, c, &b, &sh);
-    return p->code_bits == 4 ? (chunk[b] >> sh) & 15u : chunk[b];
-}
-
-/* Scale entry (row r, scale column j) as a double, and its zero point. */
-double hc_tile_scale(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned j);
-int hc_tile_zero(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned j);
-
 /* mxfold: the E4M3 byte for E2M1 code u scaled by 2^d, if exact; false otherwise. */
 bool hc_e4m3_of_fp4(unsigned u, int d, uint8_t *out);
 /* mxfold per-row record: base exponent B (0xFF: unfolded row-tile) and group offsets. */
@@ -102,12 +83,5 @@ double hc_tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, 
 /* Decodes rows [n0, n0 + 64) of expert e into out (64 x Kp floats, permuted column order). */
 void hc_tile_decode_stripe(const hc_tile_params *p, const uint8_t *tensor, uint64_t e,
                            uint64_t nb, float *out);
-
-/* The tiled layer NAME of a container, as both executors run it: its tensor (stored raw),
- * its parsed layout_params, and for act-order its permutation NAME.perm (a raw I32 [K] whose
- * every entry is a column index < K; NULL without act-order). HC_NOTFOUND when NAME is not
- * a tiled tensor of the container. */
-hc_status hc_tile_layer(const hc_container *c, const char *name, const hc_tensor_info **t,
-                        hc_tile_params *p, const int32_t **perm, hc_err *err);
 
 #endif

@@ -174,6 +174,15 @@ void *hc_dlopen_first(const char *const *names, size_t n) {
     return h;
 }
 
+bool hc_ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+int hc_cmp_str_ptr(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 char *hc_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *r = malloc(n);

@@ -1,5 +1,5 @@
 /* layout_core.h: the element-level rules of the tiled layouts (docs/layouts.md), written once
- * for both the host (runtime/layout.c, the CPU executor) and the GPU kernels (compiled by
+ * for both the host (contract/layout.c, the CPU executor) and the GPU kernels (compiled by
  * NVRTC, which receives this file as a header): code positions and value decoding. */
 #ifndef HC_LAYOUT_CORE_H
 #define HC_LAYOUT_CORE_H
@@ -9,6 +9,27 @@
 #else
 #define HC_HD static inline
 #endif
+
+/* The four layouts (their ids and the table: contract/layouts.h). */
+typedef enum { HC_TL_INT = 1, HC_TL_FP4, HC_TL_MXFOLD, HC_TL_FP8 } hc_tile_kind;
+
+/* Codec numbers: what the fast kernels are built for (-DHC_CODEC). The table of which layout
+ * each belongs to is contract/layouts.c; the numbers are here because the kernels see them. */
+#define HC_CODEC_INT4 1    /* tile64-int, 4-bit offset codes (zero point) */
+#define HC_CODEC_INT4_SM 2 /* tile64-int, 4-bit sign-magnitude codes */
+#define HC_CODEC_INT8 3    /* tile64-int, 8-bit offset codes */
+#define HC_CODEC_FP4 4     /* tile64-fp4, E2M1 */
+#define HC_CODEC_MXFOLD 5  /* tile64-mxfold, E2M1 with folded group exponents */
+#define HC_CODEC_FP8 6     /* tile64-fp8, E4M3 */
+#define HC_CODEC_COUNT 7   /* numbers 1..6; 0 is none */
+
+/* Scale kinds: what a tile's scale entries are (hc_core_params.scale_kind, -DHC_SK). */
+#define HC_SK_F32 0
+#define HC_SK_BF16 1
+#define HC_SK_F16 2
+#define HC_SK_E4M3 3
+#define HC_SK_E8M0 4
+#define HC_SK_F32_DIV 5 /* F32 divisors (tile64-fp8 version 2) */
 
 typedef unsigned char hc_u8;
 typedef unsigned int hc_u32;
@@ -106,11 +127,11 @@ HC_HD int hc_core_e4m3_of_fp4(unsigned u, int d, hc_u8 *out) {
 
 /* What a kernel needs to read a tile chunk (filled from hc_tile_params on the host). */
 typedef struct {
-    unsigned kind;       /* 1 int, 2 fp4, 3 mxfold, 4 fp8 (hc_tile_kind) */
+    unsigned kind;       /* hc_tile_kind */
     unsigned code_bits;  /* 4 or 8 */
     unsigned S;          /* scale columns per tile row */
     unsigned g;          /* scale group along K (S > 1: columns per scale column) */
-    unsigned scale_kind; /* 0 F32, 1 BF16, 2 F16, 3 E4M3, 4 E8M0, 5 F32 divisor (fp8 only) */
+    unsigned scale_kind; /* HC_SK_* */
     unsigned zeros;      /* a zero-point byte per scale entry */
     unsigned zero_const;
     unsigned sign_magnitude;
@@ -123,12 +144,12 @@ HC_HD double hc_core_scale(const hc_core_params *p, const hc_u8 *chunk, unsigned
     const hc_u8 *s = chunk + p->code_bytes;
     hc_u64 i = (hc_u64)r * p->S + j;
     switch (p->scale_kind) {
-    case 0:
-    case 5: return hc_core_bits_f32((hc_u32)s[4 * i] | (hc_u32)s[4 * i + 1] << 8 |
+    case HC_SK_F32:
+    case HC_SK_F32_DIV: return hc_core_bits_f32((hc_u32)s[4 * i] | (hc_u32)s[4 * i + 1] << 8 |
                                     (hc_u32)s[4 * i + 2] << 16 | (hc_u32)s[4 * i + 3] << 24);
-    case 1: return hc_core_bits_f32(((hc_u32)s[2 * i] | (hc_u32)s[2 * i + 1] << 8) << 16);
-    case 2: return hc_core_f16((unsigned)s[2 * i] | (unsigned)s[2 * i + 1] << 8);
-    case 3: return hc_core_e4m3(s[i]);
+    case HC_SK_BF16: return hc_core_bits_f32(((hc_u32)s[2 * i] | (hc_u32)s[2 * i + 1] << 8) << 16);
+    case HC_SK_F16: return hc_core_f16((unsigned)s[2 * i] | (unsigned)s[2 * i + 1] << 8);
+    case HC_SK_E4M3: return hc_core_e4m3(s[i]);
     default: return hc_core_e8m0(s[i]);
     }
 }
@@ -141,7 +162,7 @@ HC_HD double hc_core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned
     unsigned u = p->code_bits == 4 ? (chunk[b] >> sh) & 15u : chunk[b];
     unsigned j = p->S > 1 ? c / p->g : 0;
     switch (p->kind) {
-    case 1: {
+    case HC_TL_INT: {
         double s = hc_core_scale(p, chunk, r, j);
         if (p->sign_magnitude) {
             double q = (double)(u & 7);
@@ -151,14 +172,14 @@ HC_HD double hc_core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned
                             : (double)p->zero_const;
         return ((double)u - z) * s;
     }
-    case 2: {
+    case HC_TL_FP4: {
         double s = hc_core_scale(p, chunk, r, j);
         return p->global_div != 0 ? hc_core_fp4(u) * (s / p->global_div) : hc_core_fp4(u) * s;
     }
-    case 4: /* divided in float64: rounded to float32 it is the float32 quotient's bits */
-        return p->scale_kind == 5 ? hc_core_e4m3(u) / hc_core_scale(p, chunk, r, j)
+    case HC_TL_FP8: /* divided in float64: rounded to float32 it is the float32 quotient's bits */
+        return p->scale_kind == HC_SK_F32_DIV ? hc_core_e4m3(u) / hc_core_scale(p, chunk, r, j)
                                   : hc_core_e4m3(u) * hc_core_scale(p, chunk, r, j);
-    case 3: {
+    case HC_TL_MXFOLD: {
         const hc_u8 *rec = chunk + p->code_bytes + (hc_u64)r * 4;
         if (rec[0] == 0xFF) return hc_core_fp4(u) * hc_core_e8m0(rec[1 + j]);
         hc_u8 e;
@@ -170,9 +191,8 @@ HC_HD double hc_core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned
 }
 
 /* The fast kernels' parameters (kernels/tile_mma.cu), filled by runtime/gpu.c: the fields a
- * tile's decode needs and nothing else, so the kernels keep few registers. codec: 1 int 4-bit
- * offset codes, 2 int 4-bit sign-magnitude, 3 int 8-bit offset codes, 4 E2M1 (tile64-fp4),
- * 5 E2M1 with folded group exponents (tile64-mxfold), 6 E4M3 (tile64-fp8). */
+ * tile's decode needs and nothing else, so the kernels keep few registers (the codec is a
+ * build option: HC_CODEC_*). */
 typedef struct {
     hc_u64 tiles_n, tiles_k, chunk_bytes, N, K;
     hc_u64 ldx;          /* activation row stride, in elements */

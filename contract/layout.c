@@ -12,10 +12,12 @@
 #include "jsonutil.h"
 #include "layout_core.h"
 
-static const char *const kind_names[] = {NULL, "int", "fp4", "mxfold", "fp8"};
-
+/* Bytes of a scale entry: 0 for mxfold (its records are not scales) and for a dtype that is
+ * not a scale type of the layouts. */
 static unsigned scale_size(const hc_tile_params *p) {
-    return p->kind == HC_TL_MXFOLD ? 0 : hc_dtype_bits(p->scale_dtype) / 8;
+    return p->kind == HC_TL_MXFOLD ? 0
+                                   : hc_scale_kind_bytes(hc_scale_kind(p->scale_dtype,
+                                                                       p->scale_divides));
 }
 
 bool hc_tile_geometry(hc_tile_params *p) {
@@ -45,7 +47,7 @@ bool hc_tile_geometry(hc_tile_params *p) {
 
 cJSON *hc_tile_params_json(const hc_tile_params *p) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "kind", kind_names[p->kind]);
+    cJSON_AddStringToObject(j, "kind", hc_layout_by_kind(p->kind)->params_kind);
     cJSON_AddNumberToObject(j, "code_bits", p->code_bits);
     cJSON_AddNumberToObject(j, "src_bits", p->src_bits);
     cJSON_AddNumberToObject(j, "experts", (double)p->E);
@@ -76,12 +78,9 @@ hc_status hc_tile_params_parse(const cJSON *j, const char *layout, hc_tile_param
     memset(p, 0, sizeof *p);
 #define BAD(what) return hc_fail(err, HC_INVALID, "tensor '%s': layout_params: %s", name, what)
     if (!cJSON_IsObject(j)) BAD("missing");
-    const char *k = hc_json_str(j, "kind");
-    for (int i = 1; k && i <= 4; i++)
-        if (!strcmp(k, kind_names[i])) p->kind = (hc_tile_kind)i;
-    const char *want = p->kind == HC_TL_INT ? HC_LAYOUT_INT : p->kind == HC_TL_FP4 ? HC_LAYOUT_FP4
-                       : p->kind == HC_TL_MXFOLD ? HC_LAYOUT_MXFOLD : HC_LAYOUT_FP8;
-    if (!p->kind || strcmp(layout, want)) BAD("kind does not match the layout id");
+    const hc_layout_row *row = hc_layout_by_params_kind(hc_json_str(j, "kind"));
+    if (!row || strcmp(layout, row->id)) BAD("kind does not match the layout id");
+    p->kind = row->kind;
     uint64_t v[9];
     static const char *const keys[9] = {"code_bits", "src_bits", "experts", "n", "k",
                                         "n_padded", "k_padded", "group_k", "chunk_bytes"};
@@ -125,19 +124,6 @@ void hc_tile_code_pos(unsigned code_bits, unsigned r, unsigned c, uint64_t *byte
     *byte = b;
 }
 
-double hc_tile_scale(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned j) {
-    const uint8_t *s = chunk + p->code_bytes;
-    double v = 0;
-    if (p->scale_dtype == HC_DT_F8_E8M0) return hc_e8m0(s[r * p->S + j]);
-    hc_read_scalar(s, p->scale_dtype, (uint64_t)r * p->S + j, &v);
-    return v;
-}
-
-int hc_tile_zero(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned j) {
-    if (!p->zeros) return p->zero_const;
-    return chunk[p->code_bytes + p->scale_bytes + r * p->S + j];
-}
-
 bool hc_e4m3_of_fp4(unsigned u, int d, uint8_t *out) { return hc_core_e4m3_of_fp4(u, d, out); }
 
 void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c) {
@@ -146,9 +132,9 @@ void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c) {
     c->code_bits = p->code_bits;
     c->S = p->S;
     c->g = (unsigned)(p->g < HC_TILE_K ? p->g : HC_TILE_K);
-    c->scale_kind = p->scale_dtype == HC_DT_F32 ? 0 : p->scale_dtype == HC_DT_BF16 ? 1
-                    : p->scale_dtype == HC_DT_F16 ? 2 : p->scale_dtype == HC_DT_F8_E4M3 ? 3 : 4;
-    if (p->scale_divides) c->scale_kind = 5; /* F32 divisors */
+    /* mxfold's records hold exponents: E8M0 is the kind its modules are built for */
+    c->scale_kind = p->kind == HC_TL_MXFOLD ? HC_SK_E8M0
+                                            : hc_scale_kind(p->scale_dtype, p->scale_divides);
     c->zeros = p->zeros;
     c->zero_const = (unsigned)p->zero_const;
     c->sign_magnitude = p->sign_magnitude;
@@ -173,33 +159,4 @@ void hc_tile_decode_stripe(const hc_tile_params *p, const uint8_t *tensor, uint6
             for (unsigned c = 0; c < HC_TILE_K; c++)
                 out[r * p->Kp + kb * HC_TILE_K + c] = (float)hc_core_value(&cp, chunk, r, c);
     }
-}
-
-hc_status hc_tile_layer(const hc_container *c, const char *name, const hc_tensor_info **t,
-                        hc_tile_params *p, const int32_t **perm, hc_err *err) {
-    *t = hc_container_find(c, name);
-    *perm = NULL;
-    if (!*t || !(*t)->layout_params)
-        return hc_fail(err, HC_NOTFOUND, "'%s' is not a tiled tensor of the container", name);
-    cJSON *j = cJSON_Parse((*t)->layout_params);
-    hc_status st = hc_tile_params_parse(j, (*t)->layout, p, name, err);
-    cJSON_Delete(j);
-    if (st) return st;
-    if ((*t)->encoding != HC_ENC_RAW)
-        return hc_fail(err, HC_INVALID, "tensor '%s': tiled tensors are stored raw", name);
-    if (!p->perm) return HC_OK;
-    char pn[1100];
-    snprintf(pn, sizeof pn, "%s.perm", name);
-    const hc_tensor_info *pt = hc_container_find(c, pn);
-    if (!pt || pt->dtype != HC_DT_I32 || pt->encoding != HC_ENC_RAW || pt->ndim != 1 ||
-        pt->shape[0] != p->K)
-        return hc_fail(err, HC_INVALID, "tensor '%s': act-order permutation '%s' missing or not "
-                       "a raw I32 [%llu]", name, pn, (unsigned long long)p->K);
-    const int32_t *pm = hc_container_stored(c, pt);
-    for (uint64_t i = 0; i < p->K; i++)
-        if (pm[i] < 0 || (uint64_t)pm[i] >= p->K)
-            return hc_fail(err, HC_INVALID, "tensor '%s': entry %llu out of range", pn,
-                           (unsigned long long)i);
-    *perm = pm;
-    return HC_OK;
 }

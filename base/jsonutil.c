@@ -17,10 +17,6 @@ const char *hc_json_str(const cJSON *obj, const char *key) {
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-static int cmp_str_ptr(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 const char *hc_json_duplicate_key(const cJSON *obj) {
     int n = cJSON_GetArraySize(obj);
     if (n < 2) return NULL;
@@ -29,7 +25,7 @@ const char *hc_json_duplicate_key(const cJSON *obj) {
     int k = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, obj) names[k++] = it->string ? it->string : "";
-    qsort(names, (size_t)n, sizeof *names, cmp_str_ptr);
+    qsort(names, (size_t)n, sizeof *names, hc_cmp_str_ptr);
     const char *dup = NULL;
     for (int i = 1; i < n && !dup; i++)
         if (strcmp(names[i], names[i - 1]) == 0) dup = names[i];

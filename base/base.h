@@ -70,6 +70,10 @@ const void *hc_find_by_name(const void *base, size_t n, size_t size, const char 
 void *hc_dlopen_first(const char *const *names, size_t n);
 
 char *hc_strdup(const char *s);
+/* Whether s ends with suffix. */
+bool hc_ends_with(const char *s, const char *suffix);
+/* qsort comparator of an array of `const char *`, by strcmp. */
+int hc_cmp_str_ptr(const void *a, const void *b);
 char *hc_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *hc_basename(const char *path);
 void hc_hex64(uint64_t v, char out[17]);
