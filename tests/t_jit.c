@@ -21,6 +21,12 @@ static const char *const kinds[NKINDS][4] = {
     {"6", "0", "2", "0"}, {"6", "1", "2", "0"},
     {"6", "5", "2", "0"}}; /* FP8 with F32 divisors (GPTQModel's inverse scales) */
 
+/* The four NVRTC options of kinds[i]: -DHC_CODEC=.. -DHC_SK=.. -DHC_LGS=.. -DHC_ZP=.. */
+static void kind_options(int i, char o[4][24]) {
+    static const char *const names[] = {"HC_CODEC", "HC_SK", "HC_LGS", "HC_ZP"};
+    for (int j = 0; j < 4; j++) snprintf(o[j], sizeof o[j], "-D%s=%s", names[j], kinds[i][j]);
+}
+
 static void test_every_kernel_compiles(void) {
     int maj = 0, min = 0;
     hc_err err = {0};
@@ -29,50 +35,41 @@ static void test_every_kernel_compiles(void) {
         CHECK_FAIL_("%s", err.msg);
         return;
     }
-    /* the builds the runtime can ask for: tile_gemm.cu; tile_mma.cu per codec, generic (one
-     * module per codec) and, on sm_90a, specialised for each kind of layer the synthetic and
-     * converted layers have (codec, scale kind, group, zero points), and the tuning knobs the
-     * benchmark sweeps. HC_TEST_JIT_QUICK (the sanitizer run) builds three of them. */
+    /* the builds the runtime asks for: tile_gemm.cu, and tile_mma.cu for each kind of layer the
+     * synthetic and converted layers have (codec, scale kind, group, zero points: every module
+     * takes all four), on sm_90a and sm_80; and the bench-only measurement builds
+     * (-DHC_GEMV_DIAG=1, 2) still compile. HC_TEST_JIT_QUICK (the sanitizer run) builds three:
+     * tile_gemm.cu, int4 on sm_90a, folded MXFP4 on sm_80. */
     typedef struct {
-        const char *file, *arch, *opt[6];
+        const char *file, *arch, *opt[5];
     } build;
-    build list[64];
+    enum { NBUILDS = 2 + 2 * NKINDS + 2 };
+    build list[NBUILDS];
     int nb = 0;
     static const char *const archs[] = {"sm_90a", "sm_80"};
-    static const char *const codecs[] = {"-DHC_CODEC=1", "-DHC_CODEC=2", "-DHC_CODEC=3",
-                                         "-DHC_CODEC=4", "-DHC_CODEC=5", "-DHC_CODEC=6"};
+    static char kopt[NKINDS][4][24];
+    for (int i = 0; i < NKINDS; i++) kind_options(i, kopt[i]);
     for (int a = 0; a < 2; a++) {
         list[nb++] = (build){"tile_gemm.cu", archs[a], {"--fmad=false"}};
-        for (int c = 0; c < 6; c++) list[nb++] = (build){"tile_mma.cu", archs[a], {codecs[c]}};
+        for (int i = 0; i < NKINDS; i++)
+            list[nb++] = (build){"tile_mma.cu", archs[a], {kopt[i][0], kopt[i][1], kopt[i][2], kopt[i][3]}};
     }
-    static char kopt[NKINDS][4][24];
-    for (int i = 0; i < NKINDS; i++) {
-        static const char *const names[] = {"HC_CODEC", "HC_SK", "HC_LGS", "HC_ZP"};
-        for (int j = 0; j < 4; j++)
-            snprintf(kopt[i][j], sizeof kopt[i][j], "-D%s=%s", names[j], kinds[i][j]);
-        list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[i][0], kopt[i][1], kopt[i][2], kopt[i][3]}};
-    }
-    static const char *const knobs[] = {"-DHC_GEMV_STAGES=2", "-DHC_GEMV_STAGES=6",
-                                        "-DHC_GEMV_MINB=1", "-DHC_GEMV_MINB=8", "-DHC_GEMV_PDL=0",
-                                        "-DHC_WGMMA_MID=0", "-DHC_GEMV_DIAG=1", "-DHC_GEMV_DIAG=2",
-                                        "-DHC_GEMV1_STAGES=3"};
-    for (int i = 0; i < 9; i++)
-        list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], knobs[i]}};
-    /* HC_GEMV_MXS (default 1) acts on folded MXFP4 (kinds[7]) only: the path without it */
-    list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[7][0], kopt[7][1], kopt[7][2], kopt[7][3], "-DHC_GEMV_MXS=0"}};
-    list[nb++] = (build){"tile_mma.cu", "sm_90a", {"-DHC_CODEC=5", "-DHC_GEMV_MXS=0"}};
-    if (getenv("HC_TEST_JIT_QUICK")) { /* tile_gemm.cu, a generic and a specialised module */
-        list[2] = list[14]; /* list[1] is the generic int4 module for sm_90a */
+    static const char *const diag[] = {"-DHC_GEMV_DIAG=1", "-DHC_GEMV_DIAG=2"};
+    for (int i = 0; i < 2; i++)
+        list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], diag[i]}};
+    CHECK_EQ_INT(nb, NBUILDS);
+    if (getenv("HC_TEST_JIT_QUICK")) {
+        list[2] = list[2 + NKINDS + 7]; /* kinds[7] (folded MXFP4) for sm_80 */
         nb = 3;
     }
-    hc_status st[64];
-    size_t size[64] = {0};
-    char msg[64][160];
-    setenv("HC_JIT_NO_CACHE", "1", 1);
+    hc_status st[NBUILDS];
+    size_t size[NBUILDS] = {0};
+    char msg[NBUILDS][160];
+    hc_jit_set_cache(false);
 #pragma omp parallel for schedule(dynamic)
     for (int i = 0; i < nb; i++) {
         int no = 0;
-        while (no < 6 && list[i].opt[no]) no++;
+        while (no < 5 && list[i].opt[no]) no++;
         void *cubin = NULL;
         hc_err e = {0};
         st[i] = hc_jit_compile(list[i].file, list[i].arch, list[i].opt, no, &cubin, &size[i], &e);
@@ -80,16 +77,48 @@ static void test_every_kernel_compiles(void) {
         if (st[i] == HC_OK && (size[i] < 1000 || memcmp(cubin, "\x7f" "ELF", 4))) st[i] = HC_INTERNAL;
         free(cubin);
     }
-    unsetenv("HC_JIT_NO_CACHE");
+    hc_jit_set_cache(true);
     int built = 0;
     for (int i = 0; i < nb; i++) {
-        if (st[i]) CHECK_FAIL_("%s %s %s for %s: %s", list[i].file, list[i].opt[0],
-                               list[i].opt[1] ? list[i].opt[1] : "", list[i].arch, msg[i]);
+        if (st[i]) {
+            char opts[160] = "";
+            for (int j = 0; j < 5 && list[i].opt[j]; j++)
+                snprintf(opts + strlen(opts), sizeof opts - strlen(opts), " %s", list[i].opt[j]);
+            CHECK_FAIL_("%s%s for %s: %s", list[i].file, opts, list[i].arch, msg[i]);
+        }
         built += st[i] == HC_OK;
     }
     printf("     (NVRTC %d.%d: %d kernel builds)\n", maj, min, built);
     CHECK_EQ_INT(built, nb);
-    CHECK(nb >= (getenv("HC_TEST_JIT_QUICK") ? 3 : 30));
+}
+
+/* A tile_mma.cu module is built for one kind of layer: without the four kind options (the
+ * generic module of earlier versions) or with a codec layout_core.h does not number, NVRTC
+ * refuses it at the preprocessor, and the message says which options are wanted. */
+static void test_kind_options_required(void) {
+    static const char *const generic[] = {"-DHC_CODEC=1"};
+    static const char *const nocodec[] = {"-DHC_CODEC=7", "-DHC_SK=1", "-DHC_LGS=2", "-DHC_ZP=0"};
+    static const char *const biggroup[] = {"-DHC_CODEC=1", "-DHC_SK=1", "-DHC_LGS=3", "-DHC_ZP=0"};
+    static const struct {
+        const char *const *opts;
+        int n;
+        const char *want;
+    } cases[] = {{generic, 1, "-DHC_CODEC, -DHC_SK, -DHC_LGS and -DHC_ZP are all required"},
+                 {nocodec, 4, "-DHC_CODEC is not one of layout_core.h's HC_CODEC_* numbers"},
+                 {biggroup, 4, "-DHC_LGS (log2 of the k16 steps per scale group) must be 0, 1 or 2"}};
+    for (int i = 0; i < 3; i++) {
+        void *cubin = NULL;
+        size_t size = 0;
+        char *log = NULL;
+        hc_err e = {0};
+        CHECK_EQ_INT(hc_jit_compile_log("tile_mma.cu", "sm_80", cases[i].opts, cases[i].n, &cubin,
+                                        &size, &log, &e),
+                     HC_INTERNAL);
+        CHECK(cubin == NULL);
+        CHECK_CONTAINS(e.msg, "does not compile");
+        CHECK_CONTAINS(e.msg, cases[i].want);
+        free(cubin), free(log);
+    }
 }
 
 /* Spill stores ptxas reports for entry function fn in an NVRTC log (-1: not in the log). */
@@ -111,21 +140,17 @@ static void test_hot_kernels_do_not_regress(void) {
     char why[10][200];
 #pragma omp parallel for schedule(dynamic)
     for (int i = 0; i < n; i++) {
-        static const char *const names[] = {"HC_CODEC", "HC_SK", "HC_LGS", "HC_ZP"};
         char o[4][24];
-        const char *opts[6];
-        for (int j = 0; j < 4; j++) {
-            snprintf(o[j], sizeof o[j], "-D%s=%s", names[j], kinds[i][j]);
-            opts[j] = o[j];
-        }
+        const char *opts[5];
+        kind_options(i, o);
+        for (int j = 0; j < 4; j++) opts[j] = o[j];
         opts[4] = "--ptxas-options=-v";
-        opts[5] = "-DHC_WGMMA_MID=1"; /* the 64- and 128-token warp-specialised kernels too */
         void *cubin = NULL;
         size_t size = 0;
         char *log = NULL;
         hc_err e = {0};
         why[i][0] = 0;
-        if (hc_jit_compile_log("tile_mma.cu", "sm_90a", opts, 6, &cubin, &size, &log, &e)) {
+        if (hc_jit_compile_log("tile_mma.cu", "sm_90a", opts, 5, &cubin, &size, &log, &e)) {
             snprintf(why[i], sizeof why[i], "does not compile: %s", e.msg);
         } else if (!log) {
             snprintf(why[i], sizeof why[i], "no NVRTC log");
@@ -313,7 +338,7 @@ static void test_cache_unwritable_reported(void) {
     CHECK_EQ_INT(note.state, HC_JIT_CACHE_UNSTORED);
     CHECK_CONTAINS(note.why, "cannot write the kernel cache");
     CHECK_CONTAINS(note.why, dir);
-    CHECK(hc_jit_cache_unstored(why, sizeof why));
+    CHECK(hc_gpu_cache_unstored(why, sizeof why));
     CHECK_CONTAINS(why, dir);
     const char *full = test_tmpdir();
     struct rlimit old, lim;
@@ -376,6 +401,7 @@ static void test_gemv_ksplit_plan(void) {
 void suite_jit(void) {
     RUN(test_gemv_ksplit_plan);
     RUN(test_every_kernel_compiles);
+    RUN(test_kind_options_required);
     RUN(test_hot_kernels_do_not_regress);
     RUN(test_cache_returns_the_same_cubin);
     RUN(test_cache_entry_damage_rebuilds);

@@ -1,0 +1,33 @@
+/* config.h: the measured constants of the kernel families, read by the kernels (NVRTC sees
+ * this file as a header) and by the runtime's family registry (runtime/gpu_families.c: shared
+ * memory sizes, launch shapes). Plain C. Each value was chosen by a measurement recorded in
+ * bench/NOTES.md; an experiment changes it on a branch (or in a bench-only build), measures,
+ * and keeps or reverts it -- nothing here is read from the environment. (A module's only
+ * options are its kind of layer, kernels/codec/kind.cuh, and in a bench build the
+ * measurement-only -DHC_GEMV_DIAG, kernels/gemm/gemv.cuh.) */
+#ifndef HC_KERNEL_CONFIG_H
+#define HC_KERNEL_CONFIG_H
+
+/* small M (hc_mma_gemv_t8/t16): tiles in a warp's pipeline (STAGES - 1 in flight; v19-v24) */
+#define HC_GEMV_STAGES 4
+/* M = 1 (hc_mma_gemv_t1): its stages hold one activation row, so more of them fit (v28) */
+#define HC_GEMV1_STAGES 6
+/* launch bounds of the small-M kernels: resident blocks per SM the registers must allow */
+#define HC_GEMV_MINB 4
+/* the small-M kernels start under programmatic dependent launch: their first weight copies
+ * are issued before griddepcontrol.wait (weights do not depend on the kernel before) */
+#define HC_GEMV_PDL 1
+/* folded MXFP4: a tile's scales are decoded once into shared memory as bf16 (v25) */
+#define HC_GEMV_MXS 1
+/* mma.sync GEMM (hc_mma_gemm) and wgmma GEMM (hc_wgmma_gemm): cp.async stages */
+#define HC_GEMM_STAGES 3
+#define HC_WGMMA_STAGES 3
+/* warp-specialised GEMM (hc_wgmma_gemm64/128/256): TMA pipeline stages, and token tiles per
+ * group of the block walk (keeps the blocks in flight in L2) */
+#define HC_WIDE_STAGES 5
+#define HC_WIDE_GROUP 8
+/* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
+ * aligned): the shared memory every module reserves is sized for it */
+#define HC_CHUNK_MAX 5376
+
+#endif

@@ -1,0 +1,137 @@
+// ws_gemm.cuh: the warp-specialised family (hc_wgmma_gemm64, _128, _256; sm_90a, M > 16): 128
+// weight rows x 64, 128 or 256 tokens per block; one producer thread fills a pipeline of
+// HC_WIDE_STAGES (config.h) with TMA (activations) and bulk copies (chunks), two consumer
+// warpgroups decode their rows into registers and run wgmma m64nTk16 while the copies of the
+// next tiles land.
+#ifndef HC_K_GEMM_WS_GEMM_CUH
+#define HC_K_GEMM_WS_GEMM_CUH
+
+#include "codec/frag.cuh"
+#include "epilogue/staged.cuh"
+#include "memory/tma.cuh"
+#include "mma/wgmma.cuh"
+
+#ifdef HC_SM90A
+/* A block computes 128 weight rows (stripes 2 b and 2 b + 1) x TOKS tokens with one producer
+ * warpgroup and two consumer warpgroups.
+ * - Producer (one thread; the warpgroup's registers cut to 40): for each K tile, once its
+ *   stage is empty, one TMA copy brings the TOKS x 64 activation tile (tmx: the host's tensor
+ *   map of X, [m][ldx] bf16, box 64 x TOKS, 128-byte swizzle, zeros outside m x K) and one
+ *   bulk copy per stripe its weight chunk; the stage's full barrier completes when the bytes
+ *   land.
+ * - Consumer warpgroup c (registers raised to 232) owns stripe 2 b + c: each warp decodes its
+ *   16 rows of tile kb + 1 (scaled, rounded to bf16) into registers while the wgmma
+ *   m64 x TOKS x k16 of tile kb run, A from those registers, B the activation tile; after tile
+ *   kb's wgmma are issued it waits for tile kb - 1's and releases that stage (empty barrier).
+ * Blocks walk the (stripe pair, token tile) grid in groups of HC_WIDE_GROUP token tiles so that
+ * the weights and activations of the blocks in flight stay in L2. Arguments of hc_wgmma_gemm
+ * plus tmx; grid ((tiles_n + 1) / 2, ceil(m / TOKS)); 384 threads; shared memory 1024 +
+ * HC_WIDE_STAGES x round1024(TOKS x 128 + 2 chunk bytes). */
+template <int TOKS>
+__device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                        hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
+                                        const hc_tmap &tmx) {
+    constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
+    __shared__ __align__(8) unsigned long long full[HC_WIDE_STAGES], empty[HC_WIDE_STAGES];
+    hc_u8 *smem = smem_1024();
+    const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + 2 * cb + 1023) / 1024 * 1024;
+    /* block -> (stripe pair nt, token tile mt), token tiles fastest inside groups */
+    const unsigned tn = gridDim.x, tm = gridDim.y, id = blockIdx.y * tn + blockIdx.x;
+    const unsigned grp = id / (HC_WIDE_GROUP * tn), gm0 = grp * HC_WIDE_GROUP;
+    const unsigned gm = tm - gm0 < HC_WIDE_GROUP ? tm - gm0 : HC_WIDE_GROUP;
+    const unsigned within = id - grp * HC_WIDE_GROUP * tn;
+    const hc_u64 nb0 = (hc_u64)(within / gm) * 2, tok0 = (hc_u64)(gm0 + within % gm) * TOKS;
+    const bool two = nb0 + 1 < p.tiles_n;
+    const hc_u64 tiles = p.tiles_k;
+    if (tid == 0) {
+        for (int s = 0; s < HC_WIDE_STAGES; s++) {
+            mbar_init(smem_addr(&full[s]), 1);
+            mbar_init(smem_addr(&empty[s]), 8);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+    if (warp < 4) { /* ---- producer ---- */
+        setmaxnreg_dec<40>();
+        if (tid != 0) return;
+        const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * tiles * cb;
+        const hc_u64 sstride = tiles * cb;
+        const unsigned tx = XB + (two ? 2u : 1u) * (unsigned)cb;
+        const hc_u64 tmap = (hc_u64)&tmx;
+        unsigned s = 0, ph = 0;
+        for (hc_u64 kb = 0; kb < tiles; kb++) {
+            if (kb >= HC_WIDE_STAGES) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
+            const unsigned st = smem_addr(smem + s * stage_bytes), fb = smem_addr(&full[s]);
+            mbar_arrive_expect_tx(fb, tx);
+            tma_load_2d(st, tmap, (unsigned)(kb * 64), (unsigned)tok0, fb);
+            for (unsigned q = 0; q < (two ? 2u : 1u); q++)
+                bulk_load(st + XB + q * (unsigned)cb, wsrc + q * sstride + kb * cb, (unsigned)cb, fb);
+            if (++s == HC_WIDE_STAGES) s = 0, ph ^= 1;
+        }
+        return;
+    }
+    /* ---- consumers ---- */
+    setmaxnreg_inc<232>();
+    const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
+    const unsigned r0 = wl * 16 + g;
+    float d[TOKS / 2];
+#pragma unroll
+    for (int i = 0; i < TOKS / 2; i++) d[i] = 0.0f;
+    unsigned a0[4][4], a1[4][4];
+    /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
+    auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
+        mbar_wait(smem_addr(&full[s]), ph);
+        hc_u8 *ch = smem + s * stage_bytes + XB + wgc * cb;
+#if HC_CODEC == HC_CODEC_MXFOLD && HC_GEMV_MXS
+        constexpr bool SH = true;
+        { /* this warp's 16 rows' 32 group scales, one a lane, as bf16 over the records */
+            hc_u8 *rw = ch + HC_CODE_BYTES + (wl * 16 + (lane >> 1)) * 4;
+            const unsigned rc = *(const unsigned *)rw;
+            __syncwarp(); /* (the record's other lane has read it too) */
+            *(hc_u16 *)(rw + (lane & 1) * 2) = (hc_u16)mxfold_bf16(rc, lane & 1);
+            /* (ordered before the producer's next bulk copy into this stage, async proxy) */
+            fence_proxy_async();
+            __syncwarp();
+        }
+#else
+        constexpr bool SH = false;
+#endif
+        rb_codes v;
+        load_codes(ch, wl, lane, v);
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++)
+            scaled_frag<SH>(ch, p, r0, (unsigned)ks >> HC_LGS, words_of(v, ks), a[ks]);
+    };
+    /* issues tile kb's wgmma (stage s, A in a), then decodes tile kb + 1 into an (stage sn,
+     * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
+    auto step = [&](hc_u64 kb, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
+                    unsigned phn, unsigned sp) {
+        const hc_u8 *st = smem + s * stage_bytes;
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) wgmma_rs<TOKS>(d, a[ks], b_desc(st + ks * 32));
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (kb > 0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(smem_addr(&empty[sp]));
+        }
+        if (kb + 1 < tiles) decode(sn, phn, an);
+    };
+    if (tiles > 0) decode(0, 0, a0);
+    unsigned s = 0, ph = 0, sp = HC_WIDE_STAGES - 1;
+    for (hc_u64 kb = 0; kb < tiles; kb += 2) {
+        unsigned s1 = s + 1 == HC_WIDE_STAGES ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
+        step(kb, s, a0, a1, s1, ph1, sp);
+        if (kb + 1 >= tiles) break;
+        unsigned s2 = s1 + 1 == HC_WIDE_STAGES ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
+        step(kb + 1, s1, a1, a0, s2, ph2, s);
+        sp = s1, s = s2, ph = ph2;
+    }
+    wgmma_wait<0>();
+    store_staged<TOKS>(d, smem, tid, wgc, r0, c, two, y, nb0, tok0, p, m);
+}
+#endif
+
+#endif

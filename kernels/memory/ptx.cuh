@@ -1,0 +1,56 @@
+// ptx.cuh: the memory-side PTX of every kernel in tile_mma.cu: the dynamic shared memory and
+// its addresses, cp.async (16 bytes global -> shared, bypassing L1), named barriers,
+// programmatic dependent launch, and the test for the sm_90a-only instructions.
+#ifndef HC_K_MEMORY_PTX_CUH
+#define HC_K_MEMORY_PTX_CUH
+
+#include "layout_core.h"
+
+/* sm_90a: wgmma, TMA and bulk copies, mbarrier waits, setmaxnreg. Kernels that need them trap
+ * elsewhere (the host launches them on sm_90a only). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HC_SM90A 1
+#endif
+
+/* programmatic dependent launch (sm_90): wait for the kernel before, let the next one start */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define HC_PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define HC_PDL_RELEASE() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#else
+#define HC_PDL_WAIT() ((void)0)
+#define HC_PDL_RELEASE() ((void)0)
+#endif
+
+/* dynamic shared memory of every kernel here (its layout is each kernel's own) */
+extern __shared__ __align__(1024) hc_u8 hc_smem[];
+
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+/* The dynamic shared memory rounded up to 1024 bytes (the 128-byte swizzle's period), by
+ * pointer arithmetic on hc_smem so that the compiler still knows the space (a pointer cast
+ * from an integer would make every access a generic load). */
+__device__ __forceinline__ hc_u8 *smem_1024() {
+    return hc_smem + ((1024u - (smem_addr(hc_smem) & 1023u)) & 1023u);
+}
+/* 16 bytes global -> shared, bypassing L1; src_bytes 0 fills zeros */
+__device__ __forceinline__ void cp16(void *dst, const void *src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(src_bytes));
+}
+/* cp16 under a predicate, without a branch: src_bytes 0 fills zeros; nothing when !on */
+__device__ __forceinline__ void cp16_if(unsigned dst, const void *src, unsigned src_bytes, bool on) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n"
+                 "@p cp.async.cg.shared.global [%0], [%1], 16, %2;\n}" ::"r"(dst),
+                 "l"(src), "r"(src_bytes), "r"((unsigned)on));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void cp_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+/* named barrier ID over N threads (a subset of the block) */
+template <int ID, int N> __device__ __forceinline__ void bar_sync() {
+    asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(N) : "memory");
+}
+
+#endif

@@ -1,0 +1,62 @@
+// tma.cuh: the asynchronous copies of the warp-specialised kernels (sm_90a): the host's tensor
+// map, TMA tile loads and bulk copies that complete on an mbarrier, the mbarrier itself, and
+// the fence that orders generic-proxy writes of shared memory before async-proxy accesses.
+#ifndef HC_K_MEMORY_TMA_CUH
+#define HC_K_MEMORY_TMA_CUH
+
+#include "memory/ptx.cuh"
+
+/* a CUtensorMap, as the host encodes it (cuTensorMapEncodeTiled) */
+struct __align__(64) hc_tmap {
+    unsigned long long v[16];
+};
+
+#ifdef HC_SM90A
+__device__ __forceinline__ void mbar_init(unsigned a, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(a), "r"(count) : "memory");
+}
+/* the barriers' initialisation made visible to the async proxy (before any copy uses them) */
+__device__ __forceinline__ void mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned a) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
+}
+/* arrives and expects bytes more to land (the copies that complete_tx on the barrier) */
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned a, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
+    unsigned done = 0;
+    while (!done)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+}
+/* TMA: the box at coordinates (c0, c1) of tensor map tmap (its generic address) into shared
+ * address dst, completing on barrier bar */
+__device__ __forceinline__ void tma_load_2d(unsigned dst, hc_u64 tmap, unsigned c0, unsigned c1,
+                                            unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
+                 "l"(tmap), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+/* bytes (a multiple of 16) global -> shared address dst, completing on barrier bar */
+__device__ __forceinline__ void bulk_load(unsigned dst, const void *src, unsigned bytes,
+                                          unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+/* this thread's shared-memory writes ordered before later async-proxy reads and writes */
+__device__ __forceinline__ void fence_proxy_async() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+#endif
+
+#endif

@@ -1,0 +1,73 @@
+// wgmma.cuh: the warpgroup instructions of the large-M kernels on sm_90a: wgmma m64nNk16
+// with A in registers and B in shared memory (its descriptor), the fence / commit / wait
+// around them, and setmaxnreg (registers moved between a block's warpgroups).
+#ifndef HC_K_MMA_WGMMA_CUH
+#define HC_K_MMA_WGMMA_CUH
+
+#include "memory/ptx.cuh"
+
+#ifdef HC_SM90A
+/* eight accumulator operands d[i..i+7] of a wgmma inline assembly statement */
+#define HC_D8(i)                                                                              \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),  \
+        "+f"(d[i + 6]), "+f"(d[i + 7])
+/* d[64] += A (this warp's 16 rows of the warpgroup's 64, bf16 in registers) x B (128 tokens x
+ * k16, bf16 in shared memory, K-major rows of 128 bytes with the 128-byte swizzle). */
+__device__ __forceinline__ void wgmma_m64n128k16(float *d, const unsigned *a, hc_u64 desc) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, "
+                 "%67}, %68, p, 1, 1, 0;\n}\n"
+                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+/* d[128] += A (this warp's 16 of the warpgroup's 64 weight rows x k16, bf16 in registers) x B
+ * (256 tokens x k16, shared memory, K-major rows of 128 bytes with the 128-byte swizzle). */
+__device__ __forceinline__ void wgmma_m64n256k16(float *d, const unsigned *a, hc_u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+/* d[32] += A (registers) x B (64 tokens x k16, shared memory, as above) */
+__device__ __forceinline__ void wgmma_m64n64k16(float *d, const unsigned *a, hc_u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+/* wgmma m64 x TOKS x k16 with A in registers, for the warp-specialised kernels */
+template <int TOKS> __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db);
+template <> __device__ __forceinline__ void wgmma_rs<64>(float *d, const unsigned *a, hc_u64 db) {
+    wgmma_m64n64k16(d, a, db);
+}
+template <> __device__ __forceinline__ void wgmma_rs<128>(float *d, const unsigned *a, hc_u64 db) {
+    wgmma_m64n128k16(d, a, db);
+}
+template <> __device__ __forceinline__ void wgmma_rs<256>(float *d, const unsigned *a, hc_u64 db) {
+    wgmma_m64n256k16(d, a, db);
+}
+/* the descriptor of a B operand at p: K-major rows of 128 bytes, 128-byte swizzle, 8-row
+ * groups 1024 bytes apart */
+__device__ __forceinline__ hc_u64 b_desc(const void *p) {
+    hc_u64 a = smem_addr(p);
+    return ((a & 0x3FFFF) >> 4) | (1ull << 16) | ((hc_u64)(1024 >> 4) << 32) | (1ull << 62);
+}
+/* the accumulators and A registers are ready for the wgmma that follow */
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+/* until at most N committed groups are still running */
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* this warpgroup's registers per thread lowered / raised to N */
+template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+#endif
+
+#endif
