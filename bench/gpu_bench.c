@@ -6,7 +6,9 @@
  * of per-launch CUDA-event times after a warm-up; ours is also timed as CUDA-graph replays
  * (the kernels alone, no host launch cost), the number printed first. Small M prints weight
  * bytes per second
- * (tile bytes: codes + scales), large M TFLOP/s (2 M N K / time). */
+ * (tile bytes: codes + scales), large M TFLOP/s (2 M N K / time). The kernels' constants are
+ * kernels/config.h: an experiment edits them on a branch and compares this benchmark's figures
+ * before and after (there are no environment knobs). */
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_diag.h" /* measurement modes, in a bench build (-DHC_BENCH_DIAG=1) only */
 #include "hconvert.h"
 #include "tile_synth.h"
 
@@ -197,94 +200,24 @@ static hc_container *bench_container(const char *path, int si, uint64_t N, uint6
     return c;
 }
 
-/* HC_BENCH_SWEEP: the kernel knobs (kernels/tile_mma.cu) against each other on the int4 and
- * MXFP4 layers, M = 1, 16, 64, 256 and 4096, CUDA-graph times; one GPU handle (and JIT build)
- * each. HC_BENCH_SWEEP=1 compares the settings below (the defaults first);
- * HC_BENCH_SWEEP="S,B,G,W,P,D,O,X;..." (stages, min blocks, generic, wide, PDL, mid, M = 1
- * stages, mxfold scales in shared memory) compares those given (at most 8). */
-enum { NKNOB = 8 };
-static void sweep(void) {
-    /* the knobs (docs/gpu.md), and the settings compared */
-    static const char *const knob[NKNOB] = {"HC_GEMV_STAGES", "HC_GEMV_MINB", "HC_GPU_GENERIC",
-                                            "HC_WGMMA_WIDE",  "HC_GPU_PDL",   "HC_WGMMA_MID",
-                                            "HC_GEMV1_STAGES", "HC_GEMV_MXFOLD_SMEM"};
-    static char cfg[8][NKNOB][8] = {{"4", "4", "0", "1", "1", "1", "6", "1"},
-                                    {"4", "4", "0", "1", "1", "1", "6", "0"},
-                                    {"4", "4", "0", "1", "0", "1", "6", "1"},
-                                    {"4", "4", "0", "1", "1", "1", "4", "1"}};
-    size_t ncfg = 4;
-    const char *want = getenv("HC_BENCH_SWEEP");
-    if (want && strchr(want, ',')) {
-        ncfg = 0;
-        for (const char *q = want; *q && ncfg < 8;) {
-            int v[NKNOB], used = 0;
-            if (sscanf(q, "%d,%d,%d,%d,%d,%d,%d,%d%n", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                       &v[6], &v[7], &used) != NKNOB) {
-                fprintf(stderr, "HC_BENCH_SWEEP: expected S,B,G,W,P,D,O,X;... at '%s'\n", q);
-                exit(2);
-            }
-            for (int i = 0; i < NKNOB; i++) snprintf(cfg[ncfg][i], sizeof cfg[ncfg][i], "%d", v[i]);
-            ncfg++;
-            q += used;
-            if (*q == ';') q++;
-        }
-    }
-    static const uint64_t ms[] = {1, 16, 64, 256, 4096};
-    char path[128], msg[1024];
-    snprintf(path, sizeof path, "/tmp/hc-gpu-sweep-%d.hconvert", (int)getpid());
-    void *x, *y;
-    CK(cudaMalloc(&x, 4096ull * 8192 * 2));
-    CK(cudaMalloc(&y, 4096ull * 28672 * 2));
-    fill_bf16(x, 4096ull * 8192, 1);
-    printf("sweep: stages minb generic wide pdl mid stages1 mxs | layer N x K: us at M=1, 16, 64, 256, 4096\n");
-    for (int si = 0; si < 2; si++)
-        for (int hi = 0; hi < 2; hi++) {
-            uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
-            uint32_t copies;
-            hc_container *c = bench_container(path, si, N, K, &copies);
-            for (size_t ci = 0; ci < ncfg; ci++) {
-                for (int i = 0; i < NKNOB; i++) setenv(knob[i], cfg[ci][i], 1);
-                hc_gpu *g = NULL;
-                hc_gpu_model *md = NULL;
-                if (hc_gpu_open(&g, msg, sizeof msg) ||
-                    hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg))
-                    die("sweep load", msg);
-                printf("sweep:");
-                for (int i = 0; i < NKNOB; i++) printf(" %s", cfg[ci][i]);
-                printf(" | %-14.14s %5llux%-5llu:", bench_spec(si)->label, (unsigned long long)N,
-                       (unsigned long long)K);
-                for (int mi = 0; mi < 5; mi++) {
-                    ours_ctx oc = {md, copies, x, y, ms[mi], N, K, NULL};
-                    double host = 0;
-                    printf(" %9.1f", graph_us(&oc, &host));
-                }
-                printf("\n");
-                fflush(stdout);
-                hc_gpu_model_free(md);
-                hc_gpu_free(g);
-            }
-            hc_container_free(c);
-            unlink(path);
-        }
-    cudaFree(x), cudaFree(y);
-    for (int i = 0; i < NKNOB; i++) unsetenv(knob[i]);
-}
-
 /* HC_BENCH_SCALING=1: where the M = 1 time goes -- int4 g128 at K = 8192 over N (the time's
  * slope is the streaming rate, its intercept the fixed cost of a launch), each with the full
- * kernel and with the copy pipeline alone (HC_DIAG_GEMV_COPY_ONLY), and the stream read at
- * several sizes. */
+ * kernel and, in a bench build (-DHC_BENCH_DIAG=1), with the copy pipeline alone
+ * (HC_GPU_DIAG_COPY_ONLY), and the stream read at several sizes. */
 static void scaling(void) {
     static const uint64_t Ns[] = {4096, 8192, 16384, 28672, 33792, 57344};
     const uint64_t K = 8192;
     char path[128], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-scaling-%d.hconvert", (int)getpid());
     hc_gpu *g[2] = {NULL, NULL};
-    for (int d = 0; d < 2; d++) {
-        setenv("HC_DIAG_GEMV_COPY_ONLY", d ? "1" : "0", 1);
-        if (hc_gpu_open(&g[d], msg, sizeof msg)) die("scaling open", msg);
-    }
-    unsetenv("HC_DIAG_GEMV_COPY_ONLY");
+    int nd = 1; /* the full kernel; and the copies only, in a bench build */
+    if (hc_gpu_open(&g[0], msg, sizeof msg)) die("scaling open", msg);
+#ifdef HC_BENCH_DIAG
+    if (hc_gpu_open(&g[1], msg, sizeof msg) ||
+        hc_gpu_diag_set(g[1], HC_GPU_DIAG_COPY_ONLY, msg, sizeof msg))
+        die("scaling open", msg);
+    nd = 2;
+#endif
     static const uint64_t sizes[] = {32ull << 20, 128ull << 20, 512ull << 20, 2048ull << 20};
     for (int i = 0; i < 4; i++) {
         double gbs = 0;
@@ -297,13 +230,13 @@ static void scaling(void) {
     CK(cudaMalloc(&y, 57344ull * 16 * 2));
     fill_bf16(x, K * 16, 1);
     printf("scaling: int4 g128 K=8192 M=1 | N | weight MB | full kernel us GB/s | copies only "
-           "us GB/s\n");
+           "us GB/s%s\n", nd < 2 ? " (in a bench build: -DHC_BENCH_DIAG=1)" : "");
     for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++) {
         uint64_t N = Ns[ni];
         uint32_t copies;
         hc_container *c = bench_container(path, 0, N, K, &copies);
-        double us[2], mb = 0;
-        for (int d = 0; d < 2; d++) {
+        double us[2] = {0, 0}, mb = 0;
+        for (int d = 0; d < nd; d++) {
             hc_gpu_model *md = NULL;
             if (hc_gpu_model_load(g[d], c, NULL, &md, msg, sizeof msg)) die("scaling load", msg);
             uint64_t layers, bytes;
@@ -315,8 +248,12 @@ static void scaling(void) {
             us[d] = graph_us(&oc, &host);
             hc_gpu_model_free(md);
         }
-        printf("scaling: %6llu %7.1f | %8.1f %6.0f | %8.1f %6.0f\n", (unsigned long long)N, mb,
-               us[0], mb / us[0] * 1e3, us[1], mb / us[1] * 1e3);
+        if (nd == 2)
+            printf("scaling: %6llu %7.1f | %8.1f %6.0f | %8.1f %6.0f\n", (unsigned long long)N,
+                   mb, us[0], mb / us[0] * 1e3, us[1], mb / us[1] * 1e3);
+        else
+            printf("scaling: %6llu %7.1f | %8.1f %6.0f | %8s %6s\n", (unsigned long long)N, mb,
+                   us[0], mb / us[0] * 1e3, "-", "-");
         fflush(stdout);
         hc_container_free(c);
         unlink(path);
@@ -325,13 +262,15 @@ static void scaling(void) {
     hc_gpu_free(g[0]), hc_gpu_free(g[1]);
 }
 
+#ifdef HC_BENCH_DIAG
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-/* HC_BENCH_TIMELINE=1: where a M = 1 launch's time goes, per block and per SM (the kernels'
- * HC_DIAG_GEMV_TIMELINE records of the last launch of a graph of back-to-back launches): the
+/* HC_BENCH_TIMELINE=1 (a bench build): where a M = 1 launch's time goes, per block and per SM
+ * (the kernels' HC_GPU_DIAG_TIMELINE records of the last launch of a graph of back-to-back
+ * launches): the
  * spread of block starts, the first tile's wait, the loop, and the finishing time of SMs by
  * the number of blocks they ran. */
 static void timeline(void) {
@@ -342,10 +281,10 @@ static void timeline(void) {
     const uint64_t K = 8192;
     char path[128], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-timeline-%d.hconvert", (int)getpid());
-    setenv("HC_DIAG_GEMV_TIMELINE", "1", 1);
     hc_gpu *g = NULL;
-    if (hc_gpu_open(&g, msg, sizeof msg)) die("timeline open", msg);
-    unsetenv("HC_DIAG_GEMV_TIMELINE");
+    if (hc_gpu_open(&g, msg, sizeof msg) ||
+        hc_gpu_diag_set(g, HC_GPU_DIAG_TIMELINE, msg, sizeof msg))
+        die("timeline open", msg);
     void *x, *y;
     CK(cudaMalloc(&x, K * 16 * 2));
     CK(cudaMalloc(&y, 33792ull * 16 * 2));
@@ -411,15 +350,23 @@ static void timeline(void) {
     cudaFree(x), cudaFree(y);
     hc_gpu_free(g);
 }
+#endif
 
 int main(void) {
     if (getenv("HC_BENCH_TIMELINE")) {
+#ifdef HC_BENCH_DIAG
         timeline();
         return 0;
+#else
+        fprintf(stderr, "gpu_bench: HC_BENCH_TIMELINE needs a bench build: make BUILD=build-diag "
+                        "CFLAGS='-O2 -DHC_BENCH_DIAG=1' build-diag/bench/gpu_bench (docs/gpu.md)\n");
+        return 2;
+#endif
     }
-    if (getenv("HC_BENCH_SWEEP")) {
-        sweep();
-        return 0;
+    if (getenv("HC_BENCH_SWEEP")) { /* the environment knobs are gone (kernels/config.h) */
+        fprintf(stderr, "gpu_bench: there is no knob sweep: an experiment edits kernels/config.h "
+                        "on a branch and compares make bench-gpu before and after\n");
+        return 2;
     }
     if (getenv("HC_BENCH_SCALING")) {
         scaling();

@@ -1,8 +1,14 @@
-/* gpu_plan.h: the launch-shape decisions of the GPU runtime that need no GPU, as pure
- * functions, so that tests check them on any machine (tests/t_jit.c). */
+/* gpu_plan.h: the launch decisions of the GPU runtime that need no GPU, as pure functions, so
+ * that tests check them on any machine (tests/t_plan.c, tests/t_jit.c): which kernel runs a
+ * layer for M tokens on a device (hc_gpu_choose, over the family registry gpu_families.h), and
+ * the small-M kernels' K split. hc_gpu_linear is this choice plus its launch. */
 #ifndef HC_GPU_PLAN_H
 #define HC_GPU_PLAN_H
+#include <stddef.h>
 #include <stdint.h>
+
+#include "base.h"
+#include "gpu_families.h"
 
 /* The K split of the small-M kernels (hc_mma_gemv_t*): grid = tiles_n x ksplit blocks on sms
  * multiprocessors holding occ resident blocks each -- the largest split whose grid is one wave
@@ -18,5 +24,52 @@ static inline unsigned hc_gemv_ksplit(uint64_t tiles_n, uint64_t tiles_k, uint64
     uint64_t want = sms * occ / tiles_n;
     return (unsigned)(want < 1 ? 1 : want < most ? want : most);
 }
+
+/* What the chooser needs of the device. */
+typedef struct {
+    const char *arch; /* "sm_90a" */
+    uint64_t sms;     /* multiprocessors */
+    bool tmap;        /* cuTensorMapEncodeTiled is there (libcuda.so.1) */
+} hc_gpu_caps;
+
+/* What the chooser needs of the layer. */
+typedef struct {
+    uint64_t tiles_n, tiles_k, chunk_bytes;
+    unsigned families;    /* HC_KF_* of its layout row (contract/layouts.h) */
+    unsigned gemv_occ[3]; /* resident blocks per SM of the small-M variants (t1, t8, t16) with
+                             this layer's shared memory; 0: unknown (no K split) */
+} hc_gpu_shape;
+
+/* No forced kernel: the chooser picks (hc_gpu_model_force_kernel "auto"). */
+#define HC_GPU_KERNEL_AUTO (-1)
+
+/* One launch: the kernel and how. */
+typedef struct {
+    const hc_gpu_family *family;
+    const hc_gpu_variant *variant;
+    hc_gpu_kernel kernel;
+    unsigned grid[2], block; /* grid.x, grid.y; threads */
+    size_t smem;             /* dynamic shared memory */
+    unsigned ksplit;         /* small M: K split over grid.y blocks (1: none) */
+    uint64_t part_bytes;     /* small M: bytes of the split's partial sums (used when ksplit > 1) */
+    uint64_t cnt_bytes;      /* small M: bytes of its per-stripe counters (ksplit > 1), else 0 */
+    unsigned tmap_toks;      /* GEMM by TMA: the tensor map's box of tokens; 0: no tensor map */
+} hc_gpu_choice;
+
+/* The forced kernel (HC_GPU_KERNEL_AUTO or an hc_gpu_kernel) a name stands for: NULL, "" or
+ * "auto", "mma", "wgmma", "ws64", "ws128", "ws256". HC_USAGE naming it for any other. */
+hc_status hc_gpu_force_parse(const char *name, int *forced, hc_err *err);
+/* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
+hc_status hc_gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
+
+/* The kernel for m tokens of a layer on dev: M <= 16 the small-M variant for M with the K
+ * split of hc_gemv_ksplit; larger M the forced kernel, else the first family (in the
+ * registry's order: warp-specialised, wgmma, mma.sync) the device and the layout allow --
+ * warp-specialised with the largest token tile at most half empty, made smaller while the grid
+ * would leave a quarter of the SMs idle. Refusals (err, without the layer's name): M above
+ * HC_GPU_M_MAX, a forced kernel the device or the layout does not have, a grid over 65535
+ * blocks, no family for M. */
+hc_status hc_gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *layer, uint64_t m,
+                        int forced, hc_gpu_choice *out, hc_err *err);
 
 #endif

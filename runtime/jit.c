@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <nvrtc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,7 +161,12 @@ static int cache_read(const char *dir, const char *path, uint64_t key, void **cu
     return -1;
 }
 
-/* The first reason this process could not store a cubin (hc_jit_cache_unstored). */
+/* hc_jit_set_cache: whether compiles use the cache (tests time and check cold builds). */
+static atomic_bool cache_on = true;
+
+void hc_jit_set_cache(bool on) { atomic_store(&cache_on, on); }
+
+/* The first reason this process could not store a cubin (hc_gpu_cache_unstored). */
 static struct {
     pthread_mutex_t mu;
     unsigned count;
@@ -173,9 +179,9 @@ static void note_unstored(const char *why) {
     pthread_mutex_unlock(&unstored.mu);
 }
 
-bool hc_jit_cache_unstored(char *why, size_t cap) {
+int hc_gpu_cache_unstored(char *why, size_t cap) {
     pthread_mutex_lock(&unstored.mu);
-    bool any = unstored.count > 0;
+    int any = unstored.count > 0;
     if (any && why && cap) snprintf(why, cap, "%s", unstored.why);
     pthread_mutex_unlock(&unstored.mu);
     return any;
@@ -302,7 +308,7 @@ static hc_status compile(const char *main, const char *arch, const char *const *
     for (const hc_kernel_source *k = hc_kernel_sources; k->name; k++)
         if (!strcmp(k->name, main)) src = k->text;
     if (!src) return hc_fail(err, HC_INTERNAL, "no built-in kernel source '%s'", main);
-    bool use_cache = !getenv("HC_JIT_NO_CACHE") && !log_out; /* a cache hit has no log */
+    bool use_cache = atomic_load(&cache_on) && !log_out; /* a cache hit has no log */
     char *dir = use_cache ? cache_dir() : NULL, *path = NULL;
     uint64_t key = 0;
     hc_status st = HC_OK;

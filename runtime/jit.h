@@ -17,16 +17,16 @@ extern const hc_kernel_source hc_kernel_sources[]; /* ends with {NULL, NULL} */
 
 /* Compiles source `main` (with every built-in file available as a header) for arch
  * ("sm_90a") with extra options; returns a malloc'd cubin. Uses and fills the cache unless
- * HC_JIT_NO_CACHE is set; HC_CACHE_DIR overrides the cache folder. An entry whose header,
+ * hc_jit_set_cache(false) turned it off; HC_CACHE_DIR overrides the cache folder. An entry whose header,
  * length or hash does not check (docs/gpu.md) is rebuilt and rewritten; a cache that cannot be
- * written costs only the compile (hc_jit_cache_unstored tells). HC_UNSUPPORTED when NVRTC
+ * written costs only the compile (hc_gpu_cache_unstored (hcrt.h) tells). HC_UNSUPPORTED when NVRTC
  * cannot be loaded. */
 hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
                          void **cubin, size_t *size, hc_err *err);
 
 /* What the cache did for one compile. */
 typedef enum {
-    HC_JIT_CACHE_OFF = 0, /* not used (HC_JIT_NO_CACHE) */
+    HC_JIT_CACHE_OFF = 0, /* not used (hc_jit_set_cache(false)) */
     HC_JIT_CACHE_HIT,     /* a valid entry was loaded */
     HC_JIT_CACHE_STORED,  /* compiled and stored */
     HC_JIT_CACHE_UNSTORED /* compiled; the entry could not be written: why says so */
@@ -41,14 +41,13 @@ typedef struct {
 hc_status hc_jit_compile_note(const char *main, const char *arch, const char *const *opts,
                               int nopts, void **cubin, size_t *size, hc_jit_cache_note *note,
                               hc_err *err);
-/* True when this process compiled a cubin it could not store in the cache (read-only folder,
- * full disk), with the first such reason in why (cap bytes): `convert --target` says so rather
- * than that the kernels are in the cache. */
-bool hc_jit_cache_unstored(char *why, size_t cap);
 /* The same, never from the cache, also returning NVRTC's log (malloc'd; with
  * "--ptxas-options=-v" among opts it holds ptxas's registers, spills and performance notes). */
 hc_status hc_jit_compile_log(const char *main, const char *arch, const char *const *opts,
                              int nopts, void **cubin, size_t *size, char **log, hc_err *err);
+/* Whether the compiles of this process (all threads) use the cache: on by default; tests turn
+ * it off to build every variant cold. */
+void hc_jit_set_cache(bool on);
 /* NVRTC's version, or HC_UNSUPPORTED when it cannot be loaded. */
 hc_status hc_jit_version(int *major, int *minor, hc_err *err);
 

@@ -14,7 +14,7 @@
 
 #include "hconvert.h"
 #include "jit.h"
-#include "layout.h"
+#include "tile_layer.h"
 #include "npy.h"
 #include "tile_synth.h"
 
@@ -29,11 +29,11 @@ static void jit_time(const char *arch, const char *file, const char *const *opts
     void *cubin = NULL;
     size_t size = 0;
     hc_err err = {0};
-    setenv("HC_JIT_NO_CACHE", "1", 1);
+    hc_jit_set_cache(false);
     double t0 = now_s();
     hc_status st = hc_jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
     double cold = now_s() - t0;
-    unsetenv("HC_JIT_NO_CACHE");
+    hc_jit_set_cache(true);
     free(cubin);
     hc_jit_compile(file, arch, opts, nopts, &cubin, &size, &err); /* fill the cache */
     free(cubin);
@@ -46,9 +46,11 @@ static void jit_time(const char *arch, const char *file, const char *const *opts
 }
 
 static void jit_times(const char *arch) {
-    static const char *const ref[] = {"--fmad=false"}, *const mma[] = {"-DHC_CODEC=1"};
+    /* tile_mma.cu: the module of int4 layers with BF16 scales in groups of 128, no zero points */
+    static const char *const ref[] = {"--fmad=false"},
+                             *const mma[] = {"-DHC_CODEC=1", "-DHC_SK=1", "-DHC_LGS=2", "-DHC_ZP=0"};
     jit_time(arch, "tile_gemm.cu", ref, 1);
-    jit_time(arch, "tile_mma.cu", mma, 1);
+    jit_time(arch, "tile_mma.cu", mma, 4);
 }
 
 static int passed, failed;
@@ -202,15 +204,16 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
                     x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
                 }
-            /* M > 16: the kernel the runtime picks, then each kernel forced (HC_GPU_GEMM) */
-            static const char *const forced[] = {"", "mma", "wgmma", "ws64", "ws128", "ws256"};
+            /* M > 16: the kernel the runtime picks, then each kernel forced
+             * (hc_gpu_model_force_kernel) */
+            static const char *const forced[] = {"auto", "mma", "wgmma", "ws64", "ws128", "ws256"};
             int npass = M <= 16 ? 1 : strcmp(hc_gpu_arch(g), "sm_90a") ? 2 : 6;
             for (int pass = 0; pass < npass; pass++) {
-                if (pass) setenv("HC_GPU_GEMM", forced[pass], 1);
                 double t0 = now_s();
-                int ok = hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg) == HC_OK;
+                int ok = hc_gpu_model_force_kernel(md, forced[pass], msg, sizeof msg) == HC_OK &&
+                         hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg) == HC_OK;
                 double dt = now_s() - t0;
-                unsetenv("HC_GPU_GEMM");
+                if (hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg)) ok = 0;
                 if (!ok) printf("FAIL synthetic %s N=%llu K=%llu M=%llu: %s\n", sp->label,
                                 (unsigned long long)N, (unsigned long long)K,
                                 (unsigned long long)M, msg);
@@ -241,12 +244,25 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                 passed += fine, failed += !fine;
             }
                 if (si == 0 && M == 64) { /* a forced kernel that does not exist is refused */
-                    setenv("HC_GPU_GEMM", "ws32", 1);
-                    hc_status rs = hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg);
-                    unsetenv("HC_GPU_GEMM");
-                    int fine = rs != HC_OK && strstr(msg, "HC_GPU_GEMM='ws32'");
-                    printf("%s HC_GPU_GEMM=ws32 refused: %s\n", fine ? "ok  " : "FAIL",
+                    hc_status rs = hc_gpu_model_force_kernel(md, "ws32", msg, sizeof msg);
+                    int fine = rs == HC_USAGE && strstr(msg, "hc_gpu_model_force_kernel") &&
+                               strstr(msg, "'ws32'") && !strstr(msg, ": :");
+                    printf("%s force kernel ws32 refused: %s\n", fine ? "ok  " : "FAIL",
                            rs ? msg : "(accepted)");
+                    passed += fine, failed += !fine;
+                    /* off Hopper: the warp-specialised kernel is refused, naming the device */
+                    if (strcmp(hc_gpu_arch(g), "sm_90a")) {
+                        rs = hc_gpu_model_force_kernel(md, "ws256", msg, sizeof msg);
+                        fine = rs == HC_UNSUPPORTED && strstr(msg, "\"ws256\"") &&
+                               strstr(msg, hc_gpu_arch(g)) && !strstr(msg, ": :");
+                        printf("%s force kernel ws256 refused on %s: %s\n", fine ? "ok  " : "FAIL",
+                               hc_gpu_arch(g), rs ? msg : "(accepted)");
+                        passed += fine, failed += !fine;
+                    }
+                    /* a refusal leaves the choice as it was: the runtime's */
+                    fine = hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg) == HC_OK;
+                    printf("%s after a refused force kernel the layer runs: %s\n",
+                           fine ? "ok  " : "FAIL", fine ? "yes" : msg);
                     passed += fine, failed += !fine;
                 }
                 free(x), free(y), free(yc);

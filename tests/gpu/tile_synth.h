@@ -45,7 +45,7 @@ static void synth_scale(hc_dtype dt, uint64_t *rng, uint8_t *out) {
     }
 }
 
-/* Stored scale bytes as a number, written apart from runtime/layout_core.h (the reference must
+/* Stored scale bytes as a number, written apart from contract/layout_core.h (the reference must
  * not share the code it checks). */
 static double synth_scale_value(hc_dtype dt, const uint8_t *b) {
     switch (dt) {

@@ -1,0 +1,65 @@
+/* gpu_families.c: the kernel-family registry (gpu_families.h): one entry per family of
+ * kernels/tile_mma.cu, its shared memory written from the constants of kernels/config.h (the
+ * kernels size their buffers from the same constants). A new family is one entry here, its
+ * kernels in kernels/, its branch of the chooser (gpu_plan.c) and a test in tests/t_plan.c. */
+#include "gpu_families.h"
+
+#include <string.h>
+
+#include "config.h"
+#include "layouts.h"
+
+/* small M: 4 warps x (stages x (chunk + the activation rows of a stage x 128 bytes) + a zero
+ * row that the tokens past M read, where a stage holds fewer rows than the partial sums) */
+static size_t gemv_smem(const hc_gpu_variant *v, uint64_t chunk) {
+    return 4 * ((size_t)v->stages * ((size_t)chunk + (size_t)v->m_max * 128) +
+                (v->m_max < v->toks ? 128 : 0));
+}
+
+/* hc_mma_gemm: stages x (two chunks + the activation tile) */
+static size_t mma_smem(const hc_gpu_variant *v, uint64_t chunk) {
+    return (size_t)v->stages * (2 * (size_t)chunk + (size_t)v->toks * 128);
+}
+
+/* wgmma and warp-specialised: 1024-byte alignment slack + stages x round1024(activation tile +
+ * two chunks) (the 128-byte swizzle wants 1024-byte aligned stages) */
+static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
+    return 1024 + (size_t)v->stages * (((size_t)v->toks * 128 + 2 * (size_t)chunk + 1023) / 1024 * 1024);
+}
+
+/* Preference order: for M > 16 the first family the device, the layout and M allow runs. */
+static const hc_gpu_family families[] = {
+    {"small-M", HC_KF_GEMV, HC_GPU_ARGS_GEMV, 128, NULL, false, HC_GEMV_PDL, 1, 16, gemv_smem, 3,
+     {{HC_GK_GEMV_T1, "hc_mma_gemv_t1", NULL, 8, 1, HC_GEMV1_STAGES},
+      {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, 8, 8, HC_GEMV_STAGES},
+      {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, 16, 16, HC_GEMV_STAGES}}},
+    {"warp-specialised", HC_KF_WS, HC_GPU_ARGS_GEMM, 384, "sm_90a", true, false, 17,
+     HC_GPU_M_MAX, aligned_smem, 3,
+     {{HC_GK_WS64, "hc_wgmma_gemm64", "ws64", 64, 0, HC_WIDE_STAGES},
+      {HC_GK_WS128, "hc_wgmma_gemm128", "ws128", 128, 0, HC_WIDE_STAGES},
+      {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", 256, 0, HC_WIDE_STAGES}}},
+    {"wgmma", HC_KF_WGMMA, HC_GPU_ARGS_GEMM, 256, "sm_90a", false, false, 17, HC_GPU_M_MAX,
+     aligned_smem, 1, {{HC_GK_WGMMA, "hc_wgmma_gemm", "wgmma", 128, 0, HC_WGMMA_STAGES}}},
+    {"mma.sync", HC_KF_MMA, HC_GPU_ARGS_GEMM, 256, NULL, false, false, 17, HC_GPU_M_MAX,
+     mma_smem, 1, {{HC_GK_MMA, "hc_mma_gemm", "mma", 128, 0, HC_GEMM_STAGES}}},
+};
+#define NFAM (sizeof families / sizeof families[0])
+
+const hc_gpu_family *hc_gpu_families(size_t *n) {
+    *n = NFAM;
+    return families;
+}
+
+const hc_gpu_family *hc_gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant **v) {
+    for (size_t i = 0; i < NFAM; i++)
+        for (unsigned j = 0; j < families[i].nvar; j++)
+            if (families[i].var[j].id == k) {
+                if (v) *v = &families[i].var[j];
+                return &families[i];
+            }
+    return NULL;
+}
+
+bool hc_gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap) {
+    return (!f->arch || !strcmp(f->arch, arch)) && (!f->tmap || tmap);
+}

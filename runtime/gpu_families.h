@@ -1,0 +1,65 @@
+/* gpu_families.h: the registry of the fast kernels' families (kernels/tile_mma.cu), one entry
+ * each -- small-M, warp-specialised, wgmma, mma.sync: entry names, block, shared memory (from
+ * kernels/config.h), argument shape, the HC_KF_* bit layouts carry (contract/layouts.h), the
+ * architecture and driver entry they need, the M they serve. The module builder takes the
+ * kernels to fetch and their shared memory from it, the chooser (gpu_plan.h) the rest. */
+#ifndef HC_GPU_FAMILIES_H
+#define HC_GPU_FAMILIES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Every kernel of the families, as the runtime names them (a module holds one of each). */
+typedef enum {
+    HC_GK_GEMV_T1,  /* hc_mma_gemv_t1: M = 1 */
+    HC_GK_GEMV_T8,  /* hc_mma_gemv_t8: M <= 8 */
+    HC_GK_GEMV_T16, /* hc_mma_gemv_t16: M <= 16 */
+    HC_GK_WS64,     /* hc_wgmma_gemm64 */
+    HC_GK_WS128,    /* hc_wgmma_gemm128 */
+    HC_GK_WS256,    /* hc_wgmma_gemm256 */
+    HC_GK_WGMMA,    /* hc_wgmma_gemm */
+    HC_GK_MMA,      /* hc_mma_gemm */
+    HC_GK_COUNT
+} hc_gpu_kernel;
+
+/* How a family's kernels take their arguments:
+ * GEMV (w, hc_mma_params, expert, x, m, y, split-K partial sums, split-K counters);
+ * GEMM (w, hc_mma_params, expert, x, m, y, tensor map of x -- read by the TMA kernels only). */
+typedef enum { HC_GPU_ARGS_GEMV, HC_GPU_ARGS_GEMM } hc_gpu_args;
+
+/* The most tokens one call takes: 65535 blocks of 128 tokens (grid.y). */
+#define HC_GPU_M_MAX (65535ull * 128)
+
+typedef struct {
+    hc_gpu_kernel id;
+    const char *entry;  /* the kernel's name in the module */
+    const char *forced; /* its name for hc_gpu_model_force_kernel, NULL: not forcible */
+    unsigned toks;      /* GEMM: tokens per block tile; GEMV: tokens of its partial sums */
+    unsigned m_max;     /* GEMV: the largest M it runs (activation rows a stage holds); 0 */
+    unsigned stages;    /* pipeline stages (kernels/config.h) */
+} hc_gpu_variant;
+
+typedef struct hc_gpu_family {
+    const char *name;      /* for messages: "warp-specialised" */
+    unsigned kf;           /* HC_KF_*: the layouts whose row carries it are read by it */
+    hc_gpu_args args;
+    unsigned block;        /* threads per block */
+    const char *arch;      /* the architecture it needs ("sm_90a"), NULL: any */
+    bool tmap;             /* needs cuTensorMapEncodeTiled (libcuda.so.1) */
+    bool pdl;              /* launched under programmatic dependent launch (where available) */
+    uint64_t m_min, m_max; /* the tokens per call it serves */
+    /* dynamic shared memory of variant v for tiles of chunk bytes */
+    size_t (*smem)(const hc_gpu_variant *v, uint64_t chunk);
+    unsigned nvar;
+    hc_gpu_variant var[3]; /* GEMM: token tiles ascending */
+} hc_gpu_family;
+
+/* The families, in the chooser's order of preference (hc_gpu_families()[i], i < *n). */
+const hc_gpu_family *hc_gpu_families(size_t *n);
+/* The family and variant of kernel k (NULL for an id out of range). */
+const hc_gpu_family *hc_gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant **v);
+/* Whether family f can run on architecture arch with (tmap) or without the tensor-map encoder. */
+bool hc_gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap);
+
+#endif

@@ -1,0 +1,101 @@
+/* gpu_int.h: what the GPU runtime's files share (gpu.c: device and models; gpu_modules.c: the
+ * kernel modules; gpu_linear.c: choose + launch; gpu_ref.c: the reference kernel; gpu_diag.c,
+ * bench builds only: measurements): the handles' insides and the module builder. */
+#ifndef HC_GPU_INT_H
+#define HC_GPU_INT_H
+
+#include <pthread.h>
+
+#include "gpu_cuda.h"
+#include "gpu_families.h"
+#include "gpu_plan.h"
+#include "tile_layer.h"
+
+#define HC_MODULES 48 /* kernel modules one process builds at most (kinds of layers) */
+
+/* The kind of layer a tiled tensor is, as the kernel modules are specialised: codec (0: no GPU
+ * kernel), scale kind, log2 of k16 steps per scale group, zero points -- the module's
+ * -DHC_CODEC, -DHC_SK, -DHC_LGS, -DHC_ZP. */
+typedef struct {
+    unsigned codec, sk, lgs, zp;
+} hc_gpu_kind;
+
+/* One build of kernels/tile_mma.cu for a kind of layer: the kernels of the families that run on
+ * the device (NULL for the others). */
+typedef struct {
+    hc_gpu_kind kind;
+    cudaLibrary_t lib;
+    cudaKernel_t k[HC_GK_COUNT];
+} hc_gpu_module;
+
+struct hc_gpu {
+    int device, sms;
+    char arch[16];
+    cudaLibrary_t lib;
+    cudaKernel_t gemm_ref, stream_read, gather;
+    pthread_mutex_t mu; /* guards the lazily built modules */
+    hc_gpu_module mods[HC_MODULES];
+    int nmods;
+#ifdef HC_BENCH_DIAG
+    unsigned diag; /* gpu_diag.h: the small-M kernels' measurement mode (-DHC_GEMV_DIAG) */
+#endif
+};
+
+typedef struct {
+    char *name;
+    hc_tile_params p;
+    hc_mma_params mp;   /* the kernels' parameters (ldx is the unpadded K) */
+    hc_gpu_shape shape; /* what the chooser reads */
+    int mod;            /* index of its kernel module in hc_gpu */
+    void *w;            /* the tensor's stored bytes, as in the container */
+    void *perm;         /* NAME.perm (I32 [K]) or NULL */
+} hc_gpu_layer;
+
+struct hc_gpu_model {
+    hc_gpu *g;
+    hc_gpu_layer *l;
+    size_t n;
+    uint64_t bytes;
+    double seconds;
+    int forced; /* hc_gpu_model_force_kernel: HC_GPU_KERNEL_AUTO or the kernel */
+    pthread_mutex_t mu; /* guards the workspaces' growth */
+    void *ws, *cnt, *xg;
+    size_t ws_bytes, cnt_n, xg_bytes;
+#ifdef HC_BENCH_DIAG
+    uint64_t tl_off, tl_blocks; /* timeline: where the last small-M call's records are */
+#endif
+};
+
+/* The measurement mode modules of g are built with (0 outside bench builds). */
+#ifdef HC_BENCH_DIAG
+#define HC_GPU_DIAG(g) ((g)->diag)
+#else
+#define HC_GPU_DIAG(g) 0u
+#endif
+
+/* Orders layers by name (the model's layers are sorted: hc_gpu_linear finds them by bsearch). */
+int hc_gpu_layer_cmp(const void *a, const void *b);
+/* The device as the chooser sees it. */
+hc_gpu_caps hc_gpu_caps_of(const hc_gpu *g);
+/* The kind of tiled layer t (parameters p), or HC_UNSUPPORTED naming the layer and the reason
+ * when no GPU kernel runs it. */
+hc_status hc_gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, hc_gpu_kind *k,
+                            hc_err *err);
+/* Builds (or loads from the NVRTC cache) the tile_mma.cu module of kind k for arch, with the
+ * options of the measurement mode diag (0: none): the one place that says a module's options,
+ * for hc_gpu_model_load and hc_gpu_precompile alike. */
+hc_status hc_gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, void **cubin,
+                              size_t *size, hc_err *err);
+/* The module of g for layers of kind k, built and loaded on first use; *index is its place. */
+hc_status hc_gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *err);
+/* The resident blocks per SM of the small-M kernels of module mod with layer p's shared memory
+ * (hc_gpu_shape.gemv_occ; 2 where CUDA cannot tell). */
+void hc_gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]);
+
+#ifdef HC_BENCH_DIAG
+/* Bench builds (gpu_diag.c): the small-M workspace bytes of choice ch with the timeline's
+ * records after the partial sums (ws: the bytes without them). */
+size_t hc_gpu_diag_workspace(hc_gpu_model *md, const hc_gpu_choice *ch, size_t ws);
+#endif
+
+#endif

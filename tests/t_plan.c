@@ -1,0 +1,337 @@
+/* t_plan.c: the GPU runtime's decisions that need no GPU (runtime/gpu_plan.h over the family
+ * registry runtime/gpu_families.h): which kernel runs a layer for M tokens on a device, with
+ * what grid, block, shared memory and K split; the forced-kernel names and refusals; the M
+ * limits; and that GPU error messages carry their prefix once. Expected figures are worked out
+ * here from the rules as docs/gpu.md states them and from the kernels' own comments on their
+ * shared memory (kernels/tile_mma.cu), not taken from the chooser. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "gpu/tile_synth.h"
+#include "gpu_plan.h"
+#include "jit.h"
+#include "test.h"
+
+
+/* The H200: sm_90a, 132 SMs, the driver's tensor-map encoder present. */
+static const hc_gpu_caps h200 = {"sm_90a", 132, true};
+
+static size_t round1024(size_t v) { return (v + 1023) / 1024 * 1024; }
+
+/* A layer of N x K (64 x 64 tiles) with tiles of chunk bytes, read by every family, whose
+ * small-M kernels keep 4 blocks per SM resident. */
+static hc_gpu_shape layer(uint64_t n, uint64_t k, uint64_t chunk) {
+    return (hc_gpu_shape){(n + 63) / 64, (k + 63) / 64, chunk, HC_KF_ALL, {4, 4, 4}};
+}
+
+static hc_gpu_choice choose_ok(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m,
+                               int forced) {
+    hc_gpu_choice c;
+    hc_err err = {0};
+    hc_status st = hc_gpu_choose(dev, l, m, forced, &c, &err);
+    if (st) CHECK_FAIL_("M=%llu: %s", (unsigned long long)m, err.msg);
+    return c;
+}
+
+/* Entry names, blocks and needs as kernels/tile_mma.cu declares its kernels. */
+static void test_registry_entries(void) {
+    static const struct {
+        hc_gpu_kernel k;
+        const char *entry, *forced, *arch;
+        unsigned block;
+        bool tmap;
+    } want[] = {{HC_GK_GEMV_T1, "hc_mma_gemv_t1", NULL, NULL, 128, false},
+                {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, NULL, 128, false},
+                {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, NULL, 128, false},
+                {HC_GK_WS64, "hc_wgmma_gemm64", "ws64", "sm_90a", 384, true},
+                {HC_GK_WS128, "hc_wgmma_gemm128", "ws128", "sm_90a", 384, true},
+                {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", "sm_90a", 384, true},
+                {HC_GK_WGMMA, "hc_wgmma_gemm", "wgmma", "sm_90a", 256, false},
+                {HC_GK_MMA, "hc_mma_gemm", "mma", NULL, 256, false}};
+    CHECK_EQ_INT(sizeof want / sizeof want[0], HC_GK_COUNT);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const hc_gpu_variant *v = NULL;
+        const hc_gpu_family *f = hc_gpu_kernel_family(want[i].k, &v);
+        CHECK(f != NULL);
+        if (!f) continue;
+        CHECK_STR_EQ(v->entry, want[i].entry);
+        CHECK(want[i].forced ? v->forced && !strcmp(v->forced, want[i].forced) : !v->forced);
+        CHECK(want[i].arch ? f->arch && !strcmp(f->arch, want[i].arch) : !f->arch);
+        CHECK_EQ_INT(f->block, want[i].block);
+        CHECK_EQ_INT(f->tmap, want[i].tmap);
+        CHECK_EQ_INT(f->pdl, want[i].k <= HC_GK_GEMV_T16 && HC_GEMV_PDL);
+    }
+    CHECK(hc_gpu_kernel_family(HC_GK_COUNT, NULL) == NULL);
+    size_t n = 0;
+    const hc_gpu_family *fams = hc_gpu_families(&n);
+    CHECK_EQ_INT(n, 4);
+    unsigned kf = 0;
+    for (size_t i = 0; i < n; i++) kf |= fams[i].kf;
+    CHECK_EQ_INT(kf, HC_KF_ALL); /* one family per HC_KF_* bit */
+}
+
+/* Shared memory as each kernel's comment in kernels/tile_mma.cu states it, for the int4 g128
+ * BF16 tile (2048 code bytes + 64 x 2 scale bytes = 2176) and for the largest chunk (what a
+ * module reserves). */
+static void test_registry_shared_memory(void) {
+    const size_t chunks[] = {2176, HC_CHUNK_MAX};
+    for (int i = 0; i < 2; i++) {
+        size_t c = chunks[i];
+        size_t want[HC_GK_COUNT] = {
+            4 * (HC_GEMV1_STAGES * (c + 128) + 128), /* t1: one row a stage, and a zero row */
+            4 * HC_GEMV_STAGES * (c + 8 * 128),
+            4 * HC_GEMV_STAGES * (c + 16 * 128),
+            1024 + HC_WIDE_STAGES * round1024(64 * 128 + 2 * c),
+            1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * c),
+            1024 + HC_WIDE_STAGES * round1024(256 * 128 + 2 * c),
+            1024 + HC_WGMMA_STAGES * round1024(16384 + 2 * c),
+            HC_GEMM_STAGES * (2 * c + 16384)};
+        for (int k = 0; k < HC_GK_COUNT; k++) {
+            const hc_gpu_variant *v = NULL;
+            const hc_gpu_family *f = hc_gpu_kernel_family((hc_gpu_kernel)k, &v);
+            CHECK_EQ_U64(f->smem(v, c), want[k]);
+            CHECK(f->smem(v, c) <= 227 * 1024); /* what an H200 block may have */
+        }
+    }
+    /* the figures of the defaults (bench/NOTES.md), by hand */
+    if (HC_GEMV1_STAGES == 6 && HC_GEMV_STAGES == 4 && HC_WIDE_STAGES == 5) {
+        const hc_gpu_variant *v;
+        const hc_gpu_family *f = hc_gpu_kernel_family(HC_GK_GEMV_T1, &v);
+        CHECK_EQ_U64(f->smem(v, 2176), 55808);
+        f = hc_gpu_kernel_family(HC_GK_WS256, &v);
+        CHECK_EQ_U64(f->smem(v, 2176), 190464);
+    }
+}
+
+/* M <= 16 on the H200: t1 / t8 / t16, grid tiles_n x ksplit (one wave of 132 x 4 resident
+ * blocks, at most tiles_k / 8), 128 threads, PDL. */
+static void test_small_m(void) {
+    hc_gpu_shape big = layer(28672, 8192, 2176), sq = layer(8192, 8192, 2176);
+    static const struct {
+        uint64_t m;
+        hc_gpu_kernel k;
+        unsigned toks;
+    } ms[] = {{1, HC_GK_GEMV_T1, 8}, {2, HC_GK_GEMV_T8, 8}, {8, HC_GK_GEMV_T8, 8},
+              {9, HC_GK_GEMV_T16, 16}, {16, HC_GK_GEMV_T16, 16}};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        hc_gpu_choice c = choose_ok(&h200, &big, ms[i].m, HC_GPU_KERNEL_AUTO);
+        CHECK_EQ_INT(c.kernel, ms[i].k);
+        CHECK_EQ_INT(c.grid[0], 448); /* 28672 / 64 stripes, 528 / 448 = 1: no split */
+        CHECK_EQ_INT(c.grid[1], 1);
+        CHECK_EQ_INT(c.ksplit, 1);
+        CHECK_EQ_INT(c.block, 128);
+        CHECK_EQ_U64(c.cnt_bytes, 0);
+        CHECK_EQ_INT(c.tmap_toks, 0);
+        c = choose_ok(&h200, &sq, ms[i].m, HC_GPU_KERNEL_AUTO);
+        CHECK_EQ_INT(c.grid[0], 128);
+        CHECK_EQ_INT(c.ksplit, 4); /* 528 / 128 = 4 <= 128 / 8 */
+        CHECK_EQ_INT(c.grid[1], 4);
+        CHECK_EQ_U64(c.part_bytes, 4ull * 128 * 64 * ms[i].toks * 4); /* float partial sums */
+        CHECK_EQ_U64(c.cnt_bytes, 128 * 4);
+    }
+    hc_gpu_choice c = choose_ok(&h200, &sq, 1, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_U64(c.smem, 4 * (HC_GEMV1_STAGES * (2176 + 128) + 128));
+    /* the resident blocks are the layer's: 2 per SM halve the split; unknown: none */
+    sq.gemv_occ[0] = 2;
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 1, HC_GPU_KERNEL_AUTO).ksplit, 2);
+    sq.gemv_occ[0] = 0;
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 1, HC_GPU_KERNEL_AUTO).ksplit, 1);
+    /* 640 x 2880 (10 x 45 tiles): 528 / 10 = 52, cut to 45 / 8 = 5 (two tiles a warp) */
+    hc_gpu_shape small = layer(640, 2880, 2176);
+    CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).ksplit, 5);
+    /* the same small-M kernels off Hopper */
+    hc_gpu_caps a100 = {"sm_80", 108, true};
+    c = choose_ok(&a100, &small, 7, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T8);
+    CHECK_EQ_INT(c.ksplit, 5); /* 432 / 10 = 43, cut to 5 */
+}
+
+/* M > 16 on the H200: the warp-specialised kernel, 128 weight rows (two stripes) x the token
+ * tile per block of 384 threads; the largest tile at most half empty, halved while the grid
+ * (stripe pairs x token tiles) x 4 stays under 3 x 132 = 396 (a quarter of the SMs idle). */
+static void test_warp_specialised_tiles(void) {
+    static const struct {
+        uint64_t n, m;
+        hc_gpu_kernel k;
+        unsigned gx, gy;
+    } cases[] = {
+        {28672, 17, HC_GK_WS64, 224, 1},   /* 224 pairs: never shrunk */
+        {28672, 64, HC_GK_WS64, 224, 1},
+        {28672, 65, HC_GK_WS128, 224, 1},
+        {28672, 256, HC_GK_WS256, 224, 1},
+        {28672, 1024, HC_GK_WS256, 224, 4},
+        {28672, 8192, HC_GK_WS256, 224, 32},
+        {8192, 64, HC_GK_WS64, 64, 1},     /* 64 pairs */
+        {8192, 100, HC_GK_WS64, 64, 2},    /* 128: 64 x 1 x 4 = 256 < 396 -> 64 */
+        {8192, 129, HC_GK_WS128, 64, 2},   /* 256: 256 < 396 -> 128: 512 */
+        {8192, 256, HC_GK_WS128, 64, 2},
+        {8192, 1024, HC_GK_WS256, 64, 4},  /* 64 x 4 x 4 = 1024 */
+        {640, 4096, HC_GK_WS128, 5, 32},   /* 5 pairs: 5 x 16 x 4 = 320 < 396 -> 128 */
+        {64, 4096, HC_GK_WS64, 1, 64},     /* 1 pair: 64 x 4 = 256 < 396 -> 64 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hc_gpu_shape l = layer(cases[i].n, 8192, 2176);
+        hc_gpu_choice c = choose_ok(&h200, &l, cases[i].m, HC_GPU_KERNEL_AUTO);
+        if (c.kernel != cases[i].k || c.grid[0] != cases[i].gx || c.grid[1] != cases[i].gy)
+            CHECK_FAIL_("N=%llu M=%llu: kernel %d grid %u x %u, want %d %u x %u",
+                        (unsigned long long)cases[i].n, (unsigned long long)cases[i].m, c.kernel,
+                        c.grid[0], c.grid[1], cases[i].k, cases[i].gx, cases[i].gy);
+        unsigned toks = cases[i].k == HC_GK_WS64 ? 64 : cases[i].k == HC_GK_WS128 ? 128 : 256;
+        CHECK_EQ_INT(c.block, 384);
+        CHECK_EQ_INT(c.tmap_toks, toks);
+        CHECK_EQ_U64(c.smem, 1024 + HC_WIDE_STAGES * round1024(toks * 128 + 2 * 2176));
+    }
+}
+
+/* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
+ * the mma.sync one; both 256 threads over (stripe pairs) x ceil(M / 128). */
+static void test_fallbacks(void) {
+    hc_gpu_caps notmap = {"sm_90a", 132, false}, a100 = {"sm_80", 108, true};
+    hc_gpu_shape l = layer(8192, 8192, 2304);
+    hc_gpu_choice c = choose_ok(&notmap, &l, 17, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(c.kernel, HC_GK_WGMMA);
+    CHECK_EQ_INT(c.grid[0], 64);
+    CHECK_EQ_INT(c.grid[1], 1);
+    CHECK_EQ_INT(c.block, 256);
+    CHECK_EQ_INT(c.tmap_toks, 0);
+    CHECK_EQ_U64(c.smem, 1024 + HC_WGMMA_STAGES * round1024(16384 + 2 * 2304));
+    c = choose_ok(&a100, &l, 4096, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(c.kernel, HC_GK_MMA);
+    CHECK_EQ_INT(c.grid[1], 32);
+    CHECK_EQ_INT(c.block, 256);
+    CHECK_EQ_U64(c.smem, HC_GEMM_STAGES * (2 * 2304 + 16384));
+    /* an odd number of stripes: the last pair is half a block */
+    hc_gpu_shape odd = layer(150, 70, 2304); /* 3 stripes */
+    CHECK_EQ_INT(choose_ok(&a100, &odd, 333, HC_GPU_KERNEL_AUTO).grid[0], 2);
+}
+
+/* Forced kernels: the names, where they apply (M > 16), and their refusals. */
+static void test_forced_kernels(void) {
+    hc_err err = {0};
+    int f = 0;
+    static const char *const names[] = {"mma", "wgmma", "ws64", "ws128", "ws256"};
+    static const hc_gpu_kernel ids[] = {HC_GK_MMA, HC_GK_WGMMA, HC_GK_WS64, HC_GK_WS128,
+                                        HC_GK_WS256};
+    hc_gpu_shape l = layer(8192, 8192, 2176);
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ_INT(hc_gpu_force_parse(names[i], &f, &err), HC_OK);
+        CHECK_EQ_INT(f, ids[i]);
+        CHECK_EQ_INT(hc_gpu_force_check(&h200, f, &err), HC_OK);
+        hc_gpu_choice c = choose_ok(&h200, &l, 4096, f);
+        CHECK_EQ_INT(c.kernel, ids[i]);
+        unsigned toks = i < 2 ? 128 : 64u << (i - 2);
+        CHECK_EQ_INT(c.grid[1], 4096 / toks);
+        CHECK_EQ_INT(choose_ok(&h200, &l, 16, f).kernel, HC_GK_GEMV_T16); /* small M: not */
+    }
+    static const char *const autos[] = {"auto", ""};
+    for (int i = 0; i < 2; i++) {
+        f = 0;
+        CHECK_EQ_INT(hc_gpu_force_parse(autos[i], &f, &err), HC_OK);
+        CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
+    }
+    CHECK_EQ_INT(hc_gpu_force_parse(NULL, &f, &err), HC_OK);
+    CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(hc_gpu_force_parse("ws32", &f, &err), HC_USAGE);
+    CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, ws64, ws128, "
+                          "ws256, wgmma, mma");
+    CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
+    /* not on this device: the kernel and the device named */
+    hc_gpu_caps a100 = {"sm_80", 108, false}, notmap = {"sm_90a", 132, false};
+    hc_err e2 = {0};
+    CHECK_EQ_INT(hc_gpu_force_check(&a100, HC_GK_WS256, &e2), HC_UNSUPPORTED);
+    CHECK_STR_EQ(e2.msg, "hc_gpu_model_force_kernel(\"ws256\"): that kernel is not available "
+                         "here (sm_80, no cuTensorMapEncodeTiled)");
+    hc_err e3 = {0};
+    CHECK_EQ_INT(hc_gpu_force_check(&notmap, HC_GK_WS64, &e3), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e3.msg, "(sm_90a, no cuTensorMapEncodeTiled)");
+    hc_err e4 = {0};
+    a100.tmap = true;
+    CHECK_EQ_INT(hc_gpu_force_check(&a100, HC_GK_WGMMA, &e4), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e4.msg, "\"wgmma\"): that kernel is not available here (sm_80)");
+    CHECK_EQ_INT(hc_gpu_force_check(&a100, HC_GK_MMA, &e4), HC_OK);
+    CHECK_EQ_INT(hc_gpu_force_check(&notmap, HC_GK_WGMMA, &e4), HC_OK);
+    hc_gpu_choice c;
+    hc_err e5 = {0};
+    CHECK_EQ_INT(hc_gpu_choose(&a100, &l, 64, HC_GK_WS128, &c, &e5), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e5.msg, "\"ws128\"");
+    hc_err e6 = {0}; /* the small-M kernels are not forcible */
+    CHECK_EQ_INT(hc_gpu_force_check(&h200, HC_GK_GEMV_T1, &e6), HC_INVALID);
+}
+
+/* The M limits: 65535 blocks of 128 tokens per call; a forced 64-token tile 65535 of 64. */
+static void test_m_limits(void) {
+    hc_gpu_shape l = layer(8192, 8192, 2176);
+    hc_gpu_choice c = choose_ok(&h200, &l, 65535ull * 128, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(c.kernel, HC_GK_WS256);
+    CHECK_EQ_INT(c.grid[1], 32768); /* 8388480 / 256 */
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_gpu_choose(&h200, &l, 65535ull * 128 + 1, HC_GPU_KERNEL_AUTO, &c, &err),
+                 HC_INVALID);
+    CHECK_STR_EQ(err.msg, "M=8388481 exceeds 8388480 tokens per call");
+    hc_gpu_caps a100 = {"sm_80", 108, false};
+    CHECK_EQ_INT(choose_ok(&a100, &l, 65535ull * 128, HC_GPU_KERNEL_AUTO).grid[1], 65535);
+    CHECK_EQ_INT(choose_ok(&h200, &l, 65535ull * 64, HC_GK_WS64).grid[1], 65535);
+    hc_err e2 = {0};
+    CHECK_EQ_INT(hc_gpu_choose(&h200, &l, 65535ull * 64 + 1, HC_GK_WS64, &c, &e2),
+                 HC_UNSUPPORTED);
+    CHECK_STR_EQ(e2.msg, "M=4194241 needs more than 65535 blocks of 64 tokens (grid.y)");
+    hc_err e3 = {0};
+    CHECK(hc_gpu_choose(&h200, &l, 0, HC_GPU_KERNEL_AUTO, &c, &e3) != HC_OK); /* no kernel */
+}
+
+/* A family runs only the layouts whose row carries its bit (contract/layouts.h). */
+static void test_layout_families(void) {
+    hc_gpu_shape l = layer(8192, 8192, 2176);
+    l.families = HC_KF_GEMV | HC_KF_MMA;
+    CHECK_EQ_INT(choose_ok(&h200, &l, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
+    CHECK_EQ_INT(choose_ok(&h200, &l, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T1);
+    hc_gpu_choice c;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc_gpu_choose(&h200, &l, 64, HC_GK_WS64, &c, &err), HC_UNSUPPORTED);
+    CHECK_CONTAINS(err.msg, "warp-specialised kernels do not read this layer's layout");
+    l.families = HC_KF_WS | HC_KF_WGMMA | HC_KF_MMA;
+    hc_err e2 = {0};
+    CHECK_EQ_INT(hc_gpu_choose(&h200, &l, 1, HC_GPU_KERNEL_AUTO, &c, &e2), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e2.msg, "no GPU kernel runs M=1");
+    /* every layout of the table is read by every family today */
+    for (unsigned codec = 1; codec < HC_CODEC_COUNT; codec++) {
+        const hc_layout_row *row = hc_layout_by_codec(codec);
+        CHECK(row && row->families == HC_KF_ALL);
+    }
+}
+
+/* A GPU error message carries each prefix once: hc_gpu_precompile's for a module that does not
+ * build (an architecture NVRTC does not know; without NVRTC the load fails, prefixed alike). */
+static void test_message_prefix_once(void) {
+    char path[600], msg[1024] = "";
+    snprintf(path, sizeof path, "%s/one.hconvert", test_tmpdir());
+    hc_container *c = NULL;
+    CHECK_EQ_INT(synth_container(path, &synth_specs[0], 1, 64, 64, false, 1, NULL, msg,
+                                 sizeof msg), 0);
+    CHECK_EQ_INT(hc_container_open(path, 1, &c, msg, sizeof msg), HC_OK);
+    if (!c) return;
+    unsigned built = 7;
+    hc_jit_set_cache(false);
+    hc_status st = hc_gpu_precompile(c, "sm_nonesuch", &built, msg, sizeof msg);
+    hc_jit_set_cache(true);
+    CHECK(st == HC_INTERNAL || st == HC_UNSUPPORTED);
+    CHECK_EQ_INT(built, 0);
+    CHECK(strncmp(msg, "kernels for 'w' (int4): ", 24) == 0);
+    CHECK(strstr(msg, ": :") == NULL);
+    CHECK(strstr(msg, "NVRTC") != NULL);
+    hc_container_free(c);
+    unlink(path);
+}
+
+void suite_plan(void) {
+    RUN(test_registry_entries);
+    RUN(test_registry_shared_memory);
+    RUN(test_small_m);
+    RUN(test_warp_specialised_tiles);
+    RUN(test_fallbacks);
+    RUN(test_forced_kernels);
+    RUN(test_m_limits);
+    RUN(test_layout_families);
+    RUN(test_message_prefix_once);
+}
