@@ -112,7 +112,9 @@ typedef struct {
     double global_div;       /* NVFP4: scale is divided by this; 0 when unused */
     int32_t *g_idx;          /* [E][K] group of column k, or NULL for k / gk */
     hc_fmt fmt;
-    int code_min;            /* INT: smallest code u present, -1 when unknown */
+    /* INT 4-bit: 0 when some code is 0 (-8 of symmetric int4), 1 when none is, read from the
+     * packed words, so the same whether or not the codes are decoded; -1 when unknown */
+    int code_min;
     /* The codes in natural order straight from the source (no copy), when the source stores
      * them so: 4-bit as nibbles (element 2j low), 8-bit as bytes XOR packed_xor. Rows of
      * packed_row_bytes, [E][N]. NULL when the source order differs (GPTQ, AWQ). */
@@ -126,6 +128,31 @@ typedef struct {
 } hc_qtensor;
 
 void hc_qtensor_free(hc_qtensor *q);
+
+/* The scale-sanity rule (scales.c), stated once for validate and convert: every scale is
+ * finite and > 0, and so is the global divisor (NVFP4) when there is one. */
+typedef enum {
+    HC_SCALE_NAN,
+    HC_SCALE_INF, /* either sign */
+    HC_SCALE_ZERO, /* either sign */
+    HC_SCALE_NEGATIVE,
+    HC_SCALE_CLASSES
+} hc_scale_class;
+extern const char *const hc__scale_class_names[HC_SCALE_CLASSES]; /* "NaN", "inf", ... */
+typedef struct {
+    uint64_t n;                       /* scales classified */
+    uint64_t count[HC_SCALE_CLASSES]; /* of them, how many break the rule, by class */
+    bool bad_global;                  /* global_div is set (not 0) and not finite and > 0 */
+    uint64_t bad;                     /* every count, plus one for a bad global divisor */
+    uint64_t nsane;                   /* scales that keep the rule (written to sane) */
+} hc_scale_census;
+/* The class of one scale, or -1 when it keeps the rule. */
+int hc__scale_class_of(double s);
+/* Classifies scales [first, first + n) of q (all of them: 0, E * sn * sk; one expert's: e *
+ * sn * sk, sn * sk) and q's global divisor; sane (n values, or NULL) receives the scales that
+ * keep the rule, in order. The range must lie inside q's scales. */
+void hc__scale_census_of(const hc_qtensor *q, uint64_t first, uint64_t n, double *sane,
+                         hc_scale_census *c);
 
 /* One problem found while decoding or validating. */
 typedef enum { HC_SEV_WARNING = 0, HC_SEV_ERROR = 1 } hc_severity;
@@ -179,6 +206,9 @@ size_t hc_model_experts(const hc_model *m, const char *stacked, const hc_module 
 
 /* Decode flags. */
 #define HC_DECODE_NO_CODES 1u /* check everything, decode scales, leave q->codes NULL */
+/* the codes only where the source does not store them in natural order (q->packed NULL):
+ * what a repacker that reads q->packed needs */
+#define HC_DECODE_CODES_UNPACKED 2u
 
 /* Decodes one module into the canonical tensor. Shape and packing problems are findings
  * (and make the call return HC_INVALID); ck must be mapped. */
