@@ -332,7 +332,8 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
             fb->prev_off = p[i].offset, fb->prev_len = p[i].stored;
         }
         if (o->progress) {
-#pragma omp critical(hc_cw_progress)
+/* unnamed: a named critical is a global symbol the shared library would export */
+#pragma omp critical
             {
                 done += t[i].size;
                 o->progress(o->progress_ctx, done, total);

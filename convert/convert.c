@@ -1,12 +1,11 @@
 /* convert.c: the conversion pipeline: open and check the checkpoint, plan every module's
- * layout (scales only), then, holding OUT's lock, copy the non-weight files (so the output
- * folder is servable) and write the container with each quantized module repacked into its
- * tile layout as the writer reaches it (one module per thread in memory); every file of every
- * rank is renamed into place only once all are written (docs/convert.md). */
+ * layout (plan.c: each module decoded once, kept for the writer within a budget), then,
+ * holding OUT's lock, copy the non-weight files (so the output folder is servable) and write
+ * the container with each quantized module repacked into its tile layout as the writer
+ * reaches it; every file of every rank is renamed into place only once all are written
+ * (docs/convert.md). */
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +19,15 @@
 #include "hconvert.h"
 #include "jsonutil.h"
 #include "families.h"
-#include "moe.h"
+#include "plan.h"
 #include "quant.h"
 #include "shard.h"
 #include "tiles.h"
 
 struct hc_converter {
     int threads, dry_run, progress, tp_size, repack;
-    hc_ckpt_opts ckpt; /* extraction limits of an archive SRC */
+    uint64_t hold_bytes; /* decoded tensors the planning pass keeps for the writer */
+    hc_ckpt_opts ckpt;   /* extraction limits of an archive SRC */
     hc_out_options out;
     hc_conv_stats stats;
     char *report; /* the plan and the notes of the last run */
@@ -37,7 +37,10 @@ struct hc_converter {
 
 hc_converter *hc_converter_create(void) {
     hc_converter *c = calloc(1, sizeof *c);
-    if (c) c->tp_size = 1, c->repack = 1, c->out.side_file_limit = HC_SIDE_FILE_LIMIT_DEFAULT;
+    if (c) {
+        c->tp_size = 1, c->repack = 1, c->hold_bytes = HC_CONV_HOLD_DEFAULT;
+        c->out.side_file_limit = HC_SIDE_FILE_LIMIT_DEFAULT;
+    }
     return c;
 }
 
@@ -94,6 +97,12 @@ hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t v) {
                            (long long)v);
         c->out.side_file_limit = (uint64_t)v;
         return HC_OK;
+    case HC_CONV_HOLD_BYTES:
+        if (v < 0)
+            return hc_fail(&c->err, HC_USAGE, "hold budget %lld: expected 0 or more bytes",
+                           (long long)v);
+        c->hold_bytes = (uint64_t)v;
+        return HC_OK;
     }
     return hc_fail(&c->err, HC_USAGE, "unknown converter parameter %d", (int)p);
 }
@@ -137,44 +146,6 @@ static hc_status ensure_dir(const char *dir, hc_err *err) {
     if (mkdir(dir, 0755) != 0)
         return hc_fail(err, HC_IO, "cannot create output folder '%s': %s", dir, strerror(errno));
     return HC_OK;
-}
-
-/* One rank's plan, shared by the planning pass and the writer's fill calls. */
-typedef struct {
-    const hc_model *md;
-    unsigned rank, tp;
-    const char *role;     /* per module: 'c', 'r' or 0 */
-    hc_tile_plan *plan;   /* per module */
-    bool *tiled;          /* per module */
-    hc_tile_stats *stats; /* per module, filled by the writer */
-} conv_plan;
-
-/* Writer callback: decode the module, cut the rank's shard, pack, drop the source pages.
- * Codes the source stores in natural order are packed without unpacking them. */
-static hc_status fill_tiles(void *ctx, size_t i, void *dst, hc_err *err) {
-    conv_plan *cp = ctx;
-    const hc_module *m = &cp->md->m[i];
-    hc_qtensor q, sh;
-    hc_findings f = {0};
-    char why[160];
-    hc_status st = hc_module_decode(cp->md, m, HC_DECODE_NO_CODES, &q, &f, err);
-    if (!st && (!q.packed || cp->plan[i].perm || cp->tp > 1)) {
-        hc_qtensor_free(&q);
-        st = hc_module_decode(cp->md, m, 0, &q, &f, err);
-    }
-    if (!st && cp->tp > 1) {
-        if (hc_qtensor_shard(&q, cp->role[i], cp->rank, cp->tp, &sh, why, sizeof why)) {
-            hc_qtensor_free(&q);
-            q = sh;
-        } else {
-            st = hc_fail(err, HC_INTERNAL, "module '%s': %s", m->name, why);
-        }
-    }
-    if (!st) st = hc_tile_pack(&q, &cp->plan[i], dst, &cp->stats[i], err);
-    hc_qtensor_free(&q);
-    hc_findings_free(&f);
-    hc_module_release(cp->md, m);
-    return st;
 }
 
 /* A source tensor cut for a rank: rows (role 'c' weights and biases) or columns ('r'). */
@@ -236,86 +207,6 @@ static int cmp_cw_name(const void *a, const void *b) {
     return strcmp(((const hc_cw_tensor *)a)->name, ((const hc_cw_tensor *)b)->name);
 }
 
-/* Scales that are not finite and positive: validate's errors, which convert refuses too. */
-static bool bad_scales(const hc_module *m, const hc_qtensor *q, hc_err *err) {
-    if (q->kind == HC_Q_PLAIN || !q->scales) return false;
-    uint64_t n = q->E * q->sn * q->sk, bad = 0;
-    for (uint64_t i = 0; i < n; i++) bad += !(q->scales[i] > 0 && q->scales[i] < HUGE_VAL);
-    if (q->global_div != 0 && !(q->global_div > 0 && q->global_div < HUGE_VAL)) bad++;
-    if (!bad) return false;
-    const hc_ck_entry *se = m->t[HC_ROLE_SCALE];
-    hc_fail(err, HC_INVALID, "tensor '%s': %llu of %llu scales are NaN, infinite, zero or "
-            "negative (run 'hconvert validate' for every problem)", se ? se->name : m->name,
-            (unsigned long long)bad, (unsigned long long)n);
-    return true;
-}
-
-/* Plans every module for every rank (in parallel; scales only). Refuses what validate
- * rejects, and with --tp what cannot be cut. */
-static hc_status plan_modules(hc_converter *c, const hc_model *md, conv_plan *cps, hc_err *err) {
-    for (size_t i = 0; i < md->config_findings.n; i++)
-        if (md->config_findings.v[i].severity == HC_SEV_ERROR)
-            return hc_fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
-                           md->config_findings.v[i].message);
-    hc_err *errs = calloc(md->n ? md->n : 1, sizeof *errs);
-    hc_moe_shape *shapes = calloc(md->n ? md->n : 1, sizeof *shapes);
-    if (!errs || !shapes) {
-        free(errs), free(shapes);
-        return hc_fail(err, HC_NOMEM, "out of memory");
-    }
-    unsigned tp = (unsigned)c->tp_size;
-    int threads = c->threads > 0 ? c->threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (size_t i = 0; i < md->n; i++) {
-        const hc_module *m = &md->m[i];
-        /* experts are decoded whatever they hold, as validate decodes them: the MoE check
-         * below must see the same shapes to refuse what validate rejects */
-        bool tile = m->scheme.fmt != HC_FMT_PLAIN && c->repack;
-        if (!tile && m->expert < 0) continue;
-        hc_qtensor q;
-        hc_findings f = {0};
-        if (hc_module_decode(md, m, HC_DECODE_NO_CODES, &q, &f, &errs[i]) != HC_OK) {
-            hc_err_clear(&errs[i]);
-            hc_fail(&errs[i], HC_INVALID, "%s (run 'hconvert validate' for every problem)",
-                    f.n ? f.v[0].message : "cannot decode");
-        } else if (tile && bad_scales(m, &q, &errs[i])) {
-            hc_qtensor_free(&q);
-        } else {
-            shapes[i] = (hc_moe_shape){true, q.kind, q.bits, q.N, q.K, q.gk};
-            for (unsigned r = 0; tile && r < tp && !errs[i].code; r++) {
-                hc_qtensor sh;
-                char why[160] = "";
-                bool ok = tp == 1 || hc_qtensor_shard(&q, cps[r].role[i], r, tp, &sh, why, sizeof why);
-                if (ok) {
-                    cps[r].tiled[i] = hc_tile_plan_make(tp == 1 ? &q : &sh, &cps[r].plan[i]);
-                    if (tp > 1) hc_qtensor_free(&sh);
-                }
-                if (tp > 1 && (!ok || !cps[r].tiled[i]))
-                    hc_fail(&errs[i], HC_UNSUPPORTED, "module '%s' cannot be cut for --tp %u "
-                            "(rank %u): %s", m->name, tp, r, ok ? cps[r].plan[i].reason : why);
-            }
-            hc_qtensor_free(&q);
-        }
-        hc_findings_free(&f);
-        hc_module_release(md, m);
-    }
-    hc_status st = HC_OK;
-    for (size_t i = 0; i < md->n && !st; i++)
-        if (errs[i].code) st = hc_fail(err, errs[i].code, "%s", errs[i].msg);
-    /* MoE layers: every expert present, all alike */
-    hc_findings moe = {0};
-    int layers = 0;
-    if (!st) hc_model_check_moe(md, shapes, &moe, &layers);
-    for (size_t i = 0; i < moe.n && !st; i++)
-        if (moe.v[i].severity == HC_SEV_ERROR)
-            st = hc_fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
-                         moe.v[i].message);
-    hc_findings_free(&moe);
-    free(errs);
-    free(shapes);
-    return st;
-}
-
 /* Copies the non-weight files into a rank's folder, into the set: nothing is renamed before
  * the whole output is written (docs/convert.md). */
 static hc_status copy_side_files(hc_converter *c, const hc_ckpt *ck, const char *dir,
@@ -343,7 +234,7 @@ static hc_status copy_side_files(hc_converter *c, const hc_ckpt *ck, const char 
 /* The container of one rank: its tensor list, then the file copies and the write (into the
  * set, renamed when every rank is written). */
 static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *md,
-                            conv_plan *cp, const char *dir, hc_atomic_set *set, hc_err *err) {
+                            hc_conv_plan *cp, const char *dir, hc_atomic_set *set, hc_err *err) {
     hc_status st = HC_OK;
     size_t nt = 0, nslice = 0;
     hc_cw_tensor *tv = calloc(ck->nentries + md->n + 1, sizeof *tv);
@@ -404,7 +295,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
         t->size = hc_tile_bytes(p);
         params[i] = hc_tile_params_json(p);
         t->layout_params = params[i];
-        t->fill = fill_tiles;
+        t->fill = hc__conv_fill_tiles;
         t->fill_ctx = cp;
         t->fill_index = i;
         uint64_t pad = p->E * (p->Np * p->Kp - p->N * p->K) * p->code_bits / 8;
@@ -511,7 +402,9 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     hc_ckpt *ck = NULL;
     hc_model *md = NULL;
     unsigned tp = (unsigned)c->tp_size;
-    conv_plan *cps = calloc(tp, sizeof *cps);
+    hc_conv_plan *cps = calloc(tp, sizeof *cps);
+    /* decodes kept for the writer (a dry run writes nothing: none) */
+    hc_conv_decodes dec = {.budget = c->dry_run ? 0 : c->hold_bytes};
     char *roles = NULL;
     int lock = -1;
     hc_atomic_set set = {0};
@@ -528,13 +421,15 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
         goto out;
     }
     roles = calloc(md->n ? md->n : 1, 1);
-    if (!roles) {
+    dec.v = calloc(md->n ? md->n : 1, sizeof *dec.v);
+    dec.n = md->n;
+    if (!roles || !dec.v) {
         st = hc_fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < md->n; i++) roles[i] = tp > 1 ? hc_tp_role(md->m[i].name) : 0;
     for (unsigned r = 0; r < tp; r++) {
-        cps[r] = (conv_plan){.md = md, .rank = r, .tp = tp, .role = roles};
+        cps[r] = (hc_conv_plan){.md = md, .rank = r, .tp = tp, .role = roles, .dec = &dec};
         cps[r].plan = calloc(md->n ? md->n : 1, sizeof *cps[r].plan);
         cps[r].tiled = calloc(md->n ? md->n : 1, sizeof *cps[r].tiled);
         cps[r].stats = calloc(md->n ? md->n : 1, sizeof *cps[r].stats);
@@ -543,7 +438,7 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
             goto out;
         }
     }
-    st = plan_modules(c, md, cps, err);
+    st = hc__conv_plan_modules(md, cps, tp, c->threads, c->repack, err);
     if (!st && !c->dry_run) st = open_out(c, out_dir, &lock, err);
     for (unsigned r = 0; r < tp && !st; r++) {
         char *dir = tp > 1 ? hc_asprintf("%s/rank%u", out_dir, r) : hc_strdup(out_dir);
@@ -564,6 +459,8 @@ out:
     hc_atomic_set_abort(&set);
     hc_out_unlock(lock);
     c->stats.seconds = now_s() - t0;
+    c->stats.decodes = dec.decodes;
+    hc__conv_decodes_free(&dec);
     for (unsigned r = 0; cps && r < tp; r++) {
         for (size_t i = 0; md && cps[r].plan && i < md->n; i++) hc_tile_plan_free(&cps[r].plan[i]);
         free(cps[r].plan);

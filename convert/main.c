@@ -12,10 +12,9 @@
 #include "base.h"
 #include "hconvert.h"
 #include "checkpoint.h"
+#include "container_fmt.h"
 #include "inspect.h"
-#include "jit.h"
 #include "npy.h"
-#include "quant.h"
 #include "validate.h"
 
 static const char usage_text[] =
@@ -195,7 +194,7 @@ static int precompile(const char *out, long tp, const char *arch) {
         total += built;
     }
     char why[700];
-    if (hc_jit_cache_unstored(why, sizeof why)) /* built, but the next run builds them again */
+    if (hc_gpu_cache_unstored(why, sizeof why)) /* built, but the next run builds them again */
         fprintf(stderr, "hconvert: note: %u kernel modules for %s built, not all kept: %s\n",
                 total, arch, why);
     else
@@ -277,19 +276,6 @@ static int cmd_inspect(int argc, char **argv) {
     return st ? fail(st, err.msg) : 0;
 }
 
-/* A configuration refusal that makes the whole checkpoint unreadable, or NULL. */
-static const char *checkpoint_refusal(const hc_model *md) {
-    static const char *const rules[] = {"quant_method", "checkpoint_format", "version",
-                                        "sparsity_config", "transform_config",
-                                        "quantization_status", "pack_dtype"};
-    for (size_t i = 0; i < md->config_findings.n; i++)
-        for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++)
-            if (md->config_findings.v[i].severity == HC_SEV_ERROR &&
-                !strcmp(md->config_findings.v[i].rule, rules[r]))
-                return md->config_findings.v[i].message;
-    return NULL;
-}
-
 static int cmd_validate(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "jpTx", 1, &a);
@@ -306,122 +292,21 @@ static int cmd_validate(int argc, char **argv) {
     return errors ? 1 : 0;
 }
 
-/* Decodes one module into float32 (out allocated); shape into shape/nd. */
-static hc_status dequant_module(const hc_model *md, const hc_module *m, float **out,
-                                uint64_t *shape, int *nd, hc_err *err) {
-    hc_qtensor q = {0};
-    hc_findings f = {0};
-    *out = NULL;
-    for (size_t i = 0; i < md->config_findings.n; i++) {
-        const hc_finding *x = &md->config_findings.v[i];
-        if (x->severity == HC_SEV_ERROR && !strcmp(x->tensor, m->name))
-            return hc_fail(err, HC_UNSUPPORTED, "%s", x->message);
-    }
-    hc_status st = hc_module_decode(md, m, 0, &q, &f, err);
-    if (st) {
-        hc_err_clear(err);
-        st = hc_fail(err, HC_INVALID, "%s", f.n ? f.v[0].message : "cannot decode");
-        hc_findings_free(&f);
-        return st;
-    }
-    for (size_t i = 0; i < f.n; i++) fprintf(stderr, "hconvert: warning: %s\n", f.v[i].message);
-    hc_findings_free(&f);
-    uint64_t numel = hc_qtensor_numel(&q);
-    *out = malloc((numel ? numel : 1) * sizeof **out);
-    if (!*out) {
-        hc_qtensor_free(&q);
-        return hc_fail(err, HC_NOMEM, "out of memory for %llu values", (unsigned long long)numel);
-    }
-    hc_qtensor_dequant(&q, *out);
-    if (q.kind == HC_Q_PLAIN) {
-        *nd = q.ndim;
-        memcpy(shape, q.plain_shape, sizeof q.plain_shape);
-    } else if (q.ndim == 3) {
-        *nd = 3, shape[0] = q.E, shape[1] = q.N, shape[2] = q.K;
-    } else {
-        *nd = 2, shape[0] = q.N, shape[1] = q.K;
-    }
-    hc_qtensor_free(&q);
-    return HC_OK;
-}
-
-/* A per-expert MoE layer named without its expert id, stacked into [E, N, K]. */
-static hc_status dequant_stacked(const hc_model *md, const char *name, float **out,
-                                 uint64_t *shape, int *nd, hc_err *err) {
-    const hc_module **ex = malloc((md->n ? md->n : 1) * sizeof *ex);
-    if (!ex) return hc_fail(err, HC_NOMEM, "out of memory");
-    size_t E = hc_model_experts(md, name, ex, md->n);
-    hc_status st = HC_OK;
-    *out = NULL;
-    for (size_t e = 0; e < E && !st; e++) {
-        if (ex[e]->expert != (int)e) {
-            st = hc_fail(err, HC_INVALID, "MoE layer '%s': expert %zu is missing", name, e);
-            break;
-        }
-        float *v = NULL;
-        uint64_t sh[HC_MAX_DIMS];
-        int n = 0;
-        st = dequant_module(md, ex[e], &v, sh, &n, err);
-        if (st) break;
-        if (e == 0) {
-            *nd = 3, shape[0] = E, shape[1] = sh[0], shape[2] = sh[1];
-            *out = malloc(E * sh[0] * sh[1] * sizeof **out + 1);
-            if (!*out || n != 2) st = hc_fail(err, n != 2 ? HC_INVALID : HC_NOMEM,
-                                              "MoE layer '%s': experts are not 2-D", name);
-        } else if (n != 2 || sh[0] != shape[1] || sh[1] != shape[2]) {
-            st = hc_fail(err, HC_INVALID, "MoE layer '%s': expert %zu is [%llu, %llu], expert 0 "
-                         "[%llu, %llu]", name, e, (unsigned long long)sh[0],
-                         (unsigned long long)sh[1], (unsigned long long)shape[1],
-                         (unsigned long long)shape[2]);
-        }
-        if (!st) memcpy(*out + e * shape[1] * shape[2], v, shape[1] * shape[2] * sizeof *v);
-        free(v);
-    }
-    free(ex);
-    if (!E) st = hc_fail(err, HC_NOTFOUND, "not found");
-    if (st) free(*out), *out = NULL;
-    return st;
-}
-
 static int cmd_dequant(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "ox", 2, &a);
     if (r) return r;
     if (a.npos != 2 || !a.output) return usage_error("%s", "dequant needs SRC, NAME and -o FILE.npy");
+    hc_dequant_opts o = {a.ckpt.max_extract_bytes, a.ckpt.max_extract_ratio};
+    hc_dequant_result d;
+    char msg[HC_ERRMSG_MAX];
     hc_err err = {0};
-    hc_ckpt *ck = NULL;
-    hc_model *md = NULL;
-    float *out = NULL;
-    uint64_t shape[HC_MAX_DIMS];
-    int nd = 0;
-    hc_status st = hc_ckpt_open_opts(a.pos[0], &a.ckpt, &ck, &err);
-    if (!st) st = hc_ckpt_map(ck, &err);
-    if (!st) st = hc_model_open(ck, &md, &err);
-    if (st) goto done;
-    const char *refusal = checkpoint_refusal(md);
-    if (refusal) {
-        st = hc_fail(&err, HC_UNSUPPORTED, "%s", refusal);
-        goto done;
-    }
-    const hc_module *m = hc_model_find(md, a.pos[1]);
-    if (m) {
-        st = dequant_module(md, m, &out, shape, &nd, &err);
-    } else {
-        st = dequant_stacked(md, a.pos[1], &out, shape, &nd, &err);
-        if (st == HC_NOTFOUND) {
-            char esc[512];
-            hc_err_clear(&err);
-            st = hc_fail(&err, HC_NOTFOUND, "module '%s' is not in '%s' (NAME is the module name "
-                         "before the quantization suffix, or a MoE layer's name without the "
-                         "expert id; 'hconvert inspect --tensors' lists the tensors)",
-                         hc_escape(a.pos[1], esc, sizeof esc), a.pos[0]);
-        }
-    }
-    if (!st) st = hc_npy_write_f32(a.output, shape, nd, out, &err);
-done:
-    free(out);
-    hc_model_free(md);
-    hc_ckpt_close(ck);
+    hc_status st = hc_dequant(a.pos[0], a.pos[1], &o, &d, msg, sizeof msg);
+    for (const char *w = d.warnings, *nl; w && (nl = strchr(w, '\n')); w = nl + 1)
+        fprintf(stderr, "hconvert: warning: %.*s\n", (int)(nl - w), w);
+    if (!st) st = hc_npy_write_f32(a.output, d.shape, d.ndim, d.values, &err);
+    else hc_fail(&err, st, "%s", msg);
+    hc_dequant_free(&d);
     return st ? fail(st, err.msg) : 0;
 }
 
@@ -580,6 +465,11 @@ static int cmd_verify(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } commands[] = {{"convert", cmd_convert},   {"inspect", cmd_inspect}, {"verify", cmd_verify},
+                    {"validate", cmd_validate}, {"dequant", cmd_dequant}, {"run", cmd_run}};
     if (argc < 2) {
         fputs(usage_text, stderr);
         return 2;
@@ -590,19 +480,19 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("hconvert %s (container format %d.%d)\n", HC_VERSION_STRING, 1, 0);
+        printf("hconvert %s (container format %d.%d)\n", HC_VERSION_STRING, HC_CT_MAJOR,
+               HC_CT_MINOR);
         return 0;
     }
-    for (int i = 2; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage_text, stdout);
-            return 0;
-        }
-    if (!strcmp(cmd, "convert")) return cmd_convert(argc - 2, argv + 2);
-    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
-    if (!strcmp(cmd, "verify")) return cmd_verify(argc - 2, argv + 2);
-    if (!strcmp(cmd, "validate")) return cmd_validate(argc - 2, argv + 2);
-    if (!strcmp(cmd, "dequant")) return cmd_dequant(argc - 2, argv + 2);
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
-    return usage_error("unknown command '%s'", cmd);
+    for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {
+        if (strcmp(cmd, commands[c].name)) continue;
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+                fputs(usage_text, stdout);
+                return 0;
+            }
+        return commands[c].run(argc - 2, argv + 2);
+    }
+    char esc[256];
+    return usage_error("unknown command '%s'", hc_escape(cmd, esc, sizeof esc));
 }

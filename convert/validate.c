@@ -4,7 +4,6 @@
 #include "validate.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,45 +64,42 @@ static double select_kth(double *v, uint64_t n, uint64_t k) {
     return v[k];
 }
 
-/* NaN / inf / zero / negative / outlier scales; fused experts name the experts hit. */
+/* Scales that break the sanity rule (hc__scale_census_of) by class, and outliers; fused
+ * experts name the experts hit. */
 static void check_scales(const hc_module *m, const hc_qtensor *q, hc_findings *f) {
     const hc_ck_entry *se = m->t[HC_ROLE_SCALE];
     if (!se || q->kind == HC_Q_PLAIN) return;
     uint64_t per = q->sn * q->sk, total = q->E * per;
-    uint64_t cnt[4] = {0};
-    int *ex[4];
-    size_t nex[4] = {0};
-    for (int r = 0; r < 4; r++) ex[r] = calloc(q->E ? q->E : 1, sizeof(int));
+    uint64_t cnt[HC_SCALE_CLASSES] = {0};
+    int *ex[HC_SCALE_CLASSES];
+    size_t nex[HC_SCALE_CLASSES] = {0};
+    for (int r = 0; r < HC_SCALE_CLASSES; r++) ex[r] = calloc(q->E ? q->E : 1, sizeof(int));
     double *pos = malloc((total ? total : 1) * sizeof *pos);
     uint64_t npos = 0;
     for (uint64_t e = 0; e < q->E; e++) {
-        uint64_t c0[4] = {0};
-        for (uint64_t i = 0; i < per; i++) {
-            double s = q->scales[e * per + i];
-            int r = isnan(s) ? 0 : isinf(s) ? 1 : s == 0 ? 2 : s < 0 ? 3 : -1;
-            if (r >= 0) c0[r]++;
-            else if (pos) pos[npos++] = s;
-        }
-        for (int r = 0; r < 4; r++)
-            if (c0[r]) {
-                cnt[r] += c0[r];
+        hc_scale_census c0;
+        hc__scale_census_of(q, e * per, per, pos ? pos + npos : NULL, &c0);
+        if (pos) npos += c0.nsane;
+        for (int r = 0; r < HC_SCALE_CLASSES; r++)
+            if (c0.count[r]) {
+                cnt[r] += c0.count[r];
                 if (ex[r] && q->E > 1) ex[r][nex[r]++] = (int)e;
             }
     }
-    static const char *const rule[4] = {"NaN", "inf", "zero", "negative"};
     const char *code = q->scale_dtype == HC_DT_F8_E8M0   ? " (E8M0 0xFF)"
                        : q->scale_dtype == HC_DT_F8_E4M3 ? " (E4M3 NaN code 0x7F/0xFF)"
                                                          : "";
-    for (int r = 0; r < 4; r++) {
+    for (int r = 0; r < HC_SCALE_CLASSES; r++) {
         if (!cnt[r]) continue;
         char exs[256] = "";
         for (size_t i = 0; i < nex[r]; i++)
             snprintf(exs + strlen(exs), sizeof exs - strlen(exs), "%s%d", i ? ", " : "; experts ",
                      ex[r][i]);
-        hc_findings_add(f, HC_SEV_ERROR, se->name, rule[r], cnt[r], ex[r], nex[r],
+        const char *rule = hc__scale_class_names[r];
+        hc_findings_add(f, HC_SEV_ERROR, se->name, rule, cnt[r], ex[r], nex[r],
                         "tensor '%s': %llu of %llu scales are %s%s%s", se->name,
-                        (unsigned long long)cnt[r], (unsigned long long)total, rule[r],
-                        r == 0 ? code : "", exs);
+                        (unsigned long long)cnt[r], (unsigned long long)total, rule,
+                        r == HC_SCALE_NAN ? code : "", exs);
     }
     if (pos && npos > 2) {
         double med = select_kth(pos, npos, npos / 2), lo = pos[0], hi = pos[0];
@@ -120,7 +116,7 @@ static void check_scales(const hc_module *m, const hc_qtensor *q, hc_findings *f
                             (unsigned long long)out, OUTLIER_RATIO, med, hi, lo);
     }
     free(pos);
-    for (int r = 0; r < 4; r++) free(ex[r]);
+    for (int r = 0; r < HC_SCALE_CLASSES; r++) free(ex[r]);
 }
 
 static void check_zeros(const hc_module *m, const hc_qtensor *q, hc_findings *f) {
@@ -548,7 +544,8 @@ hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, siz
     for (size_t i = 0; i < md->n; i++) {
         analyse(md, i, tps, ntp, &res[i]);
         if (o->progress) {
-#pragma omp critical(hc_validate_progress)
+/* unnamed: a named critical is a global symbol the shared library would export */
+#pragma omp critical
             {
                 done++;
                 fprintf(stderr, "\rvalidating: %zu / %zu modules%s", done, md->n,

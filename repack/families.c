@@ -1,7 +1,8 @@
 /* families.c: the kernel family table and tensor-parallel shard planning. Padding rules:
  * rows to the MMA tile of the weight operand (64), columns to one K step of the tile (64
- * elements), never to 256; tensor-parallel cuts that split a scale group are regrouped
- * losslessly to the largest group size dividing both. */
+ * elements), never to 256. A tensor-parallel cut is predicted with shard.c's rules
+ * (hc_shard_range for the parts, hc_shard_group_k for a cut inside a scale group), the ones
+ * convert applies, so validate's report and convert's output cannot disagree. */
 #include "families.h"
 
 #include <stdio.h>
@@ -99,12 +100,13 @@ void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *f
     p->shard_k = q->K;
     p->splits = true;
     p->group_aligned = true;
-    if (role == 'c') {
-        p->splits = q->N % tp == 0;
-        p->shard_n = (q->N + tp - 1) / tp;
-    } else if (role == 'r') {
-        p->splits = q->K % tp == 0;
-        p->shard_k = (q->K + tp - 1) / tp;
+    if (role == 'c' || role == 'r') { /* the cut convert makes (hc_shard_range): rank 0's part
+                                       * is the largest; even when the last rank's is as large */
+        uint64_t d = role == 'c' ? q->N : q->K, b0, e0, b1, e1;
+        hc_shard_range(d, tp, 0, &b0, &e0);
+        hc_shard_range(d, tp, tp - 1, &b1, &e1);
+        *(role == 'c' ? &p->shard_n : &p->shard_k) = e0 - b0;
+        p->splits = e1 - b1 == e0 - b0;
     }
     /* the rank whose regrouped scale groups are smallest decides (convert cuts by the same
      * rule, hc_shard_group_k; an act-order cut keeps arbitrary columns of each group) */

@@ -190,6 +190,56 @@ static void test_tp_actorder_group_rule(void) {
     }
 }
 
+/* validate's prediction of a cut (hc_tp_shard: part sizes, evenness, regrouped scale group)
+ * is the cut convert makes (hc_qtensor_shard), rank by rank. families.c computed the part
+ * size with its own ceil(d / tp) beside hc_shard_range; both now take the one rule. */
+static void test_tp_plan_is_the_cut(void) {
+    static const struct {
+        uint64_t N, K, gk;
+        char role;
+    } shapes[] = {{640, 640, 128, 'r'}, {640, 640, 128, 'c'}, {96, 200, 40, 'r'},
+                  {3, 64, 64, 'c'},     {130, 4096, 32, 'r'}, {64, 48, 16, 'r'},
+                  {64, 4096, 4096, 'r'}};
+    static const unsigned tps[] = {2, 3, 4, 7, 8};
+    int cuts = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (size_t t = 0; t < sizeof tps / sizeof tps[0]; t++) {
+            unsigned tp = tps[t];
+            hc_qtensor q;
+            memset(&q, 0, sizeof q);
+            q.kind = HC_Q_INT, q.bits = 4, q.E = 1, q.N = shapes[i].N, q.K = shapes[i].K;
+            q.gn = 1, q.gk = shapes[i].gk, q.sn = q.N, q.sk = (q.K + q.gk - 1) / q.gk;
+            q.scale_dtype = HC_DT_F16;
+            double *sc = calloc(q.sn * q.sk, sizeof *sc);
+            q.scales = sc;
+            hc_tp_plan p;
+            hc_tp_shard(&q, shapes[i].role, tp, NULL, &p);
+            uint64_t largest = 0, smallest = UINT64_MAX, group = 0;
+            for (unsigned r = 0; r < tp; r++) {
+                hc_qtensor out;
+                char why[128];
+                uint64_t part = 0, gk = q.gk;
+                if (hc_qtensor_shard(&q, shapes[i].role, r, tp, &out, why, sizeof why)) {
+                    part = shapes[i].role == 'c' ? out.N : out.K;
+                    gk = out.gk;
+                    hc_qtensor_free(&out);
+                }
+                largest = part > largest ? part : largest;
+                smallest = part < smallest ? part : smallest;
+                /* one scale per row (sk 1) is not regrouped, whatever the part's width */
+                if (q.sk > 1 && gk != q.gk && (!group || gk < group)) group = gk;
+            }
+            CHECK_EQ_U64(shapes[i].role == 'c' ? p.shard_n : p.shard_k, largest);
+            CHECK_EQ_U64(shapes[i].role == 'c' ? p.shard_k : p.shard_n,
+                         shapes[i].role == 'c' ? q.K : q.N);
+            CHECK(p.splits == (largest == smallest));
+            CHECK_EQ_U64(p.regroup, group);
+            free(sc);
+            cuts++;
+        }
+    CHECK_EQ_INT(cuts, 35);
+}
+
 /* Impossible tensor-parallel requests are refused with the option named. */
 static void test_tp_refusals_are_named(void) {
     char src[1024], out[1024];
@@ -249,5 +299,6 @@ void suite_tp(void) {
     RUN(test_tp_shards_are_exact_slices);
     RUN(test_tp_refusals_are_named);
     RUN(test_tp_actorder_group_rule);
+    RUN(test_tp_plan_is_the_cut);
     RUN(test_tp_actorder_row_parallel);
 }

@@ -73,5 +73,7 @@ void suite_inputs(void);
 void suite_regex(void);
 void suite_hostile(void);
 void suite_faults(void);
+void suite_convert(void);
+void suite_plan(void);
 
 #endif

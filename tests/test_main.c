@@ -99,7 +99,8 @@ int main(int argc, char **argv) {
                   {"run", suite_run},       {"tp", suite_tp},
                   {"jit", suite_jit},       {"inputs", suite_inputs},
                   {"regex", suite_regex},   {"hostile", suite_hostile},
-                  {"faults", suite_faults}};
+                  {"faults", suite_faults}, {"convert", suite_convert},
+                  {"plan", suite_plan}};
     int ran = 0;
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
         bool want = argc < 2;

@@ -1,0 +1,1 @@
+$HC NOSUCHCOMMAND --help
