@@ -79,7 +79,7 @@ $(BUILD)/gen/kernel_sources.c: $(KERNELS) Makefile
 	    echo "static const char src_$$i[] = {"; \
 	    od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
 	    echo "0};"; i=$$((i+1)); done; \
-	  echo 'const hc_kernel_source hc_kernel_sources[] = {'; \
+	  echo 'const hc_kernel_source hc__kernel_sources[] = {'; \
 	  i=0; for f in $(KERNELS); do echo "{\"$$(echo $$f | sed 's,^kernels/,,; s,^contract/,,')\", src_$$i},"; \
 	    i=$$((i+1)); done; \
 	  echo '{0, 0}};'; } > $@.tmp && mv $@.tmp $@

@@ -69,7 +69,7 @@ hc_dtype hc_dtype_from_name(const char *name) {
     return HC_DTYPE_INVALID;
 }
 
-hc_status hc_fail(hc_err *err, hc_status code, const char *fmt, ...) {
+hc_status hc__fail(hc_err *err, hc_status code, const char *fmt, ...) {
     if (err && err->code == HC_OK) {
         va_list ap;
         va_start(ap, fmt);
@@ -80,7 +80,7 @@ hc_status hc_fail(hc_err *err, hc_status code, const char *fmt, ...) {
     return code;
 }
 
-void hc_err_prefix(hc_err *err, const char *fmt, ...) {
+void hc__err_prefix(hc_err *err, const char *fmt, ...) {
     if (!err) return;
     char pre[HC_ERRMSG_MAX], old[HC_ERRMSG_MAX];
     va_list ap;
@@ -91,12 +91,12 @@ void hc_err_prefix(hc_err *err, const char *fmt, ...) {
     snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
 }
 
-void hc_err_clear(hc_err *err) {
+void hc__err_clear(hc_err *err) {
     err->code = HC_OK;
     err->msg[0] = 0;
 }
 
-bool hc_double_to_u64(double d, uint64_t *out) {
+bool hc__double_to_u64(double d, uint64_t *out) {
     if (!(d >= 0.0) || !(d < HC_JSON_INT_LIMIT) || d != floor(d)) return false;
     *out = (uint64_t)d;
     return true;
@@ -122,7 +122,7 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
     return len;
 }
 
-bool hc_utf8_valid(const char *s, size_t n) {
+bool hc__utf8_valid(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
@@ -133,7 +133,7 @@ bool hc_utf8_valid(const char *s, size_t n) {
     return true;
 }
 
-char *hc_escape(const char *s, char *out, size_t cap) {
+char *hc__escape(const char *s, char *out, size_t cap) {
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s), i = 0, o = 0;
     if (cap == 0) return out;
@@ -164,33 +164,33 @@ static int cmp_name_key(const void *key, const void *elem) {
     return strcmp((const char *)key, *(const char *const *)elem);
 }
 
-const void *hc_find_by_name(const void *base, size_t n, size_t size, const char *name) {
+const void *hc__find_by_name(const void *base, size_t n, size_t size, const char *name) {
     return n ? bsearch(name, base, n, size, cmp_name_key) : NULL;
 }
 
-void *hc_dlopen_first(const char *const *names, size_t n) {
+void *hc__dlopen_first(const char *const *names, size_t n) {
     void *h = NULL;
     for (size_t i = 0; i < n && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     return h;
 }
 
-bool hc_ends_with(const char *s, const char *suffix) {
+bool hc__ends_with(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-int hc_cmp_str_ptr(const void *a, const void *b) {
+int hc__cmp_str_ptr(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-char *hc_strdup(const char *s) {
+char *hc__strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *r = malloc(n);
     if (r) memcpy(r, s, n);
     return r;
 }
 
-char *hc_asprintf(const char *fmt, ...) {
+char *hc__asprintf(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char *r = NULL;
@@ -199,18 +199,18 @@ char *hc_asprintf(const char *fmt, ...) {
     return r;
 }
 
-const char *hc_basename(const char *path) {
+const char *hc__basename(const char *path) {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
 }
 
-void hc_hex64(uint64_t v, char out[17]) {
+void hc__hex64(uint64_t v, char out[17]) {
     static const char dig[] = "0123456789abcdef";
     for (int i = 15; i >= 0; i--, v >>= 4) out[i] = dig[v & 15];
     out[16] = 0;
 }
 
-bool hc_parse_hex64(const char *s, uint64_t *out) {
+bool hc__parse_hex64(const char *s, uint64_t *out) {
     uint64_t v = 0;
     if (strlen(s) != 16) return false;
     for (int i = 0; i < 16; i++) {
@@ -225,17 +225,17 @@ bool hc_parse_hex64(const char *s, uint64_t *out) {
     return true;
 }
 
-hc_status hc_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, hc_err *err) {
+hc_status hc__pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, hc_err *err) {
     char *p = buf;
     while (n > 0) {
         ssize_t r = pread(fd, p, n, (off_t)off);
         if (r < 0) {
             if (errno == EINTR) continue;
-            return hc_fail(err, HC_IO, "cannot read '%s' at offset %llu: %s", path,
+            return hc__fail(err, HC_IO, "cannot read '%s' at offset %llu: %s", path,
                            (unsigned long long)off, strerror(errno));
         }
         if (r == 0)
-            return hc_fail(err, HC_INVALID, "'%s': unexpected end of file at offset %llu", path,
+            return hc__fail(err, HC_INVALID, "'%s': unexpected end of file at offset %llu", path,
                            (unsigned long long)off);
         p += r;
         n -= (size_t)r;
@@ -244,14 +244,14 @@ hc_status hc_pread_full(int fd, void *buf, size_t n, uint64_t off, const char *p
     return HC_OK;
 }
 
-hc_status hc_pwrite_full(int fd, const void *buf, size_t n, uint64_t off, const char *path,
+hc_status hc__pwrite_full(int fd, const void *buf, size_t n, uint64_t off, const char *path,
                          hc_err *err) {
     const char *p = buf;
     while (n > 0) {
         ssize_t r = pwrite(fd, p, n, (off_t)off);
         if (r < 0) {
             if (errno == EINTR) continue;
-            return hc_fail(err, HC_IO, "cannot write '%s' at offset %llu: %s", path,
+            return hc__fail(err, HC_IO, "cannot write '%s' at offset %llu: %s", path,
                            (unsigned long long)off, strerror(errno));
         }
         p += r;
@@ -266,24 +266,24 @@ static const char *file_kind(mode_t m) {
          : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
 }
 
-hc_status hc_open_regular(const char *path, int *fd, uint64_t *size, hc_err *err) {
+hc_status hc__open_regular(const char *path, int *fd, uint64_t *size, hc_err *err) {
     *fd = -1;
     int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (f < 0) return hc_fail(err, HC_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (f < 0) return hc__fail(err, HC_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat sb;
     if (fstat(f, &sb) != 0) {
-        hc_status st = hc_fail(err, HC_IO, "cannot stat '%s': %s", path, strerror(errno));
+        hc_status st = hc__fail(err, HC_IO, "cannot stat '%s': %s", path, strerror(errno));
         close(f);
         return st;
     }
     if (!S_ISREG(sb.st_mode)) {
         close(f);
-        return hc_fail(err, HC_INVALID, "'%s' is %s, not a regular file", path,
+        return hc__fail(err, HC_INVALID, "'%s' is %s, not a regular file", path,
                        file_kind(sb.st_mode));
     }
     int fl = fcntl(f, F_GETFL);
     if (fl < 0 || fcntl(f, F_SETFL, fl & ~O_NONBLOCK) != 0) {
-        hc_status st = hc_fail(err, HC_IO, "cannot configure '%s': %s", path, strerror(errno));
+        hc_status st = hc__fail(err, HC_IO, "cannot configure '%s': %s", path, strerror(errno));
         close(f);
         return st;
     }
@@ -292,25 +292,25 @@ hc_status hc_open_regular(const char *path, int *fd, uint64_t *size, hc_err *err
     return HC_OK;
 }
 
-hc_status hc_read_file(const char *path, uint64_t max_len, char **data, size_t *len, hc_err *err) {
+hc_status hc__read_file(const char *path, uint64_t max_len, char **data, size_t *len, hc_err *err) {
     *data = NULL;
     *len = 0;
     int fd;
     uint64_t size;
-    HC_TRY(hc_open_regular(path, &fd, &size, err));
+    HC_TRY(hc__open_regular(path, &fd, &size, err));
     hc_status st = HC_OK;
     char *buf = NULL;
     if (size > max_len) {
-        st = hc_fail(err, HC_INVALID, "'%s' is %llu bytes, more than the %llu allowed", path,
+        st = hc__fail(err, HC_INVALID, "'%s' is %llu bytes, more than the %llu allowed", path,
                      (unsigned long long)size, (unsigned long long)max_len);
         goto out;
     }
     buf = malloc((size_t)size + 1);
     if (!buf) {
-        st = hc_fail(err, HC_NOMEM, "out of memory reading '%s'", path);
+        st = hc__fail(err, HC_NOMEM, "out of memory reading '%s'", path);
         goto out;
     }
-    st = hc_pread_full(fd, buf, (size_t)size, 0, path, err);
+    st = hc__pread_full(fd, buf, (size_t)size, 0, path, err);
     if (st != HC_OK) goto out;
     buf[size] = 0;
     *data = buf;

@@ -5,13 +5,13 @@
 #include <math.h>
 #include <string.h>
 
-double hc_fp4_e2m1(unsigned code) {
+double hc__fp4_e2m1(unsigned code) {
     static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
     double v = mag[code & 7];
     return (code & 8) ? -v : v;
 }
 
-double hc_fp8_e4m3(unsigned b) {
+double hc__fp8_e4m3(unsigned b) {
     unsigned e = (b >> 3) & 15, m = b & 7;
     double s = (b & 0x80) ? -1.0 : 1.0;
     if (e == 15 && m == 7) return NAN;
@@ -19,7 +19,7 @@ double hc_fp8_e4m3(unsigned b) {
     return s * ldexp(1.0 + (double)m / 8.0, (int)e - 7);
 }
 
-double hc_fp8_e5m2(unsigned b) {
+double hc__fp8_e5m2(unsigned b) {
     unsigned e = (b >> 2) & 31, m = b & 3;
     double s = (b & 0x80) ? -1.0 : 1.0;
     if (e == 31) return m ? NAN : s * INFINITY;
@@ -27,7 +27,7 @@ double hc_fp8_e5m2(unsigned b) {
     return s * ldexp(1.0 + (double)m / 4.0, (int)e - 15);
 }
 
-double hc_e8m0(unsigned b) {
+double hc__e8m0(unsigned b) {
     b &= 0xFF;
     if (b == 0xFF) return NAN;
     uint32_t bits = b ? b << 23 : 0x00400000u; /* 2^(b-127); b = 0 is the float subnormal 2^-127 */
@@ -49,7 +49,7 @@ static double half_to_double(uint16_t h) {
     return f;
 }
 
-bool hc_read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out) {
+bool hc__read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out) {
     const unsigned char *p = data;
     switch (dt) {
     case HC_DT_F32: {
@@ -74,9 +74,9 @@ bool hc_read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out) {
         *out = f;
         return true;
     }
-    case HC_DT_F8_E4M3: *out = hc_fp8_e4m3(p[i]); return true;
-    case HC_DT_F8_E5M2: *out = hc_fp8_e5m2(p[i]); return true;
-    case HC_DT_F8_E8M0: *out = hc_e8m0(p[i]); return true;
+    case HC_DT_F8_E4M3: *out = hc__fp8_e4m3(p[i]); return true;
+    case HC_DT_F8_E5M2: *out = hc__fp8_e5m2(p[i]); return true;
+    case HC_DT_F8_E8M0: *out = hc__e8m0(p[i]); return true;
     case HC_DT_U8:
     case HC_DT_BOOL: *out = p[i]; return true;
     case HC_DT_I8: *out = (int8_t)p[i]; return true;

@@ -9,11 +9,11 @@
 #include "hcrt.h"
 
 
-double hc_fp4_e2m1(unsigned code);
-double hc_fp8_e4m3(unsigned byte); /* NaN for S.1111.111 */
-double hc_fp8_e5m2(unsigned byte);
-double hc_e8m0(unsigned byte);     /* NaN for 0xFF */
+double hc__fp4_e2m1(unsigned code);
+double hc__fp8_e4m3(unsigned byte); /* NaN for S.1111.111 */
+double hc__fp8_e5m2(unsigned byte);
+double hc__e8m0(unsigned byte);     /* NaN for 0xFF */
 /* Reads element i of a tensor of dtype dt as float64 (plain floats, ints, fp8). */
-bool hc_read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out);
+bool hc__read_scalar(const void *data, hc_dtype dt, uint64_t i, double *out);
 
 #endif

@@ -7,17 +7,17 @@
 
 #include "base.h"
 
-bool hc_json_u64(const cJSON *v, uint64_t *out) {
+bool hc__json_u64(const cJSON *v, uint64_t *out) {
     if (!cJSON_IsNumber(v)) return false;
-    return hc_double_to_u64(v->valuedouble, out);
+    return hc__double_to_u64(v->valuedouble, out);
 }
 
-const char *hc_json_str(const cJSON *obj, const char *key) {
+const char *hc__json_str(const cJSON *obj, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-const char *hc_json_duplicate_key(const cJSON *obj) {
+const char *hc__json_duplicate_key(const cJSON *obj) {
     int n = cJSON_GetArraySize(obj);
     if (n < 2) return NULL;
     const char **names = malloc((size_t)n * sizeof *names);
@@ -25,7 +25,7 @@ const char *hc_json_duplicate_key(const cJSON *obj) {
     int k = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, obj) names[k++] = it->string ? it->string : "";
-    qsort(names, (size_t)n, sizeof *names, hc_cmp_str_ptr);
+    qsort(names, (size_t)n, sizeof *names, hc__cmp_str_ptr);
     const char *dup = NULL;
     for (int i = 1; i < n && !dup; i++)
         if (strcmp(names[i], names[i - 1]) == 0) dup = names[i];

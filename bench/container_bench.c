@@ -112,7 +112,7 @@ static void write_container(const hc_cw_tensor *t, size_t n, int threads) {
     hc_cw_options o = {.source_format = "safetensors", .target = "passthrough", .tp_size = 1,
                        .threads = threads};
     hc_err err = {0};
-    if (hc_container_write(g_ct, t, n, &o, &err) != HC_OK) bench_die("hc_container_write", err.msg);
+    if (hc__container_write(g_ct, t, n, &o, &err) != HC_OK) bench_die("hc__container_write", err.msg);
 }
 
 static hc_container *open_container(int verify) {
@@ -145,8 +145,8 @@ int main(int argc, char **argv) {
     g_dir = argc > 2 ? argv[2] : "/tmp/hconvert-bench";
     if (mkdir(g_dir, 0755) == 0) g_made_dir = 1;
     else if (errno != EEXIST) bench_die(g_dir, strerror(errno));
-    g_plain = hc_asprintf("%s/plain.bin", g_dir);
-    g_ct = hc_asprintf("%s/bench.hconvert", g_dir);
+    g_plain = hc__asprintf("%s/plain.bin", g_dir);
+    g_ct = hc__asprintf("%s/bench.hconvert", g_dir);
     if (!g_plain || !g_ct) bench_die("malloc", "out of memory");
 
     /* tensors: big ones of 32 MB, one remainder tensor, small norms */

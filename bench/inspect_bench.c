@@ -1,4 +1,4 @@
-/* inspect_bench.c: cost of opening a many-shard safetensors checkpoint (hc_ckpt_open, what
+/* inspect_bench.c: cost of opening a many-shard safetensors checkpoint (hc__ckpt_open, what
  * `inspect` runs): wall time and bytes read (/proc/self/io rchar) against the header bytes. */
 #include <dirent.h>
 #include <errno.h>
@@ -150,20 +150,20 @@ typedef struct {
 
 static uint64_t g_probe_cost; /* rchar added by one proc_io() call itself */
 
-/* One hc_ckpt_open + close (mode 0) or one hc_inspect to /dev/null (mode 1). */
+/* One hc__ckpt_open + close (mode 0) or one hc__inspect to /dev/null (mode 1). */
 static sample run_once(int mode, FILE *devnull) {
     hc_err err = {0};
     uint64_t r0 = proc_io("rchar"), b0 = proc_io("read_bytes");
     double t0 = now();
     if (mode == 0) {
         hc_ckpt *c = NULL;
-        if (hc_ckpt_open(g_dir, &c, &err) != HC_OK) bench_die("hc_ckpt_open", err.msg);
+        if (hc__ckpt_open(g_dir, &c, &err) != HC_OK) bench_die("hc__ckpt_open", err.msg);
         if ((int)c->nshards != g_nshards ||
             c->nentries != (size_t)g_nshards * TENSORS_PER_SHARD || c->nwarnings)
-            bench_die("hc_ckpt_open", "unexpected shard/tensor count or warnings");
-        hc_ckpt_close(c);
+            bench_die("hc__ckpt_open", "unexpected shard/tensor count or warnings");
+        hc__ckpt_close(c);
     } else {
-        if (hc_inspect(g_dir, false, false, NULL, devnull, &err) != HC_OK) bench_die("hc_inspect", err.msg);
+        if (hc__inspect(g_dir, false, false, NULL, devnull, &err) != HC_OK) bench_die("hc__inspect", err.msg);
         fflush(devnull);
     }
     double t1 = now();
@@ -254,15 +254,15 @@ int main(int argc, char **argv) {
            (unsigned long long)header_bytes);
     printf("json bytes          %llu  (index + config.json)\n", (unsigned long long)json_bytes);
     printf("expected reads      %llu  (headers + json)\n", (unsigned long long)expect);
-    printf("hc_ckpt_open+close  bytes read %llu  ratio read/expected %.3f  read/total %.2e  "
+    printf("hc__ckpt_open+close  bytes read %llu  ratio read/expected %.3f  read/total %.2e  "
            "%.1f us/shard  (%.2f ms, median of %d, page-cached)\n", (unsigned long long)wr,
            (double)wr / (double)expect, (double)wr / (double)total, wt * 1e6 / g_nshards,
            wt * 1e3, RUNS);
-    printf("hc_inspect (text)   bytes read %llu  ratio read/expected %.3f  read/total %.2e  "
+    printf("hc__inspect (text)   bytes read %llu  ratio read/expected %.3f  read/total %.2e  "
            "%.1f us/shard  (%.2f ms, median of %d, page-cached)\n", (unsigned long long)ir,
            (double)ir / (double)expect, (double)ir / (double)total, it * 1e6 / g_nshards,
            it * 1e3, RUNS);
-    printf("cold hc_ckpt_open   bytes read %llu  ratio read/expected %.3f  %.1f us/shard  "
+    printf("cold hc__ckpt_open   bytes read %llu  ratio read/expected %.3f  %.1f us/shard  "
            "(%.2f ms); shard pages cached before %llu B, after %llu B (kernel readahead), "
            "storage read_bytes %llu\n", (unsigned long long)cold.rchar,
            (double)cold.rchar / (double)expect, cold.seconds * 1e6 / g_nshards,

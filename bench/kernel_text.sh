@@ -3,7 +3,7 @@
 # runtime builds (there is no nvdisasm here to compare SASS as text). For every kind of layer
 # tests/t_jit.c lists, on sm_90a and sm_80, it compiles tile_mma.cu with the NVRTC of two
 # libhcrt builds -- the working tree's and a revision's (built in a temporary git worktree) --
-# through bench/kernel_text.c (hc_jit_compile_log: never from the cache), and compares each
+# through bench/kernel_text.c (hc__jit_compile_log: never from the cache), and compares each
 # kernel's sections of the two cubins byte for byte: .text.KERNEL (the machine code),
 # .nv.info.KERNEL (registers, barriers, parameter layout), .nv.constant0.KERNEL and the size of
 # .nv.shared.KERNEL. The set of kernels must match too. A module that differs is built again

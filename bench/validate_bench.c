@@ -30,7 +30,7 @@ static int validate_job(int threads) {
     hc_validate_opts o = {.threads = threads};
     size_t errors = 0;
     hc_err err = {0};
-    return hc_validate(g_dir, &o, devnull, &errors, &err) || errors;
+    return hc__validate(g_dir, &o, devnull, &errors, &err) || errors;
 }
 
 int main(int argc, char **argv) {

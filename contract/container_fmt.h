@@ -36,22 +36,22 @@ enum {
 /* Features a reader must understand; listed in the header's "required_features". */
 #define HC_CT_KNOWN_FEATURES {"zstd"}
 
-static inline uint64_t hc_le64(const unsigned char *p) {
+static inline uint64_t hc__le64(const unsigned char *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
     return v;
 }
-static inline uint32_t hc_le32(const unsigned char *p) {
+static inline uint32_t hc__le32(const unsigned char *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static inline uint16_t hc_le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static inline void hc_put_le64(unsigned char *p, uint64_t v) {
+static inline uint16_t hc__le16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline void hc__put_le64(unsigned char *p, uint64_t v) {
     for (int i = 0; i < 8; i++, v >>= 8) p[i] = (unsigned char)v;
 }
-static inline void hc_put_le32(unsigned char *p, uint32_t v) {
+static inline void hc__put_le32(unsigned char *p, uint32_t v) {
     for (int i = 0; i < 4; i++, v >>= 8) p[i] = (unsigned char)v;
 }
-static inline void hc_put_le16(unsigned char *p, uint16_t v) {
+static inline void hc__put_le16(unsigned char *p, uint16_t v) {
     p[0] = (unsigned char)v;
     p[1] = (unsigned char)(v >> 8);
 }

@@ -1,6 +1,6 @@
 /* layout.c: tile geometry, element addressing and decoding of the tiled layouts
  * (docs/layouts.md). The CPU executor and `dequant` of a container read weights through
- * these functions; the repackers write with hc_tile_code_pos. */
+ * these functions; the repackers write with hc__tile_code_pos. */
 #include "layout.h"
 
 #include <math.h>
@@ -16,11 +16,11 @@
  * not a scale type of the layouts. */
 static unsigned scale_size(const hc_tile_params *p) {
     return p->kind == HC_TL_MXFOLD ? 0
-                                   : hc_scale_kind_bytes(hc_scale_kind(p->scale_dtype,
+                                   : hc__scale_kind_bytes(hc__scale_kind(p->scale_dtype,
                                                                        p->scale_divides));
 }
 
-bool hc_tile_geometry(hc_tile_params *p) {
+bool hc__tile_geometry(hc_tile_params *p) {
     if (p->code_bits != 4 && p->code_bits != 8) return false;
     if (p->g == 0 || (p->g < HC_TILE_K ? HC_TILE_K % p->g : p->g % HC_TILE_K)) return false;
     p->S = p->g >= HC_TILE_K ? 1 : (unsigned)(HC_TILE_K / p->g);
@@ -41,13 +41,13 @@ bool hc_tile_geometry(hc_tile_params *p) {
     uint64_t raw = p->code_bytes + p->scale_bytes + p->zero_bytes;
     p->chunk_bytes = (raw + HC_TILE_ALIGN - 1) / HC_TILE_ALIGN * HC_TILE_ALIGN;
     uint64_t t;
-    return hc_mul_u64(p->E, p->tiles_n, &t) && hc_mul_u64(t, p->tiles_k, &t) &&
-           hc_mul_u64(t, p->chunk_bytes, &t) && t < (1ull << 53);
+    return hc__mul_u64(p->E, p->tiles_n, &t) && hc__mul_u64(t, p->tiles_k, &t) &&
+           hc__mul_u64(t, p->chunk_bytes, &t) && t < (1ull << 53);
 }
 
-cJSON *hc_tile_params_json(const hc_tile_params *p) {
+cJSON *hc__tile_params_json(const hc_tile_params *p) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "kind", hc_layout_by_kind(p->kind)->params_kind);
+    cJSON_AddStringToObject(j, "kind", hc__layout_by_kind(p->kind)->params_kind);
     cJSON_AddNumberToObject(j, "code_bits", p->code_bits);
     cJSON_AddNumberToObject(j, "src_bits", p->src_bits);
     cJSON_AddNumberToObject(j, "experts", (double)p->E);
@@ -73,30 +73,30 @@ cJSON *hc_tile_params_json(const hc_tile_params *p) {
     return j;
 }
 
-hc_status hc_tile_params_parse(const cJSON *j, const char *layout, hc_tile_params *p,
+hc_status hc__tile_params_parse(const cJSON *j, const char *layout, hc_tile_params *p,
                                const char *name, hc_err *err) {
     memset(p, 0, sizeof *p);
-#define BAD(what) return hc_fail(err, HC_INVALID, "tensor '%s': layout_params: %s", name, what)
+#define BAD(what) return hc__fail(err, HC_INVALID, "tensor '%s': layout_params: %s", name, what)
     if (!cJSON_IsObject(j)) BAD("missing");
-    const hc_layout_row *row = hc_layout_by_params_kind(hc_json_str(j, "kind"));
+    const hc_layout_row *row = hc__layout_by_params_kind(hc__json_str(j, "kind"));
     if (!row || strcmp(layout, row->id)) BAD("kind does not match the layout id");
     p->kind = row->kind;
     uint64_t v[9];
     static const char *const keys[9] = {"code_bits", "src_bits", "experts", "n", "k",
                                         "n_padded", "k_padded", "group_k", "chunk_bytes"};
     for (int i = 0; i < 9; i++)
-        if (!hc_json_u64(cJSON_GetObjectItemCaseSensitive(j, keys[i]), &v[i])) BAD(keys[i]);
+        if (!hc__json_u64(cJSON_GetObjectItemCaseSensitive(j, keys[i]), &v[i])) BAD(keys[i]);
     p->code_bits = (unsigned)(v[0] <= 8 ? v[0] : 0);
     p->src_bits = (unsigned)(v[1] <= 8 ? v[1] : 0);
     p->E = v[2], p->N = v[3], p->K = v[4], p->Np = v[5], p->Kp = v[6], p->g = v[7];
-    const char *sd = hc_json_str(j, "scale_dtype");
+    const char *sd = hc__json_str(j, "scale_dtype");
     p->scale_dtype = sd ? hc_dtype_from_name(sd) : HC_DTYPE_INVALID;
     p->zeros = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "zero_points"));
     uint64_t zc;
-    if (!hc_json_u64(cJSON_GetObjectItemCaseSensitive(j, "zero_const"), &zc) || zc > 255)
+    if (!hc__json_u64(cJSON_GetObjectItemCaseSensitive(j, "zero_const"), &zc) || zc > 255)
         BAD("zero_const");
     p->zero_const = (int)zc;
-    const char *gd = hc_json_str(j, "global_div");
+    const char *gd = hc__json_str(j, "global_div");
     if (gd) {
         char *end;
         p->global_div = strtod(gd, &end);
@@ -111,22 +111,22 @@ hc_status hc_tile_params_parse(const cJSON *j, const char *layout, hc_tile_param
         BAD("scale_divides applies to fp8 codes with F32 scales");
     if (!p->src_bits || (p->kind == HC_TL_INT && p->src_bits > p->code_bits)) BAD("src_bits");
     if (p->kind != HC_TL_MXFOLD && !scale_size(p)) BAD("scale_dtype");
-    if (!hc_tile_geometry(p)) BAD("dimensions, group or code width are inconsistent");
+    if (!hc__tile_geometry(p)) BAD("dimensions, group or code width are inconsistent");
     if (p->chunk_bytes != v[8]) BAD("chunk_bytes");
     return HC_OK;
 #undef BAD
 }
 
-void hc_tile_code_pos(unsigned code_bits, unsigned r, unsigned c, uint64_t *byte,
+void hc__tile_code_pos(unsigned code_bits, unsigned r, unsigned c, uint64_t *byte,
                       unsigned *shift) {
     hc_u64 b;
-    hc_core_code_pos(code_bits, r, c, &b, shift);
+    hc__core_code_pos(code_bits, r, c, &b, shift);
     *byte = b;
 }
 
-bool hc_e4m3_of_fp4(unsigned u, int d, uint8_t *out) { return hc_core_e4m3_of_fp4(u, d, out); }
+bool hc__e4m3_of_fp4(unsigned u, int d, uint8_t *out) { return hc__core_e4m3_of_fp4(u, d, out); }
 
-void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c) {
+void hc__tile_core_params(const hc_tile_params *p, hc_core_params *c) {
     memset(c, 0, sizeof *c);
     c->kind = (unsigned)p->kind;
     c->code_bits = p->code_bits;
@@ -134,7 +134,7 @@ void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c) {
     c->g = (unsigned)(p->g < HC_TILE_K ? p->g : HC_TILE_K);
     /* mxfold's records hold exponents: E8M0 is the kind its modules are built for */
     c->scale_kind = p->kind == HC_TL_MXFOLD ? HC_SK_E8M0
-                                            : hc_scale_kind(p->scale_dtype, p->scale_divides);
+                                            : hc__scale_kind(p->scale_dtype, p->scale_divides);
     c->zeros = p->zeros;
     c->zero_const = (unsigned)p->zero_const;
     c->sign_magnitude = p->sign_magnitude;
@@ -143,20 +143,20 @@ void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c) {
     c->tiles_n = p->tiles_n, c->tiles_k = p->tiles_k, c->N = p->N, c->K = p->K;
 }
 
-double hc_tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned c) {
+double hc__tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned c) {
     hc_core_params cp;
-    hc_tile_core_params(p, &cp);
-    return hc_core_value(&cp, chunk, r, c);
+    hc__tile_core_params(p, &cp);
+    return hc__core_value(&cp, chunk, r, c);
 }
 
-void hc_tile_decode_stripe(const hc_tile_params *p, const uint8_t *tensor, uint64_t e,
+void hc__tile_decode_stripe(const hc_tile_params *p, const uint8_t *tensor, uint64_t e,
                            uint64_t nb, float *out) {
     hc_core_params cp;
-    hc_tile_core_params(p, &cp);
+    hc__tile_core_params(p, &cp);
     for (uint64_t kb = 0; kb < p->tiles_k; kb++) {
-        const uint8_t *chunk = tensor + hc_tile_offset(p, e, nb, kb);
+        const uint8_t *chunk = tensor + hc__tile_offset(p, e, nb, kb);
         for (unsigned r = 0; r < HC_TILE_N; r++)
             for (unsigned c = 0; c < HC_TILE_K; c++)
-                out[r * p->Kp + kb * HC_TILE_K + c] = (float)hc_core_value(&cp, chunk, r, c);
+                out[r * p->Kp + kb * HC_TILE_K + c] = (float)hc__core_value(&cp, chunk, r, c);
     }
 }

@@ -18,7 +18,7 @@
 #define HC_TILE_ALIGN 128
 
 /* The newest layout version this reader knows (each layout's own: contract/layouts.c). A
- * tensor is written with the lowest version that holds it (hc_tile_layout_version): 1, or 2
+ * tensor is written with the lowest version that holds it (hc__tile_layout_version): 1, or 2
  * for FP8 scales that divide, so an older reader refuses those by name instead of multiplying. */
 #define HC_LAYOUT_VERSION 2
 
@@ -42,24 +42,24 @@ typedef struct {
 } hc_tile_params;
 
 /* The layout version a tensor with these parameters is written with (see HC_LAYOUT_VERSION). */
-static inline unsigned hc_tile_layout_version(const hc_tile_params *p) {
+static inline unsigned hc__tile_layout_version(const hc_tile_params *p) {
     return p->scale_divides ? 2u : 1u;
 }
 
 /* Fills the derived sizes from kind, bits, dims, g, scale dtype and zeros; false on overflow. */
-bool hc_tile_geometry(hc_tile_params *p);
+bool hc__tile_geometry(hc_tile_params *p);
 /* layout_params JSON (container header) <-> params. */
-cJSON *hc_tile_params_json(const hc_tile_params *p);
-hc_status hc_tile_params_parse(const cJSON *j, const char *layout, hc_tile_params *p,
+cJSON *hc__tile_params_json(const hc_tile_params *p);
+hc_status hc__tile_params_parse(const cJSON *j, const char *layout, hc_tile_params *p,
                                const char *name, hc_err *err);
 
 /* Stored bytes of a tiled tensor. */
-static inline uint64_t hc_tile_bytes_of(const hc_tile_params *p) {
+static inline uint64_t hc__tile_bytes_of(const hc_tile_params *p) {
     return p->E * p->tiles_n * p->tiles_k * p->chunk_bytes;
 }
 
 /* Byte offset of tile (e, nb, kb) in the tensor. */
-static inline uint64_t hc_tile_offset(const hc_tile_params *p, uint64_t e, uint64_t nb,
+static inline uint64_t hc__tile_offset(const hc_tile_params *p, uint64_t e, uint64_t nb,
                                       uint64_t kb) {
     return ((e * p->tiles_n + nb) * p->tiles_k + kb) * p->chunk_bytes;
 }
@@ -67,21 +67,21 @@ static inline uint64_t hc_tile_offset(const hc_tile_params *p, uint64_t e, uint6
 /* Where the code of element (r, c) of a tile (0 <= r, c < 64) sits in the tile's code area:
  * byte offset, and for 4-bit codes the nibble (0 low, 1 high). Fragment order of the
  * m16n8k16 A operand: each lane's codes for one 16-byte load are contiguous. */
-void hc_tile_code_pos(unsigned code_bits, unsigned r, unsigned c, uint64_t *byte, unsigned *shift);
+void hc__tile_code_pos(unsigned code_bits, unsigned r, unsigned c, uint64_t *byte, unsigned *shift);
 
 /* mxfold: the E4M3 byte for E2M1 code u scaled by 2^d, if exact; false otherwise. */
-bool hc_e4m3_of_fp4(unsigned u, int d, uint8_t *out);
+bool hc__e4m3_of_fp4(unsigned u, int d, uint8_t *out);
 /* mxfold per-row record: base exponent B (0xFF: unfolded row-tile) and group offsets. */
 #define HC_MXFOLD_UNFOLDED 0xFF
 
 /* The kernels' view of the parameters (layout_core.h). */
-void hc_tile_core_params(const hc_tile_params *p, hc_core_params *c);
+void hc__tile_core_params(const hc_tile_params *p, hc_core_params *c);
 
 /* Value of element (r, c) of tile chunk (already the effective weight, in float64). */
-double hc_tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned c);
+double hc__tile_value(const hc_tile_params *p, const uint8_t *chunk, unsigned r, unsigned c);
 
 /* Decodes rows [n0, n0 + 64) of expert e into out (64 x Kp floats, permuted column order). */
-void hc_tile_decode_stripe(const hc_tile_params *p, const uint8_t *tensor, uint64_t e,
+void hc__tile_decode_stripe(const hc_tile_params *p, const uint8_t *tensor, uint64_t e,
                            uint64_t nb, float *out);
 
 #endif

@@ -36,7 +36,7 @@ typedef unsigned int hc_u32;
 typedef unsigned long long hc_u64;
 
 /* Byte offset and nibble shift of element (r, c) of a tile's code area. */
-HC_HD void hc_core_code_pos(unsigned bits, unsigned r, unsigned c, hc_u64 *byte, unsigned *shift) {
+HC_HD void hc__core_code_pos(unsigned bits, unsigned r, unsigned c, hc_u64 *byte, unsigned *shift) {
     unsigned rb = r / 16, kb = c / 16, i = r % 16, j = c % 16;
     unsigned lane = (i % 8) * 4 + (j % 8) / 2;
     unsigned a = (j >= 8 ? 4u : 0u) + (i >= 8 ? 2u : 0u) + (j % 2);
@@ -51,7 +51,7 @@ HC_HD void hc_core_code_pos(unsigned bits, unsigned r, unsigned c, hc_u64 *byte,
     }
 }
 
-HC_HD float hc_core_bits_f32(hc_u32 u) {
+HC_HD float hc__core_bits_f32(hc_u32 u) {
     union {
         hc_u32 u;
         float f;
@@ -60,7 +60,7 @@ HC_HD float hc_core_bits_f32(hc_u32 u) {
     return x.f;
 }
 
-HC_HD double hc_core_pow2(int e) { /* exact 2^e for e in -1074..1023 */
+HC_HD double hc__core_pow2(int e) { /* exact 2^e for e in -1074..1023 */
     union {
         hc_u64 u;
         double d;
@@ -73,35 +73,35 @@ HC_HD double hc_core_pow2(int e) { /* exact 2^e for e in -1074..1023 */
     return x.d;
 }
 
-HC_HD double hc_core_fp4(unsigned code) {
+HC_HD double hc__core_fp4(unsigned code) {
     const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
     double v = mag[code & 7];
     return (code & 8) ? -v : v;
 }
 
-HC_HD double hc_core_e4m3(unsigned b) {
+HC_HD double hc__core_e4m3(unsigned b) {
     unsigned e = (b >> 3) & 15, m = b & 7;
     double s = (b & 0x80) ? -1.0 : 1.0;
     if (e == 15 && m == 7) return 0.0 / 0.0;
-    if (e == 0) return s * (double)m * hc_core_pow2(-9);
-    return s * (1.0 + (double)m / 8.0) * hc_core_pow2((int)e - 7);
+    if (e == 0) return s * (double)m * hc__core_pow2(-9);
+    return s * (1.0 + (double)m / 8.0) * hc__core_pow2((int)e - 7);
 }
 
-HC_HD double hc_core_e8m0(unsigned b) {
+HC_HD double hc__core_e8m0(unsigned b) {
     b &= 0xFF;
-    return b == 0xFF ? 0.0 / 0.0 : hc_core_pow2((int)b - 127);
+    return b == 0xFF ? 0.0 / 0.0 : hc__core_pow2((int)b - 127);
 }
 
-HC_HD double hc_core_f16(unsigned h) {
+HC_HD double hc__core_f16(unsigned h) {
     unsigned e = (h >> 10) & 31, m = h & 1023;
     double s = (h & 0x8000) ? -1.0 : 1.0;
     if (e == 31) return m ? 0.0 / 0.0 : s / 0.0;
-    if (e == 0) return s * (double)m * hc_core_pow2(-24);
-    return s * (1.0 + (double)m / 1024.0) * hc_core_pow2((int)e - 15);
+    if (e == 0) return s * (double)m * hc__core_pow2(-24);
+    return s * (1.0 + (double)m / 1024.0) * hc__core_pow2((int)e - 15);
 }
 
 /* E2M1 code u times 2^d as an E4M3 byte, when exact (the mxfold conversion). */
-HC_HD int hc_core_e4m3_of_fp4(unsigned u, int d, hc_u8 *out) {
+HC_HD int hc__core_e4m3_of_fp4(unsigned u, int d, hc_u8 *out) {
     const int ex[8] = {0, -1, 0, 0, 1, 1, 2, 2}; /* |v| = (1 + f/2) 2^ex */
     const int fr[8] = {0, 0, 0, 1, 0, 1, 0, 1};
     unsigned m = u & 7, s = (u & 8) << 4;
@@ -140,30 +140,30 @@ typedef struct {
     hc_u64 tiles_n, tiles_k, N, K;
 } hc_core_params;
 
-HC_HD double hc_core_scale(const hc_core_params *p, const hc_u8 *chunk, unsigned r, unsigned j) {
+HC_HD double hc__core_scale(const hc_core_params *p, const hc_u8 *chunk, unsigned r, unsigned j) {
     const hc_u8 *s = chunk + p->code_bytes;
     hc_u64 i = (hc_u64)r * p->S + j;
     switch (p->scale_kind) {
     case HC_SK_F32:
-    case HC_SK_F32_DIV: return hc_core_bits_f32((hc_u32)s[4 * i] | (hc_u32)s[4 * i + 1] << 8 |
+    case HC_SK_F32_DIV: return hc__core_bits_f32((hc_u32)s[4 * i] | (hc_u32)s[4 * i + 1] << 8 |
                                     (hc_u32)s[4 * i + 2] << 16 | (hc_u32)s[4 * i + 3] << 24);
-    case HC_SK_BF16: return hc_core_bits_f32(((hc_u32)s[2 * i] | (hc_u32)s[2 * i + 1] << 8) << 16);
-    case HC_SK_F16: return hc_core_f16((unsigned)s[2 * i] | (unsigned)s[2 * i + 1] << 8);
-    case HC_SK_E4M3: return hc_core_e4m3(s[i]);
-    default: return hc_core_e8m0(s[i]);
+    case HC_SK_BF16: return hc__core_bits_f32(((hc_u32)s[2 * i] | (hc_u32)s[2 * i + 1] << 8) << 16);
+    case HC_SK_F16: return hc__core_f16((unsigned)s[2 * i] | (unsigned)s[2 * i + 1] << 8);
+    case HC_SK_E4M3: return hc__core_e4m3(s[i]);
+    default: return hc__core_e8m0(s[i]);
     }
 }
 
 /* The effective weight of element (r, c) of a tile chunk, in float64. */
-HC_HD double hc_core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned r, unsigned c) {
+HC_HD double hc__core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned r, unsigned c) {
     hc_u64 b;
     unsigned sh;
-    hc_core_code_pos(p->code_bits, r, c, &b, &sh);
+    hc__core_code_pos(p->code_bits, r, c, &b, &sh);
     unsigned u = p->code_bits == 4 ? (chunk[b] >> sh) & 15u : chunk[b];
     unsigned j = p->S > 1 ? c / p->g : 0;
     switch (p->kind) {
     case HC_TL_INT: {
-        double s = hc_core_scale(p, chunk, r, j);
+        double s = hc__core_scale(p, chunk, r, j);
         if (p->sign_magnitude) {
             double q = (double)(u & 7);
             return (u & 8 ? -q : q) * s;
@@ -173,18 +173,18 @@ HC_HD double hc_core_value(const hc_core_params *p, const hc_u8 *chunk, unsigned
         return ((double)u - z) * s;
     }
     case HC_TL_FP4: {
-        double s = hc_core_scale(p, chunk, r, j);
-        return p->global_div != 0 ? hc_core_fp4(u) * (s / p->global_div) : hc_core_fp4(u) * s;
+        double s = hc__core_scale(p, chunk, r, j);
+        return p->global_div != 0 ? hc__core_fp4(u) * (s / p->global_div) : hc__core_fp4(u) * s;
     }
     case HC_TL_FP8: /* divided in float64: rounded to float32 it is the float32 quotient's bits */
-        return p->scale_kind == HC_SK_F32_DIV ? hc_core_e4m3(u) / hc_core_scale(p, chunk, r, j)
-                                  : hc_core_e4m3(u) * hc_core_scale(p, chunk, r, j);
+        return p->scale_kind == HC_SK_F32_DIV ? hc__core_e4m3(u) / hc__core_scale(p, chunk, r, j)
+                                  : hc__core_e4m3(u) * hc__core_scale(p, chunk, r, j);
     case HC_TL_MXFOLD: {
         const hc_u8 *rec = chunk + p->code_bytes + (hc_u64)r * 4;
-        if (rec[0] == 0xFF) return hc_core_fp4(u) * hc_core_e8m0(rec[1 + j]);
+        if (rec[0] == 0xFF) return hc__core_fp4(u) * hc__core_e8m0(rec[1 + j]);
         hc_u8 e;
-        if (!hc_core_e4m3_of_fp4(u, (int)(signed char)rec[1 + j], &e)) return 0.0 / 0.0;
-        return hc_core_e4m3(e) * hc_core_pow2((int)rec[0] - 127);
+        if (!hc__core_e4m3_of_fp4(u, (int)(signed char)rec[1 + j], &e)) return 0.0 / 0.0;
+        return hc__core_e4m3(e) * hc__core_pow2((int)rec[0] - 127);
     }
     }
     return 0.0 / 0.0;

@@ -22,7 +22,7 @@ static const hc_layout_row rows[] = {
 };
 #define NROWS (sizeof rows / sizeof rows[0])
 
-const hc_layout_row *hc_layout_row_of(hc_tile_kind kind, unsigned code_bits, bool sign_magnitude) {
+const hc_layout_row *hc__layout_row_of(hc_tile_kind kind, unsigned code_bits, bool sign_magnitude) {
     for (size_t i = 0; i < NROWS; i++)
         if (rows[i].kind == kind && rows[i].code_bits == code_bits &&
             rows[i].sign_magnitude == sign_magnitude)
@@ -30,25 +30,25 @@ const hc_layout_row *hc_layout_row_of(hc_tile_kind kind, unsigned code_bits, boo
     return NULL;
 }
 
-const hc_layout_row *hc_layout_by_codec(unsigned codec) {
+const hc_layout_row *hc__layout_by_codec(unsigned codec) {
     for (size_t i = 0; i < NROWS; i++)
         if (rows[i].codec == codec) return &rows[i];
     return NULL;
 }
 
-const hc_layout_row *hc_layout_by_id(const char *id) {
+const hc_layout_row *hc__layout_by_id(const char *id) {
     for (size_t i = 0; id && i < NROWS; i++)
         if (!strcmp(rows[i].id, id)) return &rows[i];
     return NULL;
 }
 
-const hc_layout_row *hc_layout_by_params_kind(const char *params_kind) {
+const hc_layout_row *hc__layout_by_params_kind(const char *params_kind) {
     for (size_t i = 0; params_kind && i < NROWS; i++)
         if (!strcmp(rows[i].params_kind, params_kind)) return &rows[i];
     return NULL;
 }
 
-const hc_layout_row *hc_layout_by_kind(hc_tile_kind kind) {
+const hc_layout_row *hc__layout_by_kind(hc_tile_kind kind) {
     for (size_t i = 0; i < NROWS; i++)
         if (rows[i].kind == kind) return &rows[i];
     return NULL;
@@ -65,14 +65,14 @@ static const struct {
 };
 #define NSK (sizeof scale_kinds / sizeof scale_kinds[0])
 
-unsigned hc_scale_kind(hc_dtype dtype, bool divides) {
+unsigned hc__scale_kind(hc_dtype dtype, bool divides) {
     for (size_t i = 0; i < NSK; i++)
         if (scale_kinds[i].dtype == dtype && scale_kinds[i].divides == divides)
             return scale_kinds[i].sk;
     return HC_SK_NONE;
 }
 
-unsigned hc_scale_kind_bytes(unsigned sk) {
+unsigned hc__scale_kind_bytes(unsigned sk) {
     for (size_t i = 0; i < NSK; i++)
         if (scale_kinds[i].sk == sk) return scale_kinds[i].bytes;
     return 0;

@@ -39,19 +39,19 @@ typedef struct {
 } hc_layout_row;
 
 /* The row of a tile's codec (kind, code width, sign-magnitude), or NULL. */
-const hc_layout_row *hc_layout_row_of(hc_tile_kind kind, unsigned code_bits, bool sign_magnitude);
+const hc_layout_row *hc__layout_row_of(hc_tile_kind kind, unsigned code_bits, bool sign_magnitude);
 /* The row of a codec (HC_CODEC_*), or NULL. */
-const hc_layout_row *hc_layout_by_codec(unsigned codec);
+const hc_layout_row *hc__layout_by_codec(unsigned codec);
 /* The first row of a layout: by container id, by layout_params kind, by kind; NULL if none. */
-const hc_layout_row *hc_layout_by_id(const char *id);
-const hc_layout_row *hc_layout_by_params_kind(const char *params_kind);
-const hc_layout_row *hc_layout_by_kind(hc_tile_kind kind);
+const hc_layout_row *hc__layout_by_id(const char *id);
+const hc_layout_row *hc__layout_by_params_kind(const char *params_kind);
+const hc_layout_row *hc__layout_by_kind(hc_tile_kind kind);
 
 /* What a tile's scale entries are (hc_core_params.scale_kind): HC_SK_* for a stored dtype and
  * whether it divides; HC_SK_NONE when the dtype is not a scale type of the layouts. */
 #define HC_SK_NONE 0xFFu
-unsigned hc_scale_kind(hc_dtype dtype, bool divides);
+unsigned hc__scale_kind(hc_dtype dtype, bool divides);
 /* Bytes of one scale entry of kind sk (0 for HC_SK_NONE). */
-unsigned hc_scale_kind_bytes(unsigned sk);
+unsigned hc__scale_kind_bytes(unsigned sk);
 
 #endif

@@ -31,28 +31,28 @@ typedef struct {
 #define ZSTD_KEEP_BUDGET (256ull << 20)
 
 static hc_status check_tensor(const hc_cw_tensor *t, hc_err *err) {
-    if (!t->name || !t->name[0]) return hc_fail(err, HC_INVALID, "a tensor has an empty name");
+    if (!t->name || !t->name[0]) return hc__fail(err, HC_INVALID, "a tensor has an empty name");
     if (t->ndim < 0 || t->ndim > HC_MAX_DIMS || hc_dtype_bits(t->dtype) == 0)
-        return hc_fail(err, HC_INVALID, "tensor '%s': invalid dtype or rank", t->name);
+        return hc__fail(err, HC_INVALID, "tensor '%s': invalid dtype or rank", t->name);
     uint64_t numel = 1;
     for (int d = 0; d < t->ndim; d++) {
         if (t->padded_shape[d] < t->shape[d])
-            return hc_fail(err, HC_INVALID, "tensor '%s': padded dimension %d (%llu) is smaller "
+            return hc__fail(err, HC_INVALID, "tensor '%s': padded dimension %d (%llu) is smaller "
                            "than the logical one (%llu)", t->name, d,
                            (unsigned long long)t->padded_shape[d],
                            (unsigned long long)t->shape[d]);
-        if (!hc_mul_u64(numel, t->padded_shape[d], &numel))
-            return hc_fail(err, HC_INVALID, "tensor '%s': element count overflows", t->name);
+        if (!hc__mul_u64(numel, t->padded_shape[d], &numel))
+            return hc__fail(err, HC_INVALID, "tensor '%s': element count overflows", t->name);
     }
     uint64_t bits;
-    if (!hc_mul_u64(numel, hc_dtype_bits(t->dtype), &bits) || bits % 8 || bits / 8 != t->size)
-        return hc_fail(err, HC_INVALID, "tensor '%s': %llu bytes given, the padded shape of %s "
+    if (!hc__mul_u64(numel, hc_dtype_bits(t->dtype), &bits) || bits % 8 || bits / 8 != t->size)
+        return hc__fail(err, HC_INVALID, "tensor '%s': %llu bytes given, the padded shape of %s "
                        "needs %llu bits", t->name, (unsigned long long)t->size,
                        hc_dtype_name(t->dtype), (unsigned long long)bits);
     if (t->size >= (1ull << 53))
-        return hc_fail(err, HC_INVALID, "tensor '%s': too large", t->name);
+        return hc__fail(err, HC_INVALID, "tensor '%s': too large", t->name);
     if (!t->data && !t->fill)
-        return hc_fail(err, HC_INTERNAL, "tensor '%s': neither data nor a fill function", t->name);
+        return hc__fail(err, HC_INTERNAL, "tensor '%s': neither data nor a fill function", t->name);
     return HC_OK;
 }
 
@@ -82,7 +82,7 @@ static hc_status keep_expansion_bound(const hc_cw_tensor *t, plan_t *p, size_t n
     }
     if (raw <= HC_CT_ZSTD_MAX_RAW + HC_CT_ZSTD_MAX_RATIO * stored) return HC_OK;
     size_t *ix = malloc(nz * sizeof *ix);
-    if (!ix) return hc_fail(err, HC_NOMEM, "out of memory");
+    if (!ix) return hc__fail(err, HC_NOMEM, "out of memory");
     for (size_t i = 0, k = 0; i < n; i++)
         if (p[i].zstd) ix[k++] = i;
     ratio_ctx rc = {t, p};
@@ -174,13 +174,13 @@ static int cmp_name(const void *a, const void *b) {
 
 static hc_status check_unique(const hc_cw_tensor *t, size_t n, hc_err *err) {
     const char **v = malloc((n ? n : 1) * sizeof *v);
-    if (!v) return hc_fail(err, HC_NOMEM, "out of memory");
+    if (!v) return hc__fail(err, HC_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) v[i] = t[i].name;
     qsort(v, n, sizeof *v, cmp_name);
     hc_status st = HC_OK;
     for (size_t i = 1; i < n && !st; i++)
         if (strcmp(v[i], v[i - 1]) == 0)
-            st = hc_fail(err, HC_INVALID, "tensor '%s' is given twice", v[i]);
+            st = hc__fail(err, HC_INVALID, "tensor '%s' is given twice", v[i]);
     free(v);
     return st;
 }
@@ -202,35 +202,35 @@ static hc_status write_one(hc_atomic_file *af, const hc_cw_tensor *t, plan_t *p,
         }
         if (fb->cap < t->size) { /* the thread's buffer grows to its largest tensor */
             void *nb = realloc(fb->p, (size_t)t->size);
-            if (!nb) return hc_fail(err, HC_NOMEM, "out of memory for tensor '%s'", t->name);
+            if (!nb) return hc__fail(err, HC_NOMEM, "out of memory for tensor '%s'", t->name);
             fb->p = nb, fb->cap = t->size;
         }
         hc_status st = t->fill(t->fill_ctx, t->fill_index, fb->p, err);
         if (!st) {
             p->hash = XXH3_64bits(fb->p, (size_t)t->size);
-            st = hc_atomic_write(af, fb->p, (size_t)t->size, p->offset, err);
+            st = hc__atomic_write(af, fb->p, (size_t)t->size, p->offset, err);
         }
         return st;
     }
     if (!p->zstd) {
         p->hash = XXH3_64bits(t->data, (size_t)t->size);
-        return hc_atomic_write(af, t->data, (size_t)t->size, p->offset, err);
+        return hc__atomic_write(af, t->data, (size_t)t->size, p->offset, err);
     }
     void *buf = p->zbuf;
     p->zbuf = NULL;
     uint64_t c = buf ? p->stored : try_compress(t->data, t->size, &buf);
     if (c != p->stored) {
         free(buf);
-        return hc_fail(err, HC_INTERNAL, "tensor '%s': zstd gave %llu bytes, then %llu", t->name,
+        return hc__fail(err, HC_INTERNAL, "tensor '%s': zstd gave %llu bytes, then %llu", t->name,
                        (unsigned long long)p->stored, (unsigned long long)c);
     }
     p->hash = XXH3_64bits(buf, (size_t)c);
-    hc_status st = hc_atomic_write(af, buf, (size_t)c, p->offset, err);
+    hc_status st = hc__atomic_write(af, buf, (size_t)c, p->offset, err);
     free(buf);
     return st;
 }
 
-hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
+hc_status hc__container_write(const char *path, const hc_cw_tensor *t, size_t n,
                              const hc_cw_options *o, hc_err *err) {
     hc_status st = HC_OK;
     plan_t *p = calloc(n ? n : 1, sizeof *p);
@@ -238,7 +238,7 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     char *hdr = NULL;
     hc_atomic_file af = {.fd = -1, .slot = -1};
     if (!p || !errs) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < n && !st; i++) st = check_tensor(&t[i], err);
@@ -274,14 +274,14 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     /* Offsets depend on the header length, which depends on the offsets' digits: repeat
      * until the length is stable (it grows monotonically, so this ends). */
     for (;;) {
-        hc_align_u64(HC_CT_PREAMBLE_SIZE + hlen, HC_CT_ALIGN, &data_off);
+        hc__align_u64(HC_CT_PREAMBLE_SIZE + hlen, HC_CT_ALIGN, &data_off);
         off = data_off;
         for (size_t i = 0; i < n; i++) {
             p[i].offset = off;
             uint64_t end;
-            if (!hc_add_u64(off, p[i].stored, &end) || !hc_align_u64(end, HC_CT_ALIGN, &off) ||
+            if (!hc__add_u64(off, p[i].stored, &end) || !hc__align_u64(end, HC_CT_ALIGN, &off) ||
                 end >= (1ull << 53)) {
-                st = hc_fail(err, HC_INVALID, "container size overflows");
+                st = hc__fail(err, HC_INVALID, "container size overflows");
                 goto out;
             }
             if (i + 1 == n) off = end;
@@ -289,7 +289,7 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
         free(hdr);
         hdr = build_header(t, p, n, o);
         if (!hdr) {
-            st = hc_fail(err, HC_NOMEM, "out of memory building the header");
+            st = hc__fail(err, HC_NOMEM, "out of memory building the header");
             goto out;
         }
         if (strlen(hdr) == hlen) break;
@@ -297,16 +297,16 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     }
     uint64_t file_size = n ? off : data_off;
     if (hlen > HC_CT_MAX_HEADER) {
-        st = hc_fail(err, HC_INVALID, "container header of %llu bytes exceeds the %u limit",
+        st = hc__fail(err, HC_INVALID, "container header of %llu bytes exceeds the %u limit",
                      (unsigned long long)hlen, HC_CT_MAX_HEADER);
         goto out;
     }
 
     /* 3. data, in parallel, at precomputed offsets */
-    st = hc_out_open(&af, path, o->fault, err);
+    st = hc__out_open(&af, path, o->fault, err);
     if (st) goto out;
     if (ftruncate(af.fd, (off_t)file_size) != 0) {
-        st = hc_fail(err, HC_IO, "cannot size '%s' to %llu bytes: %s", path,
+        st = hc__fail(err, HC_IO, "cannot size '%s' to %llu bytes: %s", path,
                      (unsigned long long)file_size, strerror(errno));
         goto out;
     }
@@ -314,7 +314,7 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     for (size_t i = 0; i < n; i++) total += t[i].size;
     fill_buf *bufs = calloc((size_t)threads, sizeof *bufs);
     if (!bufs) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -344,7 +344,7 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     free(bufs);
     for (size_t i = 0; i < n; i++)
         if (errs[i].code) {
-            st = hc_fail(err, errs[i].code, "%s", errs[i].msg);
+            st = hc__fail(err, errs[i].code, "%s", errs[i].msg);
             goto out;
         }
 
@@ -354,7 +354,7 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     size_t slots = 0;
     for (char *q = strstr(hdr, HASH_KEY); q; q = strstr(q + 1, HASH_KEY)) slots++;
     if (slots < n) {
-        st = hc_fail(err, HC_INTERNAL, "header has %zu hash slots for %zu tensors", slots, n);
+        st = hc__fail(err, HC_INTERNAL, "header has %zu hash slots for %zu tensors", slots, n);
         goto out;
     }
     char *pos = hdr;
@@ -362,25 +362,25 @@ hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
     for (size_t i = 0; i < n; i++) {
         pos = strstr(pos, HASH_KEY) + strlen(HASH_KEY);
         char hex[17];
-        hc_hex64(p[i].hash, hex);
+        hc__hex64(p[i].hash, hex);
         memcpy(pos, hex, 16);
     }
     unsigned char pre[HC_CT_PREAMBLE_SIZE] = {0};
     memcpy(pre + HC_PRE_MAGIC, HC_CT_MAGIC, 8);
-    hc_put_le16(pre + HC_PRE_MAJOR, HC_CT_MAJOR);
-    hc_put_le16(pre + HC_PRE_MINOR, HC_CT_MINOR);
-    hc_put_le32(pre + HC_PRE_SIZE, HC_CT_PREAMBLE_SIZE);
-    hc_put_le64(pre + HC_PRE_HEADER_OFFSET, HC_CT_PREAMBLE_SIZE);
-    hc_put_le64(pre + HC_PRE_HEADER_LENGTH, hlen);
-    hc_put_le64(pre + HC_PRE_DATA_OFFSET, data_off);
-    hc_put_le64(pre + HC_PRE_FILE_SIZE, file_size);
-    hc_put_le64(pre + HC_PRE_HEADER_HASH, XXH3_64bits(hdr, (size_t)hlen));
-    hc_put_le64(pre + HC_PRE_PREAMBLE_HASH, XXH3_64bits(pre, HC_PRE_PREAMBLE_HASH));
-    st = hc_atomic_write(&af, hdr, (size_t)hlen, HC_CT_PREAMBLE_SIZE, err);
-    if (!st) st = hc_atomic_write(&af, pre, sizeof pre, 0, err);
-    if (!st) st = o->set ? hc_atomic_set_add(o->set, &af, true, err) : hc_atomic_commit(&af, err);
+    hc__put_le16(pre + HC_PRE_MAJOR, HC_CT_MAJOR);
+    hc__put_le16(pre + HC_PRE_MINOR, HC_CT_MINOR);
+    hc__put_le32(pre + HC_PRE_SIZE, HC_CT_PREAMBLE_SIZE);
+    hc__put_le64(pre + HC_PRE_HEADER_OFFSET, HC_CT_PREAMBLE_SIZE);
+    hc__put_le64(pre + HC_PRE_HEADER_LENGTH, hlen);
+    hc__put_le64(pre + HC_PRE_DATA_OFFSET, data_off);
+    hc__put_le64(pre + HC_PRE_FILE_SIZE, file_size);
+    hc__put_le64(pre + HC_PRE_HEADER_HASH, XXH3_64bits(hdr, (size_t)hlen));
+    hc__put_le64(pre + HC_PRE_PREAMBLE_HASH, XXH3_64bits(pre, HC_PRE_PREAMBLE_HASH));
+    st = hc__atomic_write(&af, hdr, (size_t)hlen, HC_CT_PREAMBLE_SIZE, err);
+    if (!st) st = hc__atomic_write(&af, pre, sizeof pre, 0, err);
+    if (!st) st = o->set ? hc__atomic_set_add(o->set, &af, true, err) : hc__atomic_commit(&af, err);
 out:
-    hc_atomic_abort(&af);
+    hc__atomic_abort(&af);
     free(hdr);
     for (size_t i = 0; p && i < n; i++) free(p[i].zbuf);
     free(p);

@@ -46,7 +46,7 @@ typedef struct {
 
 /* Writes path atomically (under a temporary name with the OUT mark until renamed); the output
  * is byte-identical for any thread count. */
-hc_status hc_container_write(const char *path, const hc_cw_tensor *t, size_t n,
+hc_status hc__container_write(const char *path, const hc_cw_tensor *t, size_t n,
                              const hc_cw_options *o, hc_err *err);
 
 #endif

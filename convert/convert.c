@@ -44,7 +44,7 @@ hc_converter *hc_converter_create(void) {
     return c;
 }
 
-hc_out_options *hc_converter_out_options(hc_converter *c) { return &c->out; }
+hc_out_options *hc__converter_out_options(hc_converter *c) { return &c->out; }
 
 void hc_converter_free(hc_converter *c) {
     if (c) free(c->report);
@@ -72,7 +72,7 @@ static void note(hc_converter *c, const char *fmt, ...) {
 }
 
 hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t v) {
-    hc_err_clear(&c->err);
+    hc__err_clear(&c->err);
     switch (p) {
     case HC_CONV_THREADS: c->threads = v > 4096 ? 4096 : (int)(v < 0 ? 0 : v); return HC_OK;
     case HC_CONV_DRY_RUN: c->dry_run = v != 0; return HC_OK;
@@ -80,31 +80,31 @@ hc_status hc_converter_set(hc_converter *c, hc_conv_param p, int64_t v) {
     case HC_CONV_REPACK: c->repack = v != 0; return HC_OK;
     case HC_CONV_TP_SIZE:
         if (v < 1 || v > 64)
-            return hc_fail(&c->err, HC_USAGE, "--tp %lld: expected 1..64 ranks", (long long)v);
+            return hc__fail(&c->err, HC_USAGE, "--tp %lld: expected 1..64 ranks", (long long)v);
         c->tp_size = (int)v;
         return HC_OK;
     case HC_CONV_MAX_EXTRACT_BYTES:
     case HC_CONV_MAX_EXTRACT_RATIO:
         if (v < 1)
-            return hc_fail(&c->err, HC_USAGE, "extraction limit %lld: expected a positive value",
+            return hc__fail(&c->err, HC_USAGE, "extraction limit %lld: expected a positive value",
                            (long long)v);
         *(p == HC_CONV_MAX_EXTRACT_BYTES ? &c->ckpt.max_extract_bytes
                                          : &c->ckpt.max_extract_ratio) = (uint64_t)v;
         return HC_OK;
     case HC_CONV_SIDE_FILE_LIMIT:
         if (v < 1)
-            return hc_fail(&c->err, HC_USAGE, "side-file limit %lld: expected at least 1 byte",
+            return hc__fail(&c->err, HC_USAGE, "side-file limit %lld: expected at least 1 byte",
                            (long long)v);
         c->out.side_file_limit = (uint64_t)v;
         return HC_OK;
     case HC_CONV_HOLD_BYTES:
         if (v < 0)
-            return hc_fail(&c->err, HC_USAGE, "hold budget %lld: expected 0 or more bytes",
+            return hc__fail(&c->err, HC_USAGE, "hold budget %lld: expected 0 or more bytes",
                            (long long)v);
         c->hold_bytes = (uint64_t)v;
         return HC_OK;
     }
-    return hc_fail(&c->err, HC_USAGE, "unknown converter parameter %d", (int)p);
+    return hc__fail(&c->err, HC_USAGE, "unknown converter parameter %d", (int)p);
 }
 
 const char *hc_converter_errmsg(const hc_converter *c) { return c->err.msg; }
@@ -140,11 +140,11 @@ static hc_status ensure_dir(const char *dir, hc_err *err) {
     struct stat sb;
     if (stat(dir, &sb) == 0) {
         if (!S_ISDIR(sb.st_mode))
-            return hc_fail(err, HC_USAGE, "output '%s' exists and is not a folder", dir);
+            return hc__fail(err, HC_USAGE, "output '%s' exists and is not a folder", dir);
         return HC_OK;
     }
     if (mkdir(dir, 0755) != 0)
-        return hc_fail(err, HC_IO, "cannot create output folder '%s': %s", dir, strerror(errno));
+        return hc__fail(err, HC_IO, "cannot create output folder '%s': %s", dir, strerror(errno));
     return HC_OK;
 }
 
@@ -158,17 +158,17 @@ typedef struct {
 
 static hc_status fill_slice(void *ctx, size_t i, void *dst, hc_err *err) {
     const slice_job *j = &((const slice_job *)ctx)[i];
-    const uint8_t *src = hc_ckpt_data(j->ck, j->e);
+    const uint8_t *src = hc__ckpt_data(j->ck, j->e);
     uint64_t es = hc_dtype_bits(j->e->t->dtype) / 8;
     uint64_t rows = j->e->t->ndim == 2 ? j->e->t->shape[0] : 1;
     uint64_t cols = j->e->t->ndim == 2 ? j->e->t->shape[1] : j->e->t->shape[0];
     uint64_t b, e;
     (void)err;
     if (j->role == 'c' && j->e->t->ndim == 2) {
-        hc_shard_range(rows, j->tp, j->rank, &b, &e);
+        hc__shard_range(rows, j->tp, j->rank, &b, &e);
         memcpy(dst, src + b * cols * es, (e - b) * cols * es);
     } else { /* 'r' 2-D: columns of every row; 'c' 1-D bias: its slice */
-        hc_shard_range(cols, j->tp, j->rank, &b, &e);
+        hc__shard_range(cols, j->tp, j->rank, &b, &e);
         for (uint64_t r = 0; r < rows; r++)
             memcpy((uint8_t *)dst + r * (e - b) * es, src + (r * cols + b) * es, (e - b) * es);
     }
@@ -190,7 +190,7 @@ static void source_tensor(hc_cw_tensor *t, const hc_ckpt *ck, const hc_ck_entry 
     memcpy(t->padded_shape, e->t->shape, sizeof t->padded_shape);
     t->layout = "source";
     t->layout_version = 1;
-    t->data = hc_ckpt_data(ck, e);
+    t->data = hc__ckpt_data(ck, e);
     t->size = e->t->end - e->t->begin;
     t->try_zstd = wants_zstd(e->name, t->size);
 }
@@ -213,16 +213,16 @@ static hc_status copy_side_files(hc_converter *c, const hc_ckpt *ck, const char 
                                  hc_atomic_set *set, hc_err *err) {
     hc_status st = HC_OK;
     for (size_t i = 0; i < ck->nextra && !st; i++) {
-        char *from = hc_asprintf("%s/%s", ck->root, ck->extra_files[i]);
-        char *to = hc_asprintf("%s/%s", dir, ck->extra_files[i]);
+        char *from = hc__asprintf("%s/%s", ck->root, ck->extra_files[i]);
+        char *to = hc__asprintf("%s/%s", dir, ck->extra_files[i]);
         hc_atomic_file af;
-        st = from && to ? hc_out_open(&af, to, c->out.fault, err)
-                        : hc_fail(err, HC_NOMEM, "out of memory");
+        st = from && to ? hc__out_open(&af, to, c->out.fault, err)
+                        : hc__fail(err, HC_NOMEM, "out of memory");
         if (!st) {
-            st = hc_atomic_copy(&af, from, c->out.side_file_limit,
+            st = hc__atomic_copy(&af, from, c->out.side_file_limit,
                                 ck->extra_ids ? &ck->extra_ids[i] : NULL, err);
-            if (st) hc_atomic_abort(&af);
-            else st = hc_atomic_set_add(set, &af, false, err);
+            if (st) hc__atomic_abort(&af);
+            else st = hc__atomic_set_add(set, &af, false, err);
         }
         free(from);
         free(to);
@@ -243,7 +243,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
     slice_job *jobs = calloc(ck->nentries + 1, sizeof *jobs);
     char *path = NULL;
     if (!tv || !params || !perm_names || !jobs) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     uint64_t stored = 0, padding = 0, scales = 0;
@@ -269,7 +269,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
                 *j = (slice_job){.ck = ck, .e = e, .role = cp->role[i], .rank = cp->rank, .tp = cp->tp};
                 int d = cp->role[i] == 'c' || e->t->ndim == 1 ? 0 : 1;
                 uint64_t b, en;
-                hc_shard_range(e->t->shape[d], cp->tp, cp->rank, &b, &en);
+                hc__shard_range(e->t->shape[d], cp->tp, cp->rank, &b, &en);
                 t->shape[d] = t->padded_shape[d] = en - b;
                 t->size = t->size / e->t->shape[d] * (en - b);
                 t->data = NULL;
@@ -291,9 +291,9 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
         memcpy(t->padded_shape, sh, sizeof sh);
         t->layout = p->kind == HC_TL_INT ? HC_LAYOUT_INT : p->kind == HC_TL_FP4 ? HC_LAYOUT_FP4
                     : p->kind == HC_TL_MXFOLD ? HC_LAYOUT_MXFOLD : HC_LAYOUT_FP8;
-        t->layout_version = hc_tile_layout_version(p);
+        t->layout_version = hc__tile_layout_version(p);
         t->size = hc_tile_bytes(p);
-        params[i] = hc_tile_params_json(p);
+        params[i] = hc__tile_params_json(p);
         t->layout_params = params[i];
         t->fill = hc__conv_fill_tiles;
         t->fill_ctx = cp;
@@ -310,9 +310,9 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
                  p->perm ? ", act-order" : p->sign_magnitude ? ", sign-magnitude" : "");
         if (cp->plan[i].perm) { /* act-order: the runtime gathers activation columns by it */
             hc_cw_tensor *pt = &tv[nt++];
-            pt->name = perm_names[i] = hc_asprintf("%s.perm", m->name);
+            pt->name = perm_names[i] = hc__asprintf("%s.perm", m->name);
             if (!pt->name) {
-                st = hc_fail(err, HC_NOMEM, "out of memory");
+                st = hc__fail(err, HC_NOMEM, "out of memory");
                 goto out;
             }
             pt->dtype = HC_DT_I32;
@@ -337,9 +337,9 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
     st = ensure_dir(dir, err);
     if (!st) st = copy_side_files(c, ck, dir, set, err);
     if (st) goto out;
-    path = hc_asprintf("%s/%s", dir, HC_CONTAINER_FILE);
+    path = hc__asprintf("%s/%s", dir, HC_CONTAINER_FILE);
     if (!path) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     progress_state ps = {0};
@@ -361,7 +361,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
         .set = set,
         .fault = c->out.fault,
     };
-    st = hc_container_write(path, tv, nt, &o, err);
+    st = hc__container_write(path, tv, nt, &o, err);
     cJSON_Delete(tile);
     if (st) goto out;
     for (size_t i = 0; i < md->n; i++) {
@@ -383,8 +383,8 @@ out:
 static hc_status open_out(hc_converter *c, const char *out_dir, int *lock, hc_err *err) {
     size_t removed = 0;
     HC_TRY(ensure_dir(out_dir, err));
-    HC_TRY(hc_out_lock(out_dir, lock, err));
-    HC_TRY(hc_out_clean_stale(out_dir, &removed, err));
+    HC_TRY(hc__out_lock(out_dir, lock, err));
+    HC_TRY(hc__out_clean_stale(out_dir, &removed, err));
     if (removed)
         note(c, "note: removed %zu temporary file%s a killed convert left in '%s'", removed,
              removed == 1 ? "" : "s", out_dir);
@@ -393,7 +393,7 @@ static hc_status open_out(hc_converter *c, const char *out_dir, int *lock, hc_er
 
 hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir) {
     hc_err *err = &c->err;
-    hc_err_clear(err);
+    hc__err_clear(err);
     memset(&c->stats, 0, sizeof c->stats);
     free(c->report);
     c->report = NULL;
@@ -408,15 +408,15 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     char *roles = NULL;
     int lock = -1;
     hc_atomic_set set = {0};
-    hc_status st = cps ? hc_ckpt_open_opts(src, &c->ckpt, &ck, err) : hc_fail(err, HC_NOMEM, "out of memory");
-    if (!st) st = hc_ckpt_map(ck, err);
-    if (!st) st = hc_model_open(ck, &md, err);
+    hc_status st = cps ? hc__ckpt_open_opts(src, &c->ckpt, &ck, err) : hc__fail(err, HC_NOMEM, "out of memory");
+    if (!st) st = hc__ckpt_map(ck, err);
+    if (!st) st = hc__model_open(ck, &md, err);
     /* (a dry run prints the plan alone: validate reports these) */
     for (size_t i = 0; !st && !c->dry_run && i < ck->nwarnings; i++) /* e.g. a side file left out */
         note(c, "warning: %s", ck->warnings[i]);
     if (st) goto out;
     if (tp > 1 && !c->repack) {
-        st = hc_fail(err, HC_USAGE, "--tp %u needs a tiled target (sm90, sm80 or cpu), not "
+        st = hc__fail(err, HC_USAGE, "--tp %u needs a tiled target (sm90, sm80 or cpu), not "
                      "passthrough", tp);
         goto out;
     }
@@ -424,52 +424,52 @@ hc_status hc_converter_run(hc_converter *c, const char *src, const char *out_dir
     dec.v = calloc(md->n ? md->n : 1, sizeof *dec.v);
     dec.n = md->n;
     if (!roles || !dec.v) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < md->n; i++) roles[i] = tp > 1 ? hc_tp_role(md->m[i].name) : 0;
+    for (size_t i = 0; i < md->n; i++) roles[i] = tp > 1 ? hc__tp_role(md->m[i].name) : 0;
     for (unsigned r = 0; r < tp; r++) {
         cps[r] = (hc_conv_plan){.md = md, .rank = r, .tp = tp, .role = roles, .dec = &dec};
         cps[r].plan = calloc(md->n ? md->n : 1, sizeof *cps[r].plan);
         cps[r].tiled = calloc(md->n ? md->n : 1, sizeof *cps[r].tiled);
         cps[r].stats = calloc(md->n ? md->n : 1, sizeof *cps[r].stats);
         if (!cps[r].plan || !cps[r].tiled || !cps[r].stats) {
-            st = hc_fail(err, HC_NOMEM, "out of memory");
+            st = hc__fail(err, HC_NOMEM, "out of memory");
             goto out;
         }
     }
     st = hc__conv_plan_modules(md, cps, tp, c->threads, c->repack, err);
     if (!st && !c->dry_run) st = open_out(c, out_dir, &lock, err);
     for (unsigned r = 0; r < tp && !st; r++) {
-        char *dir = tp > 1 ? hc_asprintf("%s/rank%u", out_dir, r) : hc_strdup(out_dir);
+        char *dir = tp > 1 ? hc__asprintf("%s/rank%u", out_dir, r) : hc__strdup(out_dir);
         if (c->dry_run && tp > 1) note(c, "rank %u:", r);
         st = dir ? write_rank(c, ck, md, &cps[r], dir, &set, err)
-                 : hc_fail(err, HC_NOMEM, "out of memory");
+                 : hc__fail(err, HC_NOMEM, "out of memory");
         free(dir);
     }
     for (size_t i = 0; !st && i < set.n; i++)
         if (set.v[i].last) c->stats.container_bytes += set.v[i].size;
     size_t dropped = 0;
-    if (!st && !c->dry_run) st = hc_out_drop_other_ranks(out_dir, tp, &dropped, err);
+    if (!st && !c->dry_run) st = hc__out_drop_other_ranks(out_dir, tp, &dropped, err);
     if (dropped)
         note(c, "note: removed %zu container%s an earlier convert with another --tp left in '%s'",
              dropped, dropped == 1 ? "" : "s", out_dir);
-    if (!st && !c->dry_run) st = hc_atomic_set_commit(&set, err);
+    if (!st && !c->dry_run) st = hc__atomic_set_commit(&set, err);
 out:
-    hc_atomic_set_abort(&set);
-    hc_out_unlock(lock);
+    hc__atomic_set_abort(&set);
+    hc__out_unlock(lock);
     c->stats.seconds = now_s() - t0;
     c->stats.decodes = dec.decodes;
     hc__conv_decodes_free(&dec);
     for (unsigned r = 0; cps && r < tp; r++) {
-        for (size_t i = 0; md && cps[r].plan && i < md->n; i++) hc_tile_plan_free(&cps[r].plan[i]);
+        for (size_t i = 0; md && cps[r].plan && i < md->n; i++) hc__tile_plan_free(&cps[r].plan[i]);
         free(cps[r].plan);
         free(cps[r].tiled);
         free(cps[r].stats);
     }
     free(cps);
     free(roles);
-    hc_model_free(md);
-    hc_ckpt_close(ck);
+    hc__model_free(md);
+    hc__ckpt_close(ck);
     return st;
 }

@@ -25,7 +25,7 @@ static const char *checkpoint_refusal(const hc_model *md) {
 
 /* One line more of warnings ("" grows); out of memory drops the line, not the result. */
 static void add_warning(char **w, const char *line) {
-    char *n = hc_asprintf("%s%s\n", *w ? *w : "", line ? line : "");
+    char *n = hc__asprintf("%s%s\n", *w ? *w : "", line ? line : "");
     if (!n) return;
     free(*w);
     *w = n;
@@ -41,24 +41,24 @@ static hc_status dequant_module(const hc_model *md, const hc_module *m, float **
     for (size_t i = 0; i < md->config_findings.n; i++) {
         const hc_finding *x = &md->config_findings.v[i];
         if (x->severity == HC_SEV_ERROR && !strcmp(x->tensor, m->name))
-            return hc_fail(err, HC_UNSUPPORTED, "%s", x->message);
+            return hc__fail(err, HC_UNSUPPORTED, "%s", x->message);
     }
-    hc_status st = hc_module_decode(md, m, 0, &q, &f, err);
+    hc_status st = hc__module_decode(md, m, 0, &q, &f, err);
     if (st) {
-        hc_err_clear(err);
-        st = hc_fail(err, HC_INVALID, "%s", f.n ? f.v[0].message : "cannot decode");
-        hc_findings_free(&f);
+        hc__err_clear(err);
+        st = hc__fail(err, HC_INVALID, "%s", f.n ? f.v[0].message : "cannot decode");
+        hc__findings_free(&f);
         return st;
     }
     for (size_t i = 0; i < f.n; i++) add_warning(warnings, f.v[i].message);
-    hc_findings_free(&f);
-    uint64_t numel = hc_qtensor_numel(&q);
+    hc__findings_free(&f);
+    uint64_t numel = hc__qtensor_numel(&q);
     *out = malloc((numel ? numel : 1) * sizeof **out);
     if (!*out) {
-        hc_qtensor_free(&q);
-        return hc_fail(err, HC_NOMEM, "out of memory for %llu values", (unsigned long long)numel);
+        hc__qtensor_free(&q);
+        return hc__fail(err, HC_NOMEM, "out of memory for %llu values", (unsigned long long)numel);
     }
-    hc_qtensor_dequant(&q, *out);
+    hc__qtensor_dequant(&q, *out);
     if (q.kind == HC_Q_PLAIN) {
         *nd = q.ndim;
         memcpy(shape, q.plain_shape, sizeof q.plain_shape);
@@ -67,7 +67,7 @@ static hc_status dequant_module(const hc_model *md, const hc_module *m, float **
     } else {
         *nd = 2, shape[0] = q.N, shape[1] = q.K;
     }
-    hc_qtensor_free(&q);
+    hc__qtensor_free(&q);
     return HC_OK;
 }
 
@@ -76,13 +76,13 @@ static hc_status dequant_module(const hc_model *md, const hc_module *m, float **
 static hc_status dequant_stacked(const hc_model *md, const char *name, float **out,
                                  uint64_t *shape, int *nd, char **warnings, hc_err *err) {
     const hc_module **ex = malloc((md->n ? md->n : 1) * sizeof *ex);
-    if (!ex) return hc_fail(err, HC_NOMEM, "out of memory");
-    size_t E = hc_model_experts(md, name, ex, md->n);
+    if (!ex) return hc__fail(err, HC_NOMEM, "out of memory");
+    size_t E = hc__model_experts(md, name, ex, md->n);
     hc_status st = HC_OK;
     *out = NULL;
     for (size_t e = 0; e < E && !st; e++) {
         if (ex[e]->expert != (int)e) {
-            st = hc_fail(err, HC_INVALID, "MoE layer '%s': expert %zu is missing", name, e);
+            st = hc__fail(err, HC_INVALID, "MoE layer '%s': expert %zu is missing", name, e);
             break;
         }
         float *v = NULL;
@@ -93,16 +93,16 @@ static hc_status dequant_stacked(const hc_model *md, const char *name, float **o
         if (e == 0) {
             *nd = 3, shape[0] = E, shape[1] = sh[0], shape[2] = sh[1];
             if (n != 2)
-                st = hc_fail(err, HC_INVALID, "MoE layer '%s': experts are not 2-D", name);
-            else if (!hc_mul_u64(E, sh[0], &bytes) || !hc_mul_u64(bytes, sh[1], &bytes) ||
-                     !hc_mul_u64(bytes, sizeof **out, &bytes) || bytes >= SIZE_MAX)
-                st = hc_fail(err, HC_INVALID, "MoE layer '%s': %zu experts of [%llu, %llu] "
+                st = hc__fail(err, HC_INVALID, "MoE layer '%s': experts are not 2-D", name);
+            else if (!hc__mul_u64(E, sh[0], &bytes) || !hc__mul_u64(bytes, sh[1], &bytes) ||
+                     !hc__mul_u64(bytes, sizeof **out, &bytes) || bytes >= SIZE_MAX)
+                st = hc__fail(err, HC_INVALID, "MoE layer '%s': %zu experts of [%llu, %llu] "
                              "overflow the address space", name, E, (unsigned long long)sh[0],
                              (unsigned long long)sh[1]);
             else if (!(*out = malloc((size_t)bytes + 1)))
-                st = hc_fail(err, HC_NOMEM, "MoE layer '%s': out of memory", name);
+                st = hc__fail(err, HC_NOMEM, "MoE layer '%s': out of memory", name);
         } else if (n != 2 || sh[0] != shape[1] || sh[1] != shape[2]) {
-            st = hc_fail(err, HC_INVALID, "MoE layer '%s': expert %zu is [%llu, %llu], expert 0 "
+            st = hc__fail(err, HC_INVALID, "MoE layer '%s': expert %zu is [%llu, %llu], expert 0 "
                          "[%llu, %llu]", name, e, (unsigned long long)sh[0],
                          (unsigned long long)sh[1], (unsigned long long)shape[1],
                          (unsigned long long)shape[2]);
@@ -111,7 +111,7 @@ static hc_status dequant_stacked(const hc_model *md, const char *name, float **o
         free(v);
     }
     free(ex);
-    if (!E) st = hc_fail(err, HC_NOTFOUND, "not found");
+    if (!E) st = hc__fail(err, HC_NOTFOUND, "not found");
     if (st) free(*out), *out = NULL;
     return st;
 }
@@ -124,24 +124,24 @@ hc_status hc_dequant(const char *src, const char *name, const hc_dequant_opts *o
     hc_ckpt_opts co = {0};
     memset(r, 0, sizeof *r);
     if (o) co.max_extract_bytes = o->max_extract_bytes, co.max_extract_ratio = o->max_extract_ratio;
-    hc_status st = hc_ckpt_open_opts(src, &co, &ck, &err);
-    if (!st) st = hc_ckpt_map(ck, &err);
-    if (!st) st = hc_model_open(ck, &md, &err);
+    hc_status st = hc__ckpt_open_opts(src, &co, &ck, &err);
+    if (!st) st = hc__ckpt_map(ck, &err);
+    if (!st) st = hc__model_open(ck, &md, &err);
     const char *refusal = st ? NULL : checkpoint_refusal(md);
-    if (refusal) st = hc_fail(&err, HC_UNSUPPORTED, "%s", refusal);
+    if (refusal) st = hc__fail(&err, HC_UNSUPPORTED, "%s", refusal);
     if (st) goto out;
-    const hc_module *m = hc_model_find(md, name);
+    const hc_module *m = hc__model_find(md, name);
     if (m) {
         st = dequant_module(md, m, &r->values, r->shape, &r->ndim, &r->warnings, &err);
     } else {
         st = dequant_stacked(md, name, &r->values, r->shape, &r->ndim, &r->warnings, &err);
         if (st == HC_NOTFOUND) {
             char esc[512];
-            hc_err_clear(&err);
-            st = hc_fail(&err, HC_NOTFOUND, "module '%s' is not in '%s' (NAME is the module name "
+            hc__err_clear(&err);
+            st = hc__fail(&err, HC_NOTFOUND, "module '%s' is not in '%s' (NAME is the module name "
                          "before the quantization suffix, or a MoE layer's name without the "
                          "expert id; 'hconvert inspect --tensors' lists the tensors)",
-                         hc_escape(name, esc, sizeof esc), src);
+                         hc__escape(name, esc, sizeof esc), src);
         }
     }
 out:
@@ -151,8 +151,8 @@ out:
         r->ndim = 0;
     }
     if (msg && msg_len) snprintf(msg, msg_len, "%s", st ? err.msg : "");
-    hc_model_free(md);
-    hc_ckpt_close(ck);
+    hc__model_free(md);
+    hc__ckpt_close(ck);
     return st;
 }
 

@@ -69,7 +69,7 @@ static void hist_text(FILE *out, const dtype_hist *h) {
 static hc_status inspect_checkpoint(const char *path, bool json, bool tensors,
                                     const hc_ckpt_opts *ckpt, FILE *out, hc_err *err) {
     hc_ckpt *c = NULL;
-    HC_TRY(hc_ckpt_open_opts(path, ckpt, &c, err));
+    HC_TRY(hc__ckpt_open_opts(path, ckpt, &c, err));
     dtype_hist h = {0};
     uint64_t total = 0;
     for (size_t i = 0; i < c->nentries; i++) {
@@ -85,9 +85,9 @@ static hc_status inspect_checkpoint(const char *path, bool json, bool tensors,
         if (cJSON_IsArray(a) && cJSON_IsString(cJSON_GetArrayItem(a, 0)))
             arch = cJSON_GetArrayItem(a, 0)->valuestring;
         const cJSON *q = cJSON_GetObjectItemCaseSensitive(c->config, "quantization_config");
-        if (q) quant = hc_json_str(q, "quant_method");
+        if (q) quant = hc__json_str(q, "quant_method");
     }
-    if (!quant && c->quant_config) quant = hc_json_str(c->quant_config, "quant_method");
+    if (!quant && c->quant_config) quant = hc__json_str(c->quant_config, "quant_method");
     if (json) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "kind", "checkpoint");
@@ -98,7 +98,7 @@ static hc_status inspect_checkpoint(const char *path, bool json, bool tensors,
         cJSON *sh = cJSON_AddArrayToObject(r, "shards");
         for (size_t s = 0; s < c->nshards; s++) {
             cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "file", hc_basename(c->shards[s]->path));
+            cJSON_AddStringToObject(o, "file", hc__basename(c->shards[s]->path));
             cJSON_AddNumberToObject(o, "tensors", (double)c->shards[s]->ntensors);
             cJSON_AddNumberToObject(o, "file_size", (double)c->shards[s]->file_size);
             cJSON_AddItemToArray(sh, o);
@@ -125,7 +125,7 @@ static hc_status inspect_checkpoint(const char *path, bool json, bool tensors,
                 cJSON_AddStringToObject(o, "dtype", hc_dtype_name(e->t->dtype));
                 cJSON_AddItemToObject(o, "shape", shape_json(e->t->shape, e->t->ndim));
                 cJSON_AddNumberToObject(o, "bytes", (double)(e->t->end - e->t->begin));
-                cJSON_AddStringToObject(o, "shard", hc_basename(c->shards[e->shard]->path));
+                cJSON_AddStringToObject(o, "shard", hc__basename(c->shards[e->shard]->path));
                 cJSON_AddItemToArray(a, o);
             }
         }
@@ -133,27 +133,27 @@ static hc_status inspect_checkpoint(const char *path, bool json, bool tensors,
         cJSON_Delete(r);
     } else {
         char esc[1024];
-        fprintf(out, "checkpoint: %s (%s)\n", hc_escape(path, esc, sizeof esc), kind);
+        fprintf(out, "checkpoint: %s (%s)\n", hc__escape(path, esc, sizeof esc), kind);
         fprintf(out, "shards: %zu%s%s\n", c->nshards, c->index_name ? ", index " : "",
                 c->index_name ? c->index_name : "");
         fprintf(out, "tensors: %zu, %s\n", c->nentries, human(total, (char[32]){0}));
         hist_text(out, &h);
-        fprintf(out, "architecture: %s\n", arch ? hc_escape(arch, esc, sizeof esc) : "(unknown)");
-        fprintf(out, "quantization: %s\n", quant ? hc_escape(quant, esc, sizeof esc) : "none");
+        fprintf(out, "architecture: %s\n", arch ? hc__escape(arch, esc, sizeof esc) : "(unknown)");
+        fprintf(out, "quantization: %s\n", quant ? hc__escape(quant, esc, sizeof esc) : "none");
         fprintf(out, "other files: %zu\n", c->nextra);
         for (size_t i = 0; i < c->nwarnings; i++)
-            fprintf(out, "warning: %s\n", hc_escape(c->warnings[i], esc, sizeof esc));
+            fprintf(out, "warning: %s\n", hc__escape(c->warnings[i], esc, sizeof esc));
         if (tensors)
             for (size_t i = 0; i < c->nentries; i++) {
                 const hc_ck_entry *e = &c->entries[i];
-                fprintf(out, "  %s  %s ", hc_escape(e->name, esc, sizeof esc),
+                fprintf(out, "  %s  %s ", hc__escape(e->name, esc, sizeof esc),
                         hc_dtype_name(e->t->dtype));
                 print_shape(out, e->t->shape, e->t->ndim);
                 fprintf(out, "  %llu B  %s\n", (unsigned long long)(e->t->end - e->t->begin),
-                        hc_basename(c->shards[e->shard]->path));
+                        hc__basename(c->shards[e->shard]->path));
             }
     }
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
     return HC_OK;
 }
 
@@ -162,7 +162,7 @@ static hc_status inspect_container(const char *file, bool json, bool tensors, FI
     hc_container *c = NULL;
     char msg[HC_ERRMSG_MAX];
     hc_status st = hc_container_open(file, 0, &c, msg, sizeof msg);
-    if (st) return hc_fail(err, st, "%s", msg);
+    if (st) return hc__fail(err, st, "%s", msg);
     size_t n = hc_container_tensor_count(c);
     dtype_hist h = {0};
     uint64_t total = 0, stored = 0;
@@ -197,7 +197,7 @@ static hc_status inspect_container(const char *file, bool json, bool tensors, FI
                 const hc_tensor_info *t = hc_container_tensor(c, i);
                 cJSON *o = cJSON_CreateObject();
                 char hex[17];
-                hc_hex64(t->hash, hex);
+                hc__hex64(t->hash, hex);
                 cJSON_AddStringToObject(o, "name", t->name);
                 cJSON_AddStringToObject(o, "dtype", hc_dtype_name(t->dtype));
                 cJSON_AddItemToObject(o, "shape", shape_json(t->shape, t->ndim));
@@ -218,12 +218,12 @@ static hc_status inspect_container(const char *file, bool json, bool tensors, FI
         cJSON_Delete(r);
     } else {
         char esc[1024];
-        fprintf(out, "container: %s (format %u.%u, %llu bytes)\n", hc_escape(file, esc, sizeof esc),
+        fprintf(out, "container: %s (format %u.%u, %llu bytes)\n", hc__escape(file, esc, sizeof esc),
                 maj, min, (unsigned long long)hc_container_file_size(c));
         const char *keys[] = {"converter", "source_format", "target"};
         for (size_t k = 0; k < 3; k++) {
-            const char *v = model ? hc_json_str(model, keys[k]) : NULL;
-            fprintf(out, "%s: %s\n", keys[k], v ? hc_escape(v, esc, sizeof esc) : "?");
+            const char *v = model ? hc__json_str(model, keys[k]) : NULL;
+            fprintf(out, "%s: %s\n", keys[k], v ? hc__escape(v, esc, sizeof esc) : "?");
         }
         fprintf(out, "tensors: %zu, %s (%s stored)\n", n, human(total, (char[32]){0}),
                 human(stored, (char[32]){0}));
@@ -231,10 +231,10 @@ static hc_status inspect_container(const char *file, bool json, bool tensors, FI
         if (tensors)
             for (size_t i = 0; i < n; i++) {
                 const hc_tensor_info *t = hc_container_tensor(c, i);
-                fprintf(out, "  %s  %s ", hc_escape(t->name, esc, sizeof esc),
+                fprintf(out, "  %s  %s ", hc__escape(t->name, esc, sizeof esc),
                         hc_dtype_name(t->dtype));
                 print_shape(out, t->shape, t->ndim);
-                fprintf(out, "  %s v%u  %s  %llu B\n", hc_escape(t->layout, esc, sizeof esc),
+                fprintf(out, "  %s v%u  %s  %llu B\n", hc__escape(t->layout, esc, sizeof esc),
                         t->layout_version, t->encoding == HC_ENC_ZSTD ? "zstd" : "raw",
                         (unsigned long long)t->length);
             }
@@ -245,7 +245,7 @@ static hc_status inspect_container(const char *file, bool json, bool tensors, FI
     return HC_OK;
 }
 
-hc_status hc_inspect(const char *path, bool json, bool tensors, const hc_ckpt_opts *ckpt,
+hc_status hc__inspect(const char *path, bool json, bool tensors, const hc_ckpt_opts *ckpt,
                      FILE *out, hc_err *err) {
     char *ct = hc_container_locate(path);
     hc_status st = ct ? inspect_container(ct, json, tensors, out, err)

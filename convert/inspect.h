@@ -10,7 +10,7 @@
 #include "checkpoint.h"
 
 /* ckpt: the extraction limits of an archive (NULL: the defaults) */
-hc_status hc_inspect(const char *path, bool json, bool tensors, const hc_ckpt_opts *ckpt,
+hc_status hc__inspect(const char *path, bool json, bool tensors, const hc_ckpt_opts *ckpt,
                      FILE *out, hc_err *err);
 
 #endif

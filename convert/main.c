@@ -91,7 +91,7 @@ static bool parse_size(const char *s, uint64_t *out) {
     if (errno || end == s || (*end && (!u || end[1])) || v == 0) return false;
     uint64_t r = v;
     for (int k = u ? (int)(u - units) + 1 : 0; k > 0; k--)
-        if (!hc_mul_u64(r, 1024, &r)) return false;
+        if (!hc__mul_u64(r, 1024, &r)) return false;
     if (r > INT64_MAX) return false; /* hc_converter_set takes an int64_t */
     *out = r;
     return true;
@@ -272,7 +272,7 @@ static int cmd_inspect(int argc, char **argv) {
     if (r) return r;
     if (a.npos != 1) return usage_error("%s", "inspect needs PATH");
     hc_err err = {0};
-    hc_status st = hc_inspect(a.pos[0], a.json, a.tensors, &a.ckpt, stdout, &err);
+    hc_status st = hc__inspect(a.pos[0], a.json, a.tensors, &a.ckpt, stdout, &err);
     return st ? fail(st, err.msg) : 0;
 }
 
@@ -287,7 +287,7 @@ static int cmd_validate(int argc, char **argv) {
         if (!strcmp(argv[i], "--tp")) o.tp[0] = (unsigned)a.tp, o.ntp = 1;
     hc_err err = {0};
     size_t errors = 0;
-    hc_status st = hc_validate(a.pos[0], &o, stdout, &errors, &err);
+    hc_status st = hc__validate(a.pos[0], &o, stdout, &errors, &err);
     if (st) return fail(st, err.msg);
     return errors ? 1 : 0;
 }
@@ -304,8 +304,8 @@ static int cmd_dequant(int argc, char **argv) {
     hc_status st = hc_dequant(a.pos[0], a.pos[1], &o, &d, msg, sizeof msg);
     for (const char *w = d.warnings, *nl; w && (nl = strchr(w, '\n')); w = nl + 1)
         fprintf(stderr, "hconvert: warning: %.*s\n", (int)(nl - w), w);
-    if (!st) st = hc_npy_write_f32(a.output, d.shape, d.ndim, d.values, &err);
-    else hc_fail(&err, st, "%s", msg);
+    if (!st) st = hc__npy_write_f32(a.output, d.shape, d.ndim, d.values, &err);
+    else hc__fail(&err, st, "%s", msg);
     hc_dequant_free(&d);
     return st ? fail(st, err.msg) : 0;
 }
@@ -334,29 +334,29 @@ static int cmd_run(int argc, char **argv) {
     hc_status st = HC_OK;
     uint64_t xs[2], is[2], ws[2], N = 0, K = 0, E = 0;
     if (!file) {
-        st = hc_fail(&err, HC_INVALID, "'%s' is not an hconvert container nor a folder holding "
+        st = hc__fail(&err, HC_INVALID, "'%s' is not an hconvert container nor a folder holding "
                      "'%s'", a.pos[0], HC_CONTAINER_FILE);
         goto done;
     }
     st = hc_container_open(file, 0, &c, msg, sizeof msg);
     if (st) {
-        hc_fail(&err, st, "%s", msg);
+        hc__fail(&err, st, "%s", msg);
         goto done;
     }
-    st = hc_npy_read_2d(a.input, HC_NPY_F32, xs, (void **)&x, &err);
+    st = hc__npy_read_2d(a.input, HC_NPY_F32, xs, (void **)&x, &err);
     if (st) goto done;
     if (!a.topk_ids) {
         st = hc_linear_shape(c, a.pos[1], &N, &K, &E, msg, sizeof msg);
         if (!st && xs[1] != K)
-            st = hc_fail(&err, HC_INVALID, "'%s': X has %llu columns, layer '%s' takes K=%llu",
+            st = hc__fail(&err, HC_INVALID, "'%s': X has %llu columns, layer '%s' takes K=%llu",
                          a.input, (unsigned long long)xs[1], a.pos[1], (unsigned long long)K);
         if (st) {
-            if (msg[0]) hc_fail(&err, st, "%s", msg);
+            if (msg[0]) hc__fail(&err, st, "%s", msg);
             goto done;
         }
         y = malloc((xs[0] * N + 1) * sizeof *y);
         if (!y) {
-            st = hc_fail(&err, HC_NOMEM, "out of memory");
+            st = hc__fail(&err, HC_NOMEM, "out of memory");
             goto done;
         }
         if (gpu) { /* the tensor-core kernels: bf16 activations, float32 accumulation */
@@ -369,19 +369,19 @@ static int cmd_run(int argc, char **argv) {
         } else {
             st = hc_cpu_linear(c, a.pos[1], 0, x, xs[0], K, y, N, msg, sizeof msg);
         }
-        if (st) hc_fail(&err, st, "%s", msg);
-        else st = hc_npy_write_f32(a.output, (uint64_t[]){xs[0], N}, 2, y, &err);
+        if (st) hc__fail(&err, st, "%s", msg);
+        else st = hc__npy_write_f32(a.output, (uint64_t[]){xs[0], N}, 2, y, &err);
         if (!st) printf("run: Y [%llu, %llu] = X W^T of '%s' -> %s (%s)\n",
                         (unsigned long long)xs[0], (unsigned long long)N, a.pos[1], a.output,
                         gpu ? hc_gpu_arch(g) : "cpu");
         if (!st && gpu) fprintf(stderr, "run: the GPU rounds X to bf16 and returns bf16 Y\n");
         goto done;
     }
-    st = hc_npy_read_2d(a.topk_ids, HC_NPY_I32, is, (void **)&ids, &err);
-    if (!st) st = hc_npy_read_2d(a.topk_weights, HC_NPY_F32, ws, (void **)&w, &err);
+    st = hc__npy_read_2d(a.topk_ids, HC_NPY_I32, is, (void **)&ids, &err);
+    if (!st) st = hc__npy_read_2d(a.topk_weights, HC_NPY_F32, ws, (void **)&w, &err);
     if (st) goto done;
     if (is[0] != xs[0] || ws[0] != xs[0] || is[1] != ws[1] || is[1] == 0) {
-        st = hc_fail(&err, HC_INVALID, "routing: X has %llu tokens, ids are [%llu, %llu], weights "
+        st = hc__fail(&err, HC_INVALID, "routing: X has %llu tokens, ids are [%llu, %llu], weights "
                      "[%llu, %llu]; both must be [tokens, top-k]", (unsigned long long)xs[0],
                      (unsigned long long)is[0], (unsigned long long)is[1],
                      (unsigned long long)ws[0], (unsigned long long)ws[1]);
@@ -389,8 +389,8 @@ static int cmd_run(int argc, char **argv) {
     }
     uint64_t T = xs[0], topk = is[1];
     st = hc_cpu_moe(c, a.pos[1], x, T, xs[1], ids, w, topk, &y, &N, msg, sizeof msg);
-    if (st) hc_fail(&err, st, "%s", msg);
-    if (!st) st = hc_npy_write_f32(a.output, (uint64_t[]){T * topk, N}, 2, y, &err);
+    if (st) hc__fail(&err, st, "%s", msg);
+    if (!st) st = hc__npy_write_f32(a.output, (uint64_t[]){T * topk, N}, 2, y, &err);
     if (!st) printf("run: Y [%llu, %llu] = routed rows of '%s' for %llu tokens x top-%llu -> %s "
                     "(cpu)\n", (unsigned long long)(T * topk), (unsigned long long)N, a.pos[1],
                     (unsigned long long)T, (unsigned long long)topk, a.output);
@@ -409,14 +409,14 @@ static int cmd_verify(int argc, char **argv) {
     if (a.npos != 1) return usage_error("%s", "verify needs OUT");
     char *file = hc_container_locate(a.pos[0]);
     if (!file) { /* a tensor-parallel output: verify every rank */
-        char *r0 = hc_asprintf("%s/rank0", a.pos[0]);
+        char *r0 = hc__asprintf("%s/rank0", a.pos[0]);
         char *f0 = r0 ? hc_container_locate(r0) : NULL;
         free(r0);
         if (f0) {
             free(f0);
             int worst = 0;
             for (unsigned rank = 0;; rank++) {
-                char *rd = hc_asprintf("%s/rank%u", a.pos[0], rank);
+                char *rd = hc__asprintf("%s/rank%u", a.pos[0], rank);
                 if (!rd || access(rd, F_OK) != 0) {
                     free(rd);
                     break;
@@ -494,5 +494,5 @@ int main(int argc, char **argv) {
         return commands[c].run(argc - 2, argv + 2);
     }
     char esc[256];
-    return usage_error("unknown command '%s'", hc_escape(cmd, esc, sizeof esc));
+    return usage_error("unknown command '%s'", hc__escape(cmd, esc, sizeof esc));
 }

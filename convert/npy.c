@@ -9,7 +9,7 @@
 
 #include "atomic.h"
 
-hc_status hc_npy_write_f32(const char *path, const uint64_t *shape, int ndim, const float *data,
+hc_status hc__npy_write_f32(const char *path, const uint64_t *shape, int ndim, const float *data,
                            hc_err *err) {
     char dict[512];
     int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
@@ -17,8 +17,8 @@ hc_status hc_npy_write_f32(const char *path, const uint64_t *shape, int ndim, co
     for (int d = 0; d < ndim; d++) {
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%llu,%s", (unsigned long long)shape[d],
                       d + 1 < ndim ? " " : "");
-        if (!hc_mul_u64(numel, shape[d], &numel))
-            return hc_fail(err, HC_INVALID, "'%s': element count overflows", path);
+        if (!hc__mul_u64(numel, shape[d], &numel))
+            return hc__fail(err, HC_INVALID, "'%s': element count overflows", path);
     }
     if (ndim > 1) n--; /* "(3, 4)" not "(3, 4,)"; a 1-D shape keeps its comma */
     n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
@@ -33,16 +33,16 @@ hc_status hc_npy_write_f32(const char *path, const uint64_t *shape, int ndim, co
     memset(hdr + 10 + n, ' ', pad);
     hdr[10 + n + pad] = '\n';
     hc_atomic_file af;
-    HC_TRY(hc_atomic_open(&af, path, err));
+    HC_TRY(hc__atomic_open(&af, path, err));
     uint64_t bytes;
-    if (!hc_mul_u64(numel, 4, &bytes)) {
-        hc_atomic_abort(&af);
-        return hc_fail(err, HC_INVALID, "'%s': size overflows", path);
+    if (!hc__mul_u64(numel, 4, &bytes)) {
+        hc__atomic_abort(&af);
+        return hc__fail(err, HC_INVALID, "'%s': size overflows", path);
     }
-    hc_status st = hc_pwrite_full(af.fd, hdr, 10 + (size_t)n + pad + 1, 0, path, err);
-    if (!st) st = hc_pwrite_full(af.fd, data, (size_t)bytes, 10 + (uint64_t)n + pad + 1, path, err);
-    if (!st) return hc_atomic_commit(&af, err);
-    hc_atomic_abort(&af);
+    hc_status st = hc__pwrite_full(af.fd, hdr, 10 + (size_t)n + pad + 1, 0, path, err);
+    if (!st) st = hc__pwrite_full(af.fd, data, (size_t)bytes, 10 + (uint64_t)n + pad + 1, path, err);
+    if (!st) return hc__atomic_commit(&af, err);
+    hc__atomic_abort(&af);
     return st;
 }
 
@@ -57,7 +57,7 @@ typedef struct {
 } npy_lit;
 
 static hc_status lit_bad(npy_lit *L, const char *what) {
-    return hc_fail(L->err, HC_INVALID, "'%s': .npy header: %s (at byte %zu of the dict)", L->path,
+    return hc__fail(L->err, HC_INVALID, "'%s': .npy header: %s (at byte %zu of the dict)", L->path,
                    what, (size_t)(L->p - L->start));
 }
 
@@ -131,7 +131,7 @@ static hc_status lit_shape(npy_lit *L, hc_npy_header *h) {
         uint64_t d = 0;
         HC_TRY(lit_dim(L, &d));
         h->shape[h->ndim++] = d;
-        if (!hc_mul_u64(h->numel, d, &h->numel)) return lit_bad(L, "element count overflows");
+        if (!hc__mul_u64(h->numel, d, &h->numel)) return lit_bad(L, "element count overflows");
         bool comma = lit_take(L, ',');
         if (lit_take(L, ')')) {
             if (h->ndim == 1 && !comma) return lit_bad(L, "'shape' must be a tuple");
@@ -151,9 +151,9 @@ static hc_status lit_dict(npy_lit *L, hc_npy_header *h) {
         unsigned k = !strcmp(key, "descr") ? DESCR : !strcmp(key, "fortran_order") ? FORTRAN
                    : !strcmp(key, "shape") ? SHAPE : 0;
         char esc[64];
-        if (!k) return hc_fail(L->err, HC_INVALID, "'%s': .npy header: unknown key '%s'", L->path,
-                               hc_escape(key, esc, sizeof esc));
-        if (seen & k) return hc_fail(L->err, HC_INVALID, "'%s': .npy header: key '%s' appears "
+        if (!k) return hc__fail(L->err, HC_INVALID, "'%s': .npy header: unknown key '%s'", L->path,
+                               hc__escape(key, esc, sizeof esc));
+        if (seen & k) return hc__fail(L->err, HC_INVALID, "'%s': .npy header: key '%s' appears "
                                      "twice", L->path, key);
         seen |= k;
         if (!lit_take(L, ':')) return lit_bad(L, "expected ':'");
@@ -168,20 +168,20 @@ static hc_status lit_dict(npy_lit *L, hc_npy_header *h) {
     lit_ws(L);
     if (L->p != L->end) return lit_bad(L, "bytes after the dict");
     if (seen != (DESCR | FORTRAN | SHAPE))
-        return hc_fail(L->err, HC_INVALID, "'%s': .npy header: missing '%s'", L->path,
+        return hc__fail(L->err, HC_INVALID, "'%s': .npy header: missing '%s'", L->path,
                        !(seen & DESCR) ? "descr" : !(seen & FORTRAN) ? "fortran_order" : "shape");
     return HC_OK;
 }
 
-hc_status hc_npy_parse_header(const char *path, const unsigned char *buf, size_t n,
+hc_status hc__npy_parse_header(const char *path, const unsigned char *buf, size_t n,
                               hc_npy_header *h, hc_err *err) {
     memset(h, 0, sizeof *h);
     if (n < 10 || memcmp(buf, "\x93NUMPY", 6))
-        return hc_fail(err, HC_INVALID, "'%s' is not a .npy file", path);
+        return hc__fail(err, HC_INVALID, "'%s' is not a .npy file", path);
     unsigned major = buf[6], minor = buf[7];
     size_t hl, off;
     if (minor != 0 || major < 1 || major > 3)
-        return hc_fail(err, HC_INVALID, "'%s': .npy version %u.%u is not supported (1.0, 2.0 and "
+        return hc__fail(err, HC_INVALID, "'%s': .npy version %u.%u is not supported (1.0, 2.0 and "
                        "3.0 are)", path, major, minor);
     if (major == 1) {
         hl = (size_t)buf[8] | (size_t)buf[9] << 8;
@@ -190,13 +190,13 @@ hc_status hc_npy_parse_header(const char *path, const unsigned char *buf, size_t
         hl = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
         off = 12;
     } else {
-        return hc_fail(err, HC_INVALID, "'%s': header runs past the end of the file", path);
+        return hc__fail(err, HC_INVALID, "'%s': header runs past the end of the file", path);
     }
     if (hl > HC_NPY_MAX_HEADER)
-        return hc_fail(err, HC_INVALID, "'%s': .npy header of %zu bytes, more than the %u "
+        return hc__fail(err, HC_INVALID, "'%s': .npy header of %zu bytes, more than the %u "
                        "allowed", path, hl, HC_NPY_MAX_HEADER);
     if (hl > n - off)
-        return hc_fail(err, HC_INVALID, "'%s': header runs past the end of the file", path);
+        return hc__fail(err, HC_INVALID, "'%s': header runs past the end of the file", path);
     h->major = major;
     h->data_offset = off + hl;
     npy_lit L = {path, (const char *)buf + off, (const char *)buf + off,
@@ -220,7 +220,7 @@ static hc_status convert_2d(const char *path, const hc_npy_header *h, unsigned i
             int64_t v;
             memcpy(&v, src + s * 8, 8);
             if (v < INT32_MIN || v > INT32_MAX)
-                return hc_fail(err, HC_INVALID, "'%s': value %lld at [%llu, %llu] does not fit "
+                return hc__fail(err, HC_INVALID, "'%s': value %lld at [%llu, %llu] does not fit "
                                "int32", path, (long long)v, (unsigned long long)i,
                                (unsigned long long)j);
             int32_t w = (int32_t)v;
@@ -229,15 +229,15 @@ static hc_status convert_2d(const char *path, const hc_npy_header *h, unsigned i
     return HC_OK;
 }
 
-hc_status hc_npy_read_2d(const char *path, hc_npy_kind kind, uint64_t shape[2], void **data,
+hc_status hc__npy_read_2d(const char *path, hc_npy_kind kind, uint64_t shape[2], void **data,
                          hc_err *err) {
     char *buf = NULL;
     size_t n = 0;
     void *out = NULL;
     hc_npy_header h;
     *data = NULL;
-    HC_TRY(hc_read_file(path, 1ull << 34, &buf, &n, err));
-    hc_status st = hc_npy_parse_header(path, (const unsigned char *)buf, n, &h, err);
+    HC_TRY(hc__read_file(path, 1ull << 34, &buf, &n, err));
+    hc_status st = hc__npy_parse_header(path, (const unsigned char *)buf, n, &h, err);
     if (st) goto out;
     unsigned isz = 0;
     bool is_float = false;
@@ -246,26 +246,26 @@ hc_status hc_npy_read_2d(const char *path, hc_npy_kind kind, uint64_t shape[2], 
     else if (!strcmp(h.descr, "<i8")) isz = 8;
     if (!isz || is_float != (kind == HC_NPY_F32)) {
         char esc[64];
-        st = hc_fail(err, HC_INVALID, "'%s': dtype '%s': must be %s", path,
-                     hc_escape(h.descr, esc, sizeof esc),
+        st = hc__fail(err, HC_INVALID, "'%s': dtype '%s': must be %s", path,
+                     hc__escape(h.descr, esc, sizeof esc),
                      kind == HC_NPY_F32 ? "float32 ('<f4')" : "int32 or int64 ('<i4', '<i8')");
         goto out;
     }
     if (h.ndim != 2) {
-        st = hc_fail(err, HC_INVALID, "'%s': expected a 2-D array, the shape has %d dimensions",
+        st = hc__fail(err, HC_INVALID, "'%s': expected a 2-D array, the shape has %d dimensions",
                      path, h.ndim);
         goto out;
     }
     uint64_t bytes;
-    if (!hc_mul_u64(h.numel, isz, &bytes) || bytes != n - h.data_offset) {
-        st = hc_fail(err, HC_INVALID, "'%s': shape (%llu, %llu) does not match the %zu data bytes",
+    if (!hc__mul_u64(h.numel, isz, &bytes) || bytes != n - h.data_offset) {
+        st = hc__fail(err, HC_INVALID, "'%s': shape (%llu, %llu) does not match the %zu data bytes",
                      path, (unsigned long long)h.shape[0], (unsigned long long)h.shape[1],
                      n - h.data_offset);
         goto out;
     }
     out = malloc(h.numel ? h.numel * 4 : 1); /* numel * isz fits: it is the data size */
     if (!out) {
-        st = hc_fail(err, HC_NOMEM, "out of memory for '%s'", path);
+        st = hc__fail(err, HC_NOMEM, "out of memory for '%s'", path);
         goto out;
     }
     /* an empty array has nothing to convert: a (2^31 - 1, 0) shape must not loop on rows */

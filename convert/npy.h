@@ -5,7 +5,7 @@
 
 #include "base.h"
 
-hc_status hc_npy_write_f32(const char *path, const uint64_t *shape, int ndim, const float *data,
+hc_status hc__npy_write_f32(const char *path, const uint64_t *shape, int ndim, const float *data,
                            hc_err *err);
 
 /* What the reader accepts (anything else is refused, naming the file and the rule): magic
@@ -30,14 +30,14 @@ typedef struct {
 
 /* Parses the preamble and header dict of the n bytes of a .npy file at buf (path names it in
  * messages). Does not look at the data. */
-hc_status hc_npy_parse_header(const char *path, const unsigned char *buf, size_t n,
+hc_status hc__npy_parse_header(const char *path, const unsigned char *buf, size_t n,
                               hc_npy_header *h, hc_err *err);
 
 /* Reads a 2-D .npy of float32 ('<f4') or integers ('<i4', '<i8', returned as int32) into a
  * new C-order buffer (*data, caller frees). Fortran-ordered arrays are transposed. The data
  * must be exactly shape[0] * shape[1] elements. */
 typedef enum { HC_NPY_F32, HC_NPY_I32 } hc_npy_kind;
-hc_status hc_npy_read_2d(const char *path, hc_npy_kind kind, uint64_t shape[2], void **data,
+hc_status hc__npy_read_2d(const char *path, hc_npy_kind kind, uint64_t shape[2], void **data,
                          hc_err *err);
 
 #endif

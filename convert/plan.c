@@ -17,7 +17,7 @@
 static hc_status decode(hc_conv_decodes *d, const hc_model *md, const hc_module *m,
                         unsigned flags, hc_qtensor *q, hc_findings *f, hc_err *err) {
     __atomic_add_fetch(&d->decodes, 1, __ATOMIC_RELAXED);
-    return hc_module_decode(md, m, flags, q, f, err);
+    return hc__module_decode(md, m, flags, q, f, err);
 }
 
 /* q without its codes: the planner sees what a scales-only decode gives, whatever was kept
@@ -45,7 +45,7 @@ static bool bad_scales(const hc_module *m, const hc_qtensor *q, hc_err *err) {
     hc__scale_census_of(q, 0, q->E * q->sn * q->sk, NULL, &c);
     if (!c.bad) return false;
     const hc_ck_entry *se = m->t[HC_ROLE_SCALE];
-    hc_fail(err, HC_INVALID, "tensor '%s': %llu of %llu scales are NaN, infinite, zero or "
+    hc__fail(err, HC_INVALID, "tensor '%s': %llu of %llu scales are NaN, infinite, zero or "
             "negative (run 'hconvert validate' for every problem)", se ? se->name : m->name,
             (unsigned long long)c.bad, (unsigned long long)c.n);
     return true;
@@ -83,7 +83,7 @@ static void keep_for_fill(hc_conv_decodes *d, const hc_conv_plan *cp0, size_t i,
         x->q = *q;
         x->held = true;
     } else {
-        hc_qtensor_free(q);
+        hc__qtensor_free(q);
     }
 }
 
@@ -91,13 +91,13 @@ hc_status hc__conv_plan_modules(const hc_model *md, hc_conv_plan *cps, unsigned 
                                 bool repack, hc_err *err) {
     for (size_t i = 0; i < md->config_findings.n; i++)
         if (md->config_findings.v[i].severity == HC_SEV_ERROR)
-            return hc_fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
+            return hc__fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                            md->config_findings.v[i].message);
     hc_err *errs = calloc(md->n ? md->n : 1, sizeof *errs);
     hc_moe_shape *shapes = calloc(md->n ? md->n : 1, sizeof *shapes);
     if (!errs || !shapes) {
         free(errs), free(shapes);
-        return hc_fail(err, HC_NOMEM, "out of memory");
+        return hc__fail(err, HC_NOMEM, "out of memory");
     }
     hc_conv_decodes *d = cps[0].dec;
     if (threads <= 0) threads = omp_get_max_threads();
@@ -111,45 +111,45 @@ hc_status hc__conv_plan_modules(const hc_model *md, hc_conv_plan *cps, unsigned 
         hc_qtensor q;
         hc_findings f = {0};
         if (decode(d, md, m, plan_flags(d, m, tile, tp), &q, &f, &errs[i]) != HC_OK) {
-            hc_err_clear(&errs[i]);
-            hc_fail(&errs[i], HC_INVALID, "%s (run 'hconvert validate' for every problem)",
+            hc__err_clear(&errs[i]);
+            hc__fail(&errs[i], HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                     f.n ? f.v[0].message : "cannot decode");
         } else if (tile && bad_scales(m, &q, &errs[i])) {
-            hc_qtensor_free(&q);
+            hc__qtensor_free(&q);
         } else {
             shapes[i] = (hc_moe_shape){true, q.kind, q.bits, q.N, q.K, q.gk};
             hc_qtensor view = scales_view(&q);
             for (unsigned r = 0; tile && r < tp && !errs[i].code; r++) {
                 hc_qtensor sh;
                 char why[160] = "";
-                bool ok = tp == 1 || hc_qtensor_shard(&view, cps[r].role[i], r, tp, &sh, why,
+                bool ok = tp == 1 || hc__qtensor_shard(&view, cps[r].role[i], r, tp, &sh, why,
                                                       sizeof why);
                 if (ok) {
-                    cps[r].tiled[i] = hc_tile_plan_make(tp == 1 ? &view : &sh, &cps[r].plan[i]);
-                    if (tp > 1) hc_qtensor_free(&sh);
+                    cps[r].tiled[i] = hc__tile_plan_make(tp == 1 ? &view : &sh, &cps[r].plan[i]);
+                    if (tp > 1) hc__qtensor_free(&sh);
                 }
                 if (tp > 1 && (!ok || !cps[r].tiled[i]))
-                    hc_fail(&errs[i], HC_UNSUPPORTED, "module '%s' cannot be cut for --tp %u "
+                    hc__fail(&errs[i], HC_UNSUPPORTED, "module '%s' cannot be cut for --tp %u "
                             "(rank %u): %s", m->name, tp, r, ok ? cps[r].plan[i].reason : why);
             }
             if (tile && !errs[i].code && cps[0].tiled[i]) keep_for_fill(d, &cps[0], i, &q);
-            else hc_qtensor_free(&q);
+            else hc__qtensor_free(&q);
         }
-        hc_findings_free(&f);
-        hc_module_release(md, m);
+        hc__findings_free(&f);
+        hc__module_release(md, m);
     }
     hc_status st = HC_OK;
     for (size_t i = 0; i < md->n && !st; i++)
-        if (errs[i].code) st = hc_fail(err, errs[i].code, "%s", errs[i].msg);
+        if (errs[i].code) st = hc__fail(err, errs[i].code, "%s", errs[i].msg);
     /* MoE layers: every expert present, all alike */
     hc_findings moe = {0};
     int layers = 0;
-    if (!st) hc_model_check_moe(md, shapes, &moe, &layers);
+    if (!st) hc__model_check_moe(md, shapes, &moe, &layers);
     for (size_t i = 0; i < moe.n && !st; i++)
         if (moe.v[i].severity == HC_SEV_ERROR)
-            st = hc_fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
+            st = hc__fail(err, HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                          moe.v[i].message);
-    hc_findings_free(&moe);
+    hc__findings_free(&moe);
     free(errs);
     free(shapes);
     return st;
@@ -167,32 +167,32 @@ hc_status hc__conv_fill_tiles(void *ctx, size_t i, void *dst, hc_err *err) {
     if (!x->held) {
         hc_findings f = {0};
         st = decode(cp->dec, cp->md, m, x->fill_codes ? 0 : HC_DECODE_NO_CODES, &own, &f, err);
-        hc_findings_free(&f);
+        hc__findings_free(&f);
         q = &own;
     }
     if (!st && cp->tp > 1) {
-        if (hc_qtensor_shard(q, cp->role[i], cp->rank, cp->tp, &sh, why, sizeof why)) {
-            st = hc_tile_pack(&sh, &cp->plan[i], dst, &cp->stats[i], err);
-            hc_qtensor_free(&sh);
+        if (hc__qtensor_shard(q, cp->role[i], cp->rank, cp->tp, &sh, why, sizeof why)) {
+            st = hc__tile_pack(&sh, &cp->plan[i], dst, &cp->stats[i], err);
+            hc__qtensor_free(&sh);
         } else {
-            st = hc_fail(err, HC_INTERNAL, "module '%s': %s", m->name, why);
+            st = hc__fail(err, HC_INTERNAL, "module '%s': %s", m->name, why);
         }
     } else if (!st) {
-        st = hc_tile_pack(q, &cp->plan[i], dst, &cp->stats[i], err);
+        st = hc__tile_pack(q, &cp->plan[i], dst, &cp->stats[i], err);
     }
     if (!x->held) {
-        hc_qtensor_free(&own);
+        hc__qtensor_free(&own);
     } else if (cp->rank + 1 == cp->tp) { /* ranks are written one after another */
-        hc_qtensor_free(&x->q);
+        hc__qtensor_free(&x->q);
         x->held = false;
     }
-    hc_module_release(cp->md, m);
+    hc__module_release(cp->md, m);
     return st;
 }
 
 void hc__conv_decodes_free(hc_conv_decodes *d) {
     for (size_t i = 0; d->v && i < d->n; i++)
-        if (d->v[i].held) hc_qtensor_free(&d->v[i].q);
+        if (d->v[i].held) hc__qtensor_free(&d->v[i].q);
     free(d->v);
     d->v = NULL;
 }

@@ -30,7 +30,7 @@ typedef struct {
     size_t n;
     uint64_t budget;     /* bytes of decoded tensors the planning pass may keep */
     uint64_t held_bytes; /* kept now */
-    uint64_t decodes;    /* hc_module_decode calls of the run (updated atomically) */
+    uint64_t decodes;    /* hc__module_decode calls of the run (updated atomically) */
 } hc_conv_decodes;
 
 /* One rank's plan, made by the planning pass and read by the writer's fill calls. */

@@ -96,7 +96,7 @@ static void check_scales(const hc_module *m, const hc_qtensor *q, hc_findings *f
             snprintf(exs + strlen(exs), sizeof exs - strlen(exs), "%s%d", i ? ", " : "; experts ",
                      ex[r][i]);
         const char *rule = hc__scale_class_names[r];
-        hc_findings_add(f, HC_SEV_ERROR, se->name, rule, cnt[r], ex[r], nex[r],
+        hc__findings_add(f, HC_SEV_ERROR, se->name, rule, cnt[r], ex[r], nex[r],
                         "tensor '%s': %llu of %llu scales are %s%s%s", se->name,
                         (unsigned long long)cnt[r], (unsigned long long)total, rule,
                         r == HC_SCALE_NAN ? code : "", exs);
@@ -110,7 +110,7 @@ static void check_scales(const hc_module *m, const hc_qtensor *q, hc_findings *f
             hi = pos[i] > hi ? pos[i] : hi;
         }
         if (out)
-            hc_findings_add(f, HC_SEV_WARNING, se->name, "outlier", out, NULL, 0,
+            hc__findings_add(f, HC_SEV_WARNING, se->name, "outlier", out, NULL, 0,
                             "tensor '%s': %llu scales are outliers, more than %g times from the "
                             "median %g (largest %g, smallest %g)", se->name,
                             (unsigned long long)out, OUTLIER_RATIO, med, hi, lo);
@@ -126,7 +126,7 @@ static void check_zeros(const hc_module *m, const hc_qtensor *q, hc_findings *f)
     for (uint64_t i = 0; i < n; i++) out += q->zeros[i] < 0 || q->zeros[i] > hi;
     const hc_ck_entry *ze = m->t[HC_ROLE_ZERO];
     if (out)
-        hc_findings_add(f, HC_SEV_WARNING, ze ? ze->name : m->name, "zero point range", out, NULL,
+        hc__findings_add(f, HC_SEV_WARNING, ze ? ze->name : m->name, "zero point range", out, NULL,
                         0, "tensor '%s': %llu zero points lie outside the %d-bit code range "
                         "[0, %d]", ze ? ze->name : m->name, (unsigned long long)out, q->bits, hi);
 }
@@ -136,8 +136,8 @@ static void analyse(const hc_model *md, size_t i, const unsigned *tps, int ntp, 
     if (m->unresolved) return; /* one configuration finding says why, not one per module */
     hc_qtensor q;
     hc_err err = {0};
-    hc_status st = hc_module_decode(md, m, HC_DECODE_NO_CODES, &q, &r->f, &err);
-    hc_module_release(md, m);
+    hc_status st = hc__module_decode(md, m, HC_DECODE_NO_CODES, &q, &r->f, &err);
+    hc__module_release(md, m);
     if (st != HC_OK) return;
     r->decoded = true;
     r->quantized = q.kind != HC_Q_PLAIN;
@@ -150,12 +150,12 @@ static void analyse(const hc_model *md, size_t i, const unsigned *tps, int ntp, 
         check_scales(m, &q, &r->f);
         check_zeros(m, &q, &r->f);
         mod_caps *k = r->caps;
-        k->nfam = hc_families_for(m, &q, k->fam, MAX_FAM, k->why, sizeof k->why);
-        r->bytes = hc_module_bytes(&q);
-        r->role = hc_tp_role(m->name);
-        for (int t = 0; t < ntp; t++) hc_tp_shard(&q, r->role, tps[t], k->fam[0], &k->plan[t]);
+        k->nfam = hc__families_for(m, &q, k->fam, MAX_FAM, k->why, sizeof k->why);
+        r->bytes = hc__module_bytes(&q);
+        r->role = hc__tp_role(m->name);
+        for (int t = 0; t < ntp; t++) hc__tp_shard(&q, r->role, tps[t], k->fam[0], &k->plan[t]);
     }
-    hc_qtensor_free(&q);
+    hc__qtensor_free(&q);
 }
 
 /* Per-expert findings with the same layer key and rule become one finding naming the experts:
@@ -175,8 +175,8 @@ typedef struct {
 static char *message_as_layer(const char *msg, const char *name, const char *key) {
     const char *at = msg ? strstr(msg, name) : NULL;
     if (!msg) return NULL;
-    char *m = at ? hc_asprintf("%.*s%s%s", (int)(at - msg), msg, key, at + strlen(name))
-                 : hc_strdup(msg);
+    char *m = at ? hc__asprintf("%.*s%s%s", (int)(at - msg), msg, key, at + strlen(name))
+                 : hc__strdup(msg);
     char *w = m;
     for (const char *r = m; m && *r; r++)
         if (*r < '0' || *r > '9') *w++ = *r;
@@ -225,7 +225,7 @@ static void merge_run(expert_finding *v, size_t n) {
     if (x->nexperts > 1) {
         char s[256], *msg = NULL;
         qsort(x->experts, x->nexperts, sizeof *x->experts, cmp_id); /* 2 before 10 */
-        hc_join_ids(x->experts, x->nexperts, s, sizeof s);
+        hc__join_ids(x->experts, x->nexperts, s, sizeof s);
         if (asprintf(&msg, "%s; the same in experts %s of '%s' (%llu in all)", x->message, s,
                      v[0].m->moe_key, (unsigned long long)x->count) >= 0) {
             free(x->message);
@@ -264,13 +264,13 @@ static void merge_expert_findings(const hc_model *md, mod_result *res, hc_findin
         for (size_t k = 0; k < res[i].f.n; k++) {
             hc_finding *x = &res[i].f.v[k];
             if (!x->rule[0] && m->expert >= 0) {
-                hc_finding_clear(x);
+                hc__finding_clear(x);
                 continue;
             }
             hc_findings one = {.v = malloc(sizeof *x), .n = 1};
             if (!one.v) continue;
             one.v[0] = *x;
-            hc_findings_append(out, &one);
+            hc__findings_append(out, &one);
         }
         free(res[i].f.v);
         res[i].f.v = NULL;
@@ -288,13 +288,13 @@ static void check_gate_up(const hc_model *md, const mod_result *res, hc_findings
             size_t nl = strlen(name), gl = strlen(pairs[p][0]);
             if (nl <= gl || strcmp(name + nl - gl, pairs[p][0]) || name[nl - gl - 1] != '.')
                 continue;
-            char *up = hc_asprintf("%.*s%s", (int)(nl - gl), name, pairs[p][1]);
-            const hc_module *u = up ? hc_model_find(md, up) : NULL;
+            char *up = hc__asprintf("%.*s%s", (int)(nl - gl), name, pairs[p][1]);
+            const hc_module *u = up ? hc__model_find(md, up) : NULL;
             if (u) {
                 const mod_result *ru = &res[u - md->m];
                 if (ru->global_div != 0 && ru->global_div != res[i].global_div) {
                     const hc_ck_entry *g = md->m[i].t[HC_ROLE_GSCALE];
-                    hc_findings_add(f, HC_SEV_WARNING, g ? g->name : name, "global scale", 0,
+                    hc__findings_add(f, HC_SEV_WARNING, g ? g->name : name, "global scale", 0,
                                     NULL, 0,
                                     "tensor '%s': global scale %g differs from %s's %g: a fused "
                                     "gate/up kernel needs one; convert keeps them apart",
@@ -364,7 +364,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
     size_t nq = 0;
     uint64_t bytes = 0;
     for (size_t i = 0; i < md->n; i++) nq += res[i].quantized, bytes += res[i].bytes;
-    size_t nerr = hc_findings_errors(f);
+    size_t nerr = hc__findings_errors(f);
     if (o->json) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddStringToObject(r, "source", src);
@@ -386,7 +386,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "example", m->name);
             cJSON_AddNumberToObject(e, "modules", (double)kl[c].count);
-            cJSON_AddStringToObject(e, "format", hc_fmt_name(m->scheme.fmt));
+            cJSON_AddStringToObject(e, "format", hc__fmt_name(m->scheme.fmt));
             cJSON_AddStringToObject(e, "kind", kind_name(x->kind));
             cJSON_AddNumberToObject(e, "bits", x->bits);
             cJSON_AddNumberToObject(e, "experts", (double)x->E);
@@ -452,7 +452,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
         return;
     }
     char esc[2048];
-    fprintf(out, "validate: %s (%s)\n", hc_escape(src, esc, sizeof esc),
+    fprintf(out, "validate: %s (%s)\n", hc__escape(src, esc, sizeof esc),
             md->quant_method[0] ? md->quant_method : "unquantized");
     fprintf(out, "modules: %zu, %zu quantized (%.3f MB), %d MoE layer%s\n", md->n, nq,
             (double)bytes / 1e6, moe_layers, moe_layers == 1 ? "" : "s");
@@ -460,7 +460,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
             f->n - nerr, f->n - nerr == 1 ? "" : "s");
     for (size_t i = 0; i < f->n; i++)
         fprintf(out, "  %-7s %s\n", f->v[i].severity == HC_SEV_ERROR ? "error" : "warning",
-                hc_escape(f->v[i].message ? f->v[i].message : "", esc, sizeof esc));
+                hc__escape(f->v[i].message ? f->v[i].message : "", esc, sizeof esc));
     if (nk) fprintf(out, "kernels (per class of modules):\n");
     for (size_t c = 0; c < nk; c++) {
         const mod_result *x = &res[kl[c].first];
@@ -474,7 +474,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
         else if (x->gk >= x->K) snprintf(grp, sizeof grp, "per channel");
         else snprintf(grp, sizeof grp, "group %llu", (unsigned long long)x->gk);
         fprintf(out, "  %s (%zu): %s, %s, [%s%llu, %llu], %s%s%s:",
-                hc_escape(m->name, esc, sizeof esc), kl[c].count, hc_fmt_name(m->scheme.fmt),
+                hc__escape(m->name, esc, sizeof esc), kl[c].count, hc__fmt_name(m->scheme.fmt),
                 elem, ex, (unsigned long long)x->N, (unsigned long long)x->K,
                 grp, x->zeros ? ", zero points" : "", x->gidx ? ", act-order" : "");
         for (size_t k = 0; k < x->caps->nfam; k++)
@@ -514,7 +514,7 @@ static void report(FILE *out, const hc_validate_opts *o, const char *src, const 
     }
 }
 
-hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, size_t *errors,
+hc_status hc__validate(const char *src, const hc_validate_opts *o, FILE *out, size_t *errors,
                       hc_err *err) {
     hc_ckpt *ck = NULL;
     hc_model *md = NULL;
@@ -522,9 +522,9 @@ hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, siz
     klass *kl = NULL;
     hc_findings all = {0};
     *errors = 0;
-    HC_TRY(hc_ckpt_open_opts(src, &o->ckpt, &ck, err));
-    hc_status st = hc_ckpt_map(ck, err);
-    if (!st) st = hc_model_open(ck, &md, err);
+    HC_TRY(hc__ckpt_open_opts(src, &o->ckpt, &ck, err));
+    hc_status st = hc__ckpt_map(ck, err);
+    if (!st) st = hc__model_open(ck, &md, err);
     if (st) goto out;
     unsigned tps[MAX_TP] = {1, 2, 4, 8};
     int ntp = 4;
@@ -535,7 +535,7 @@ hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, siz
     res = calloc(md->n ? md->n : 1, sizeof *res);
     kl = calloc(md->n ? md->n : 1, sizeof *kl);
     if (!res || !kl) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     int threads = o->threads > 0 ? o->threads : omp_get_max_threads();
@@ -554,14 +554,14 @@ hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, siz
         }
     }
     for (size_t i = 0; i < ck->nwarnings; i++)
-        hc_findings_add(&all, HC_SEV_WARNING, "", "checkpoint", 0, NULL, 0, "%s", ck->warnings[i]);
-    hc_findings_append(&all, &md->config_findings);
+        hc__findings_add(&all, HC_SEV_WARNING, "", "checkpoint", 0, NULL, 0, "%s", ck->warnings[i]);
+    hc__findings_append(&all, &md->config_findings);
     int moe_layers = 0;
     hc_moe_shape *shapes = calloc(md->n ? md->n : 1, sizeof *shapes);
     for (size_t i = 0; shapes && i < md->n; i++)
         shapes[i] = (hc_moe_shape){res[i].decoded, res[i].kind, res[i].bits, res[i].N, res[i].K,
                                    res[i].gk};
-    if (shapes) hc_model_check_moe(md, shapes, &all, &moe_layers);
+    if (shapes) hc__model_check_moe(md, shapes, &all, &moe_layers);
     free(shapes);
     check_gate_up(md, res, &all);
     merge_expert_findings(md, res, &all);
@@ -575,14 +575,14 @@ hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, siz
         kl[c].bytes += res[i].bytes;
     }
     report(out, o, src, md, res, &all, kl, nk, tps, ntp, moe_layers);
-    *errors = hc_findings_errors(&all);
+    *errors = hc__findings_errors(&all);
 out:
     if (res)
-        for (size_t i = 0; md && i < md->n; i++) hc_findings_free(&res[i].f), free(res[i].caps);
-    hc_findings_free(&all);
+        for (size_t i = 0; md && i < md->n; i++) hc__findings_free(&res[i].f), free(res[i].caps);
+    hc__findings_free(&all);
     free(res);
     free(kl);
-    hc_model_free(md);
-    hc_ckpt_close(ck);
+    hc__model_free(md);
+    hc__ckpt_close(ck);
     return st;
 }

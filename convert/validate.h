@@ -21,7 +21,7 @@ typedef struct {
 
 /* Prints the report to out; *errors receives the number of error-level findings. Returns a
  * failure only when the checkpoint cannot be read at all (I/O, unreadable safetensors). */
-hc_status hc_validate(const char *src, const hc_validate_opts *o, FILE *out, size_t *errors,
+hc_status hc__validate(const char *src, const hc_validate_opts *o, FILE *out, size_t *errors,
                       hc_err *err);
 
 #endif

@@ -43,7 +43,7 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
     return remove(p);
 }
 
-hc_status hc_remove_tree(const char *path) {
+hc_status hc__remove_tree(const char *path) {
     return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) == 0 ? HC_OK : HC_IO;
 }
 
@@ -84,25 +84,25 @@ static hc_status charge(const extraction *x, const char *rel, uint64_t cost, hc_
     else
         snprintf(why, sizeof why, "raise it with --max-extract-bytes N");
     uint64_t total;
-    if (!hc_add_u64(x->used, cost, &total)) total = UINT64_MAX;
-    return hc_fail(err, HC_INVALID, "'%s': entry '%s' takes the extracted size to %llu bytes or "
+    if (!hc__add_u64(x->used, cost, &total)) total = UINT64_MAX;
+    return hc__fail(err, HC_INVALID, "'%s': entry '%s' takes the extracted size to %llu bytes or "
                    "more, past the limit of %llu bytes (%s)", x->archive,
-                   hc_escape(rel, esc, sizeof esc), (unsigned long long)total,
+                   hc__escape(rel, esc, sizeof esc), (unsigned long long)total,
                    (unsigned long long)x->limit, why);
 }
 
 /* Counts an entry of the archive, or a folder it makes, against HC_ARCHIVE_MAX_ENTRIES. */
 static hc_status count_entry(extraction *x, hc_err *err) {
     if (++x->entries <= HC_ARCHIVE_MAX_ENTRIES) return HC_OK;
-    return hc_fail(err, HC_INVALID, "'%s': more than %d entries (folders included)", x->archive,
+    return hc__fail(err, HC_INVALID, "'%s': more than %d entries (folders included)", x->archive,
                    HC_ARCHIVE_MAX_ENTRIES);
 }
 
 static hc_status clash(const extraction *x, const char *rel, hc_err *err) {
     char esc[1100];
-    return hc_fail(err, HC_INVALID, "'%s': entry '%s' appears twice, or as both a file and a "
+    return hc__fail(err, HC_INVALID, "'%s': entry '%s' appears twice, or as both a file and a "
                    "folder (names compared after dropping './')", x->archive,
-                   hc_escape(rel, esc, sizeof esc));
+                   hc__escape(rel, esc, sizeof esc));
 }
 
 /* Makes the folder path (rel below dest), charged and counted when it is new (the one folder
@@ -118,7 +118,7 @@ static hc_status make_dir(extraction *x, const char *path, const char *rel, hc_e
     struct stat sb;
     if (e == EEXIST && lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return HC_OK;
     if (e == EEXIST || e == ENOTDIR) return clash(x, rel, err);
-    return hc_fail(err, HC_IO, "cannot create '%s': %s", path, strerror(e));
+    return hc__fail(err, HC_IO, "cannot create '%s': %s", path, strerror(e));
 }
 
 /* Makes every folder between dest and path (dest/rel), path itself excluded. */
@@ -140,7 +140,7 @@ static hc_status entry_path(const extraction *x, const char *rel, char *path, si
                             hc_err *err) {
     int n = snprintf(path, cap, "%s/%s", x->dest, rel);
     if (n < 0 || (size_t)n >= cap)
-        return hc_fail(err, HC_INVALID, "'%s': entry name too long", x->archive);
+        return hc__fail(err, HC_INVALID, "'%s': entry name too long", x->archive);
     return HC_OK;
 }
 
@@ -150,7 +150,7 @@ static hc_status create_file(extraction *x, const char *path, const char *rel, i
     *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (*fd >= 0) return HC_OK;
     if (errno == EEXIST || errno == ENOTDIR) return clash(x, rel, err);
-    return hc_fail(err, HC_IO, "cannot create '%s': %s", path, strerror(errno));
+    return hc__fail(err, HC_IO, "cannot create '%s': %s", path, strerror(errno));
 }
 
 /* Writes one regular entry. Its cost is HC_ARCHIVE_FILE_COST plus its logical size: the
@@ -177,25 +177,25 @@ static hc_status extract_file(extraction *x, struct archive_entry *ent, const ch
         int r = archive_read_data_block(x->a, &buf, &size, &off);
         if (r == ARCHIVE_EOF) break;
         uint64_t end = 0;
-        if (r != ARCHIVE_OK || off < 0 || !hc_add_u64((uint64_t)off, size, &end) ||
+        if (r != ARCHIVE_OK || off < 0 || !hc__add_u64((uint64_t)off, size, &end) ||
             end > (uint64_t)INT64_MAX) {
-            st = hc_fail(err, HC_INVALID, "'%s': cannot read entry '%s': %s", x->archive,
-                         hc_escape(rel, esc, sizeof esc),
+            st = hc__fail(err, HC_INVALID, "'%s': cannot read entry '%s': %s", x->archive,
+                         hc__escape(rel, esc, sizeof esc),
                          r != ARCHIVE_OK ? archive_error_string(x->a) : "block out of range");
             break;
         }
         extent = end > extent ? end : extent;
-        if (!hc_add_u64(produced, size, &produced)) produced = UINT64_MAX;
+        if (!hc__add_u64(produced, size, &produced)) produced = UINT64_MAX;
         uint64_t cost = declared > extent ? declared : extent;
         st = charge(x, rel, produced > cost ? produced : cost, err);
-        if (!st) st = hc_pwrite_full(fd, buf, size, (uint64_t)off, path, err);
+        if (!st) st = hc__pwrite_full(fd, buf, size, (uint64_t)off, path, err);
         if (st) break;
     }
     uint64_t logical = declared > extent ? declared : extent;
     if (!st && ftruncate(fd, (off_t)logical) != 0)
-        st = hc_fail(err, HC_IO, "cannot write '%s': %s", path, strerror(errno));
+        st = hc__fail(err, HC_IO, "cannot write '%s': %s", path, strerror(errno));
     if (close(fd) != 0 && !st)
-        st = hc_fail(err, HC_IO, "cannot write '%s': %s", path, strerror(errno));
+        st = hc__fail(err, HC_IO, "cannot write '%s': %s", path, strerror(errno));
     if (!st) x->used += produced > logical ? produced : logical;
     return st;
 }
@@ -216,16 +216,16 @@ static hc_status extract_entry(extraction *x, struct archive_entry *ent, hc_err 
     mode_t type = archive_entry_filetype(ent);
     if (!why && !rel[0] && type != AE_IFDIR) why = "only a folder may be named '.'";
     if (why)
-        return hc_fail(err, HC_INVALID, "'%s': entry '%s' has an unsafe name (%s)", x->archive,
-                       name ? hc_escape(name, esc, sizeof esc) : "(none)", why);
+        return hc__fail(err, HC_INVALID, "'%s': entry '%s' has an unsafe name (%s)", x->archive,
+                       name ? hc__escape(name, esc, sizeof esc) : "(none)", why);
     if (archive_entry_hardlink(ent) || type == AE_IFLNK)
-        return hc_fail(err, HC_INVALID, "'%s': entry '%s' is a link; links are refused (pack "
+        return hc__fail(err, HC_INVALID, "'%s': entry '%s' is a link; links are refused (pack "
                        "the files they point to: tar -h --hard-dereference)", x->archive,
-                       hc_escape(rel, esc, sizeof esc));
+                       hc__escape(rel, esc, sizeof esc));
     if (type == AE_IFDIR) return rel[0] ? extract_dir(x, rel, err) : HC_OK;
     if (type != AE_IFREG)
-        return hc_fail(err, HC_INVALID, "'%s': entry '%s' is not a regular file", x->archive,
-                       hc_escape(rel, esc, sizeof esc));
+        return hc__fail(err, HC_INVALID, "'%s': entry '%s' is not a regular file", x->archive,
+                       hc__escape(rel, esc, sizeof esc));
     return extract_file(x, ent, rel, err);
 }
 
@@ -240,10 +240,10 @@ static hc_status setup(struct archive *a, hc_err *err) {
     const char *fnames[] = {"gzip", "zstd", "xz", "bzip2", "lz4"};
     for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++)
         if (filters[i](a) != ARCHIVE_OK)
-            return hc_fail(err, HC_UNSUPPORTED, "libarchive lacks built-in %s support", fnames[i]);
+            return hc__fail(err, HC_UNSUPPORTED, "libarchive lacks built-in %s support", fnames[i]);
     if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
         archive_read_support_format_zip(a) != ARCHIVE_OK)
-        return hc_fail(err, HC_INTERNAL, "libarchive: %s", archive_error_string(a));
+        return hc__fail(err, HC_INTERNAL, "libarchive: %s", archive_error_string(a));
     return HC_OK;
 }
 
@@ -251,27 +251,27 @@ static void set_limit(extraction *x, const hc_ckpt_opts *o) {
     uint64_t max = o && o->max_extract_bytes ? o->max_extract_bytes : HC_EXTRACT_MAX_BYTES;
     x->ratio = o && o->max_extract_ratio ? o->max_extract_ratio : HC_EXTRACT_MAX_RATIO;
     uint64_t by_ratio;
-    if (!hc_mul_u64(x->ratio, x->archive_size, &by_ratio)) by_ratio = UINT64_MAX;
+    if (!hc__mul_u64(x->ratio, x->archive_size, &by_ratio)) by_ratio = UINT64_MAX;
     x->by_ratio = by_ratio < max;
     x->limit = x->by_ratio ? by_ratio : max;
 }
 
-hc_status hc_archive_extract(const char *archive, const char *dest, const hc_ckpt_opts *o,
+hc_status hc__archive_extract(const char *archive, const char *dest, const hc_ckpt_opts *o,
                              hc_err *err) {
     extraction x = {.archive = archive, .dest = dest};
     int fd = -1;
-    hc_status st = hc_open_regular(archive, &fd, &x.archive_size, err);
+    hc_status st = hc__open_regular(archive, &fd, &x.archive_size, err);
     if (st) return st;
     set_limit(&x, o);
     x.a = archive_read_new();
     if (!x.a) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     st = setup(x.a, err);
     if (st) goto out;
     if (archive_read_open_fd(x.a, fd, 1 << 16) != ARCHIVE_OK) {
-        st = hc_fail(err, HC_INVALID, "'%s': not a readable tar or zip archive: %s", archive,
+        st = hc__fail(err, HC_INVALID, "'%s': not a readable tar or zip archive: %s", archive,
                      archive_error_string(x.a));
         goto out;
     }
@@ -280,7 +280,7 @@ hc_status hc_archive_extract(const char *archive, const char *dest, const hc_ckp
         int r = archive_read_next_header(x.a, &ent);
         if (r == ARCHIVE_EOF) break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-            st = hc_fail(err, HC_INVALID, "'%s': %s archive: %s", archive,
+            st = hc__fail(err, HC_INVALID, "'%s': %s archive: %s", archive,
                          x.entries ? "corrupt" : "not a tar or zip", archive_error_string(x.a));
             goto out;
         }
@@ -288,7 +288,7 @@ hc_status hc_archive_extract(const char *archive, const char *dest, const hc_ckp
         if (!st) st = extract_entry(&x, ent, err);
         if (st) goto out;
     }
-    if (x.entries == 0) st = hc_fail(err, HC_INVALID, "'%s': archive is empty", archive);
+    if (x.entries == 0) st = hc__fail(err, HC_INVALID, "'%s': archive is empty", archive);
 out:
     if (x.a) archive_read_free(x.a);
     close(fd);

@@ -47,24 +47,24 @@ static hc_status open_folder(hc_ckpt *c, hc_err *err) {
     bool has_index = false, has_pickle = false;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(names[i], INDEX_NAME) == 0) has_index = true;
-        if (hc_ends_with(names[i], ".bin") || hc_ends_with(names[i], ".pt") ||
-            hc_ends_with(names[i], ".pth"))
+        if (hc__ends_with(names[i], ".bin") || hc__ends_with(names[i], ".pt") ||
+            hc__ends_with(names[i], ".pth"))
             has_pickle = true;
     }
     if (has_index) {
         st = hc__ck_load_index(c, err);
         if (st) goto out;
         for (size_t i = 0; i < n; i++)
-            if (hc_ends_with(names[i], ".safetensors") && !hc__ck_is_shard(c, names[i]))
+            if (hc__ends_with(names[i], ".safetensors") && !hc__ck_is_shard(c, names[i]))
                 hc__ck_warn(c, "'%s' is not named in %s and is ignored", names[i], INDEX_NAME);
     } else {
         for (size_t i = 0; i < n; i++)
-            if (hc_ends_with(names[i], ".safetensors")) {
+            if (hc__ends_with(names[i], ".safetensors")) {
                 st = hc__ck_add_shard(c, names[i], err);
                 if (st) goto out;
             }
         if (c->nshards == 0) {
-            st = hc_fail(err, HC_INVALID, "'%s': no .safetensors files%s", c->src,
+            st = hc__fail(err, HC_INVALID, "'%s': no .safetensors files%s", c->src,
                          has_pickle ? " (pickle .bin/.pt checkpoints are not read: convert them "
                                       "to safetensors first)" : "");
             goto out;
@@ -86,18 +86,18 @@ out:
 static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
     char msg[HC_ERRMSG_MAX];
     hc_status st = hc_container_open(file, 0, &c->container, msg, sizeof msg);
-    if (st) return hc_fail(err, st, "%s", msg);
+    if (st) return hc__fail(err, st, "%s", msg);
     c->is_container = 1;
     size_t n = hc_container_tensor_count(c->container);
     c->ct_tensors = calloc(n ? n : 1, sizeof *c->ct_tensors);
     c->entries = calloc(n ? n : 1, sizeof *c->entries);
     c->owned = calloc(n ? n : 1, sizeof *c->owned);
-    if (!c->ct_tensors || !c->entries || !c->owned) return hc_fail(err, HC_NOMEM, "out of memory");
+    if (!c->ct_tensors || !c->entries || !c->owned) return hc__fail(err, HC_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const hc_tensor_info *ti = hc_container_tensor(c->container, i);
         hc_st_tensor *t = &c->ct_tensors[i];
-        t->name = hc_strdup(ti->name);
-        if (!t->name) return hc_fail(err, HC_NOMEM, "out of memory");
+        t->name = hc__strdup(ti->name);
+        if (!t->name) return hc__fail(err, HC_NOMEM, "out of memory");
         t->dtype = ti->dtype;
         t->ndim = ti->ndim;
         memcpy(t->shape, ti->shape, sizeof t->shape);
@@ -113,7 +113,7 @@ static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
     qsort(c->entries, c->nentries, sizeof *c->entries, hc__ck_cmp_entry);
     for (size_t i = 1; i < c->nentries; i++)
         if (!strcmp(c->entries[i].name, c->entries[i - 1].name))
-            return hc_fail(err, HC_INVALID, "container '%s': tensor '%s' appears twice", file,
+            return hc__fail(err, HC_INVALID, "container '%s': tensor '%s' appears twice", file,
                            c->entries[i].name);
     /* the folder's configs (convert copies config.json and the legacy quantization configs
      * beside the container), then the header's verbatim config.json over the folder's */
@@ -121,58 +121,58 @@ static hc_status open_container(hc_ckpt *c, const char *file, hc_err *err) {
     if (!st) st = hc__ck_load_configs(c, err);
     size_t hl = 0;
     cJSON *hdr = st ? NULL : cJSON_ParseWithLength(hc_container_header_json(c->container, &hl), hl);
-    const char *cfg = hdr ? hc_json_str(cJSON_GetObjectItemCaseSensitive(hdr, "model"),
+    const char *cfg = hdr ? hc__json_str(cJSON_GetObjectItemCaseSensitive(hdr, "model"),
                                         "config_json") : NULL;
     if (cfg) {
         cJSON_Delete(c->config);
         free(c->config_text);
         c->config = NULL;
         c->config_len = strlen(cfg);
-        c->config_text = hc_strdup(cfg);
-        st = c->config_text ? hc_json_parse(cfg, c->config_len, "config.json (in the container)",
+        c->config_text = hc__strdup(cfg);
+        st = c->config_text ? hc__json_parse(cfg, c->config_len, "config.json (in the container)",
                                             &c->config, err)
-                            : hc_fail(err, HC_NOMEM, "out of memory");
+                            : hc__fail(err, HC_NOMEM, "out of memory");
     }
     cJSON_Delete(hdr);
     return st;
 }
 
-hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err) {
-    return hc_ckpt_open_opts(src, NULL, out, err);
+hc_status hc__ckpt_open(const char *src, hc_ckpt **out, hc_err *err) {
+    return hc__ckpt_open_opts(src, NULL, out, err);
 }
 
-hc_status hc_ckpt_open_opts(const char *src, const hc_ckpt_opts *o, hc_ckpt **out, hc_err *err) {
+hc_status hc__ckpt_open_opts(const char *src, const hc_ckpt_opts *o, hc_ckpt **out, hc_err *err) {
     *out = NULL;
     hc_ckpt *c = calloc(1, sizeof *c);
-    if (!c) return hc_fail(err, HC_NOMEM, "out of memory");
+    if (!c) return hc__fail(err, HC_NOMEM, "out of memory");
     hc_status st = HC_OK;
-    c->src = hc_strdup(src);
+    c->src = hc__strdup(src);
     c->max_tensors = o && o->max_tensors ? o->max_tensors : HC_CKPT_MAX_TENSORS;
     struct stat sb;
     if (!c->src) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     if (stat(src, &sb) != 0) {
-        st = hc_fail(err, HC_IO, "cannot open '%s': %s", src, strerror(errno));
+        st = hc__fail(err, HC_IO, "cannot open '%s': %s", src, strerror(errno));
         goto out;
     }
     char *ct = hc_container_locate(src);
     if (ct) {
         const char *slash = strrchr(ct, '/');
-        c->root = slash ? strndup(ct, (size_t)(slash - ct)) : hc_strdup(".");
-        st = c->root ? open_container(c, ct, err) : hc_fail(err, HC_NOMEM, "out of memory");
+        c->root = slash ? strndup(ct, (size_t)(slash - ct)) : hc__strdup(".");
+        st = c->root ? open_container(c, ct, err) : hc__fail(err, HC_NOMEM, "out of memory");
         free(ct);
     } else if (S_ISDIR(sb.st_mode)) {
-        c->root = hc_strdup(src);
-        st = c->root ? open_folder(c, err) : hc_fail(err, HC_NOMEM, "out of memory");
+        c->root = hc__strdup(src);
+        st = c->root ? open_folder(c, err) : hc__fail(err, HC_NOMEM, "out of memory");
     } else if (!S_ISREG(sb.st_mode)) {
-        st = hc_fail(err, HC_INVALID, "'%s' is neither a folder nor a regular file", src);
-    } else if (hc_ends_with(src, ".safetensors")) {
+        st = hc__fail(err, HC_INVALID, "'%s' is neither a folder nor a regular file", src);
+    } else if (hc__ends_with(src, ".safetensors")) {
         c->is_single_file = 1;
         const char *slash = strrchr(src, '/');
-        c->root = slash ? strndup(src, (size_t)(slash - src)) : hc_strdup(".");
-        st = hc__ck_add_shard(c, hc_basename(src), err);
+        c->root = slash ? strndup(src, (size_t)(slash - src)) : hc__strdup(".");
+        st = hc__ck_add_shard(c, hc__basename(src), err);
         if (!st) st = hc__ck_build_entries(c, err);
     } else {
         st = hc__ck_extract(c, src, o, err);
@@ -180,24 +180,24 @@ hc_status hc_ckpt_open_opts(const char *src, const hc_ckpt_opts *o, hc_ckpt **ou
     }
 out:
     if (st) {
-        hc_err_prefix(err, "checkpoint '%s'", src);
-        hc_ckpt_close(c);
+        hc__err_prefix(err, "checkpoint '%s'", src);
+        hc__ckpt_close(c);
     } else {
         *out = c;
     }
     return st;
 }
 
-hc_status hc_ckpt_map(hc_ckpt *c, hc_err *err) {
-    for (size_t s = 0; s < c->nshards; s++) HC_TRY(hc_st_map(c->shards[s], err));
+hc_status hc__ckpt_map(hc_ckpt *c, hc_err *err) {
+    for (size_t s = 0; s < c->nshards; s++) HC_TRY(hc__st_map(c->shards[s], err));
     return HC_OK;
 }
 
-const void *hc_ckpt_data(const hc_ckpt *c, const hc_ck_entry *e) {
-    return e->data ? e->data : hc_st_data(c->shards[e->shard], e->t);
+const void *hc__ckpt_data(const hc_ckpt *c, const hc_ck_entry *e) {
+    return e->data ? e->data : hc__st_data(c->shards[e->shard], e->t);
 }
 
-void hc_ckpt_release(const hc_ckpt *c, const hc_ck_entry *e) {
+void hc__ckpt_release(const hc_ckpt *c, const hc_ck_entry *e) {
     if (e->data) return;
     const hc_st_file *f = c->shards[e->shard];
     if (!f->map) return;
@@ -209,9 +209,9 @@ void hc_ckpt_release(const hc_ckpt *c, const hc_ck_entry *e) {
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
-void hc_ckpt_close(hc_ckpt *c) {
+void hc__ckpt_close(hc_ckpt *c) {
     if (!c) return;
-    for (size_t s = 0; s < c->nshards; s++) hc_st_close(c->shards[s]);
+    for (size_t s = 0; s < c->nshards; s++) hc__st_close(c->shards[s]);
     free(c->shards);
     for (size_t i = 0; c->ct_tensors && i < hc_container_tensor_count(c->container); i++)
         free(c->ct_tensors[i].name);
@@ -228,7 +228,7 @@ void hc_ckpt_close(hc_ckpt *c) {
     free_names(c->extra_files, c->nextra);
     free(c->extra_ids);
     free_names(c->warnings, c->nwarnings);
-    if (c->tmpdir) hc_remove_tree(c->tmpdir);
+    if (c->tmpdir) hc__remove_tree(c->tmpdir);
     free(c->tmpdir);
     free(c->root);
     free(c->root_real);

@@ -70,29 +70,29 @@ typedef struct {
     size_t nwarnings;
 } hc_ckpt;
 
-/* Opens src with the default limits (hc_ckpt_open_opts with NULL options). */
-hc_status hc_ckpt_open(const char *src, hc_ckpt **out, hc_err *err);
-hc_status hc_ckpt_open_opts(const char *src, const hc_ckpt_opts *o, hc_ckpt **out, hc_err *err);
-void hc_ckpt_close(hc_ckpt *c);
-const hc_ck_entry *hc_ckpt_find(const hc_ckpt *c, const char *name);
+/* Opens src with the default limits (hc__ckpt_open_opts with NULL options). */
+hc_status hc__ckpt_open(const char *src, hc_ckpt **out, hc_err *err);
+hc_status hc__ckpt_open_opts(const char *src, const hc_ckpt_opts *o, hc_ckpt **out, hc_err *err);
+void hc__ckpt_close(hc_ckpt *c);
+const hc_ck_entry *hc__ckpt_find(const hc_ckpt *c, const char *name);
 /* Maps every shard's data (needed before reading tensor bytes). */
-hc_status hc_ckpt_map(hc_ckpt *c, hc_err *err);
-const void *hc_ckpt_data(const hc_ckpt *c, const hc_ck_entry *e);
+hc_status hc__ckpt_map(hc_ckpt *c, hc_err *err);
+const void *hc__ckpt_data(const hc_ckpt *c, const hc_ck_entry *e);
 /* Drops a tensor's pages from this process (MADV_DONTNEED on the pages wholly inside it). */
-void hc_ckpt_release(const hc_ckpt *c, const hc_ck_entry *e);
+void hc__ckpt_release(const hc_ckpt *c, const hc_ck_entry *e);
 
 /* Reads a JSON file (bounded size, valid UTF-8, an object, no duplicate keys at any level). */
-hc_status hc_json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err);
+hc_status hc__json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err);
 /* The same checks on JSON text held in memory; name is used in messages. */
-hc_status hc_json_parse(const char *data, size_t n, const char *name, cJSON **out, hc_err *err);
+hc_status hc__json_parse(const char *data, size_t n, const char *name, cJSON **out, hc_err *err);
 /* Integer member of a config: present, an integer, within [lo, hi]. */
-hc_status hc_cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
+hc_status hc__cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
                      int64_t *out, hc_err *err);
 
 /* Archive extraction (archive.c): tar, tar.gz, tar.zst, tar.xz, tar.bz2, tar.lz4, zip, into
  * the empty folder dest, within o's limits (NULL: the defaults). */
-hc_status hc_archive_extract(const char *archive, const char *dest, const hc_ckpt_opts *o,
+hc_status hc__archive_extract(const char *archive, const char *dest, const hc_ckpt_opts *o,
                              hc_err *err);
-hc_status hc_remove_tree(const char *path);
+hc_status hc__remove_tree(const char *path);
 
 #endif

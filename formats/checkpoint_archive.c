@@ -1,5 +1,5 @@
 /* checkpoint_archive.c: an archive opened as a checkpoint: extracted (archive.c, within the
- * limits of hc_ckpt_opts) into a private folder that hc_ckpt_close removes; the checkpoint is
+ * limits of hc_ckpt_opts) into a private folder that hc__ckpt_close removes; the checkpoint is
  * the folder inside it that holds files. */
 #include <dirent.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 static hc_status find_archive_root(hc_ckpt *c, hc_err *err) {
     for (int depth = 0; depth < 8; depth++) {
         DIR *d = opendir(c->root);
-        if (!d) return hc_fail(err, HC_IO, "cannot open '%s': %s", c->root, strerror(errno));
+        if (!d) return hc__fail(err, HC_IO, "cannot open '%s': %s", c->root, strerror(errno));
         struct dirent *de;
         int files = 0, dirs = 0;
         char sub[256] = "";
@@ -33,8 +33,8 @@ static hc_status find_archive_root(hc_ckpt *c, hc_err *err) {
         }
         closedir(d);
         if (files > 0 || dirs != 1) return HC_OK;
-        char *next = hc_asprintf("%s/%s", c->root, sub);
-        if (!next) return hc_fail(err, HC_NOMEM, "out of memory");
+        char *next = hc__asprintf("%s/%s", c->root, sub);
+        if (!next) return hc__fail(err, HC_NOMEM, "out of memory");
         free(c->root);
         c->root = next;
     }
@@ -46,15 +46,15 @@ static hc_status find_archive_root(hc_ckpt *c, hc_err *err) {
 hc_status hc__ck_extract(hc_ckpt *c, const char *src, const hc_ckpt_opts *o, hc_err *err) {
     c->is_archive = 1;
     const char *tmp = getenv("TMPDIR");
-    c->tmpdir = hc_asprintf("%s/hconvert-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    c->tmpdir = hc__asprintf("%s/hconvert-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!c->tmpdir || !mkdtemp(c->tmpdir)) {
-        hc_status st = hc_fail(err, HC_IO, "cannot create a temporary folder: %s", strerror(errno));
+        hc_status st = hc__fail(err, HC_IO, "cannot create a temporary folder: %s", strerror(errno));
         free(c->tmpdir);
         c->tmpdir = NULL;
         return st;
     }
-    c->root = hc_strdup(c->tmpdir);
-    hc_status st = hc_archive_extract(src, c->tmpdir, o, err);
+    c->root = hc__strdup(c->tmpdir);
+    hc_status st = hc__archive_extract(src, c->tmpdir, o, err);
     if (!st) st = find_archive_root(c, err);
     return st;
 }

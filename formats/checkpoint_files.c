@@ -16,14 +16,14 @@ static bool is_weight_file(const char *n) {
     static const char *const ext[] = {".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf",
                                       ".h5", ".msgpack", ".onnx", ".hconvert", ".pkl"};
     for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++)
-        if (hc_ends_with(n, ext[i])) return true;
+        if (hc__ends_with(n, ext[i])) return true;
     return strcmp(n, INDEX_NAME) == 0;
 }
 
 /* Files hconvert reads (rather than copies): one of them that is not a regular file makes
  * the checkpoint unreadable. */
 static bool is_read_file(const char *n) {
-    return hc_ends_with(n, ".safetensors") || !strcmp(n, INDEX_NAME) || !strcmp(n, "config.json") ||
+    return hc__ends_with(n, ".safetensors") || !strcmp(n, INDEX_NAME) || !strcmp(n, "config.json") ||
            !strcmp(n, "quantize_config.json") || !strcmp(n, "quant_config.json");
 }
 
@@ -39,31 +39,31 @@ static bool is_below(const char *dir, const char *p) {
 static hc_status check_link(const hc_ckpt *c, const char *path, hc_err *err) {
     char target[PATH_MAX], pesc[512], tesc[512], resc[512], fesc[512];
     ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n < 0) return hc_fail(err, HC_IO, "cannot read link '%s': %s", path, strerror(errno));
+    if (n < 0) return hc__fail(err, HC_IO, "cannot read link '%s': %s", path, strerror(errno));
     target[n] = 0;
     char *real = realpath(path, NULL);
     hc_status st = HC_OK;
     if (!real)
-        st = hc_fail(err, HC_INVALID, "link '%s' points to '%s', which cannot be resolved: %s",
-                     hc_escape(path, pesc, sizeof pesc), hc_escape(target, tesc, sizeof tesc),
+        st = hc__fail(err, HC_INVALID, "link '%s' points to '%s', which cannot be resolved: %s",
+                     hc__escape(path, pesc, sizeof pesc), hc__escape(target, tesc, sizeof tesc),
                      strerror(errno));
     else if (!is_below(c->root_real, real) && !(c->cache_blobs && is_below(c->cache_blobs, real)))
-        st = hc_fail(err, HC_INVALID, "link '%s' points to '%s' ('%s'), outside the checkpoint "
+        st = hc__fail(err, HC_INVALID, "link '%s' points to '%s' ('%s'), outside the checkpoint "
                      "folder '%s'; links must stay inside it (copy the files in, e.g. cp -rL)",
-                     hc_escape(path, pesc, sizeof pesc), hc_escape(target, tesc, sizeof tesc),
-                     hc_escape(real, resc, sizeof resc),
-                     hc_escape(c->root_real, fesc, sizeof fesc));
+                     hc__escape(path, pesc, sizeof pesc), hc__escape(target, tesc, sizeof tesc),
+                     hc__escape(real, resc, sizeof resc),
+                     hc__escape(c->root_real, fesc, sizeof fesc));
     free(real);
     return st;
 }
 
 /* What path leads to (links followed) must be a regular file, so that a FIFO or a device
- * never blocks an open; hc_open_regular names what it is instead, without blocking. */
+ * never blocks an open; hc__open_regular names what it is instead, without blocking. */
 static hc_status check_regular(const char *path, hc_err *err) {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) return HC_OK;
     int fd;
-    HC_TRY(hc_open_regular(path, &fd, NULL, err));
+    HC_TRY(hc__open_regular(path, &fd, NULL, err));
     close(fd); /* it became a regular file meanwhile */
     return HC_OK;
 }
@@ -71,12 +71,12 @@ static hc_status check_regular(const char *path, hc_err *err) {
 /* Checks root/name before it is read: a link must stay inside the checkpoint folder (when
  * there is one), the file must be regular. HC_NOTFOUND when nothing has that name. */
 hc_status hc__ck_check_member(const hc_ckpt *c, const char *name, hc_err *err) {
-    char *path = hc_asprintf("%s/%s", c->root, name);
-    if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
+    char *path = hc__asprintf("%s/%s", c->root, name);
+    if (!path) return hc__fail(err, HC_NOMEM, "out of memory");
     struct stat sb;
     hc_status st = HC_OK;
     if (lstat(path, &sb) != 0)
-        st = hc_fail(err, errno == ENOENT ? HC_NOTFOUND : HC_IO, "cannot open '%s': %s", path,
+        st = hc__fail(err, errno == ENOENT ? HC_NOTFOUND : HC_IO, "cannot open '%s': %s", path,
                      strerror(errno));
     else if (S_ISLNK(sb.st_mode) && c->root_real)
         st = check_link(c, path, err);
@@ -88,7 +88,7 @@ hc_status hc__ck_check_member(const hc_ckpt *c, const char *name, hc_err *err) {
 /* A file hconvert reads that is not usable is an error; a side file is left out with a
  * warning (copying a FIFO, or a link to nothing, has no meaning). */
 static hc_status leave_out(hc_ckpt *c, const char *name, const hc_err *e, hc_err *err) {
-    if (is_read_file(name)) return hc_fail(err, e->code, "%s", e->msg);
+    if (is_read_file(name)) return hc__fail(err, e->code, "%s", e->msg);
     hc__ck_warn(c, "%s: left out of the checkpoint (not read, not copied)", e->msg);
     return HC_OK;
 }
@@ -120,33 +120,33 @@ hc_status hc__ck_list_dir(hc_ckpt *c, char ***names, size_t *count, hc_err *err)
     *names = NULL;
     *count = 0;
     DIR *d = opendir(dir);
-    if (!d) return hc_fail(err, HC_IO, "cannot open folder '%s': %s", dir, strerror(errno));
+    if (!d) return hc__fail(err, HC_IO, "cannot open folder '%s': %s", dir, strerror(errno));
     hc_status st = HC_OK;
     struct dirent *de;
     char **v = NULL;
     size_t n = 0;
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.') continue;
-        char *p = hc_asprintf("%s/%s", dir, de->d_name);
+        char *p = hc__asprintf("%s/%s", dir, de->d_name);
         bool listed = false;
         st = p ? list_entry(c, de->d_name, p, &listed, err)
-               : hc_fail(err, HC_NOMEM, "out of memory");
+               : hc__fail(err, HC_NOMEM, "out of memory");
         free(p);
         if (st) break;
         if (!listed) continue;
         char **nv = realloc(v, (n + 1) * sizeof *nv);
-        char *dup = hc_strdup(de->d_name);
+        char *dup = hc__strdup(de->d_name);
         if (!nv || !dup) {
             free(dup);
             if (nv) v = nv;
-            st = hc_fail(err, HC_NOMEM, "out of memory");
+            st = hc__fail(err, HC_NOMEM, "out of memory");
             break;
         }
         v = nv;
         v[n++] = dup;
     }
     closedir(d);
-    if (v) qsort(v, n, sizeof *v, hc_cmp_str_ptr);
+    if (v) qsort(v, n, sizeof *v, hc__cmp_str_ptr);
     *names = v;
     *count = n;
     return st;
@@ -161,11 +161,11 @@ hc_status hc__ck_set_root_real(hc_ckpt *c, hc_err *err) {
     c->cache_blobs = NULL;
     c->root_real = realpath(c->root, NULL);
     if (!c->root_real)
-        return hc_fail(err, HC_IO, "cannot resolve '%s': %s", c->root, strerror(errno));
+        return hc__fail(err, HC_IO, "cannot resolve '%s': %s", c->root, strerror(errno));
     const char *rev = strrchr(c->root_real, '/');
     size_t up = rev ? (size_t)(rev - c->root_real) : 0; /* the folder holding REV */
     if (up >= 10 && !strncmp(c->root_real + up - 10, "/snapshots", 10)) {
-        char *blobs = hc_asprintf("%.*s/blobs", (int)(up - 10), c->root_real);
+        char *blobs = hc__asprintf("%.*s/blobs", (int)(up - 10), c->root_real);
         c->cache_blobs = blobs ? realpath(blobs, NULL) : NULL;
         free(blobs);
     }
@@ -181,12 +181,12 @@ hc_status hc__ck_keep_side_files(hc_ckpt *c, char **names, size_t n, hc_err *err
         if (files) c->extra_files = files;
         hc_file_id *ids = realloc(c->extra_ids, (c->nextra + 1) * sizeof *ids);
         if (ids) c->extra_ids = ids;
-        if (!files || !ids) return hc_fail(err, HC_NOMEM, "out of memory");
-        char *path = hc_asprintf("%s/%s", c->root, names[i]);
+        if (!files || !ids) return hc__fail(err, HC_NOMEM, "out of memory");
+        char *path = hc__asprintf("%s/%s", c->root, names[i]);
         struct stat sb;
         if (!path || stat(path, &sb) != 0) {
-            hc_status st = path ? hc_fail(err, HC_IO, "cannot stat '%s': %s", path, strerror(errno))
-                                : hc_fail(err, HC_NOMEM, "out of memory");
+            hc_status st = path ? hc__fail(err, HC_IO, "cannot stat '%s': %s", path, strerror(errno))
+                                : hc__fail(err, HC_NOMEM, "out of memory");
             free(path);
             return st;
         }

@@ -13,11 +13,11 @@
  * cannot be held exactly by a double and are reported as warnings. */
 static hc_status check_json_tree(const cJSON *v, const char *path, hc_ckpt *c, hc_err *err) {
     if (cJSON_IsObject(v)) {
-        const char *dup = hc_json_duplicate_key(v);
+        const char *dup = hc__json_duplicate_key(v);
         if (dup) {
             char esc[256];
-            return hc_fail(err, HC_INVALID, "'%s': duplicate key '%s'", path,
-                           hc_escape(dup, esc, sizeof esc));
+            return hc__fail(err, HC_INVALID, "'%s': duplicate key '%s'", path,
+                           hc__escape(dup, esc, sizeof esc));
         }
     }
     if (cJSON_IsNumber(v) && c && fabs(v->valuedouble) >= HC_JSON_INT_LIMIT &&
@@ -25,7 +25,7 @@ static hc_status check_json_tree(const cJSON *v, const char *path, hc_ckpt *c, h
         char esc[256];
         hc__ck_warn(c, "'%s': integer '%s' is beyond 2^53 and may not be exact when read as a "
                     "number (kept verbatim in the container)", path,
-                    hc_escape(v->string, esc, sizeof esc));
+                    hc__escape(v->string, esc, sizeof esc));
     }
     const cJSON *it;
     if (cJSON_IsObject(v) || cJSON_IsArray(v))
@@ -33,23 +33,23 @@ static hc_status check_json_tree(const cJSON *v, const char *path, hc_ckpt *c, h
     return HC_OK;
 }
 
-hc_status hc_json_parse(const char *data, size_t n, const char *name, cJSON **out, hc_err *err) {
+hc_status hc__json_parse(const char *data, size_t n, const char *name, cJSON **out, hc_err *err) {
     *out = NULL;
-    if (!hc_utf8_valid(data, n)) return hc_fail(err, HC_INVALID, "'%s' is not valid UTF-8", name);
+    if (!hc__utf8_valid(data, n)) return hc__fail(err, HC_INVALID, "'%s' is not valid UTF-8", name);
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithLengthOpts(data, n, &end, 0);
     if (!j) {
         unsigned long long pos = end && end >= data ? (unsigned long long)(end - data) : 0;
-        return hc_fail(err, HC_INVALID, "'%s' is not valid JSON (error near byte %llu)", name, pos);
+        return hc__fail(err, HC_INVALID, "'%s' is not valid JSON (error near byte %llu)", name, pos);
     }
     for (const char *p = end; p < data + n; p++)
         if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') {
             cJSON_Delete(j);
-            return hc_fail(err, HC_INVALID, "'%s' has data after the JSON value", name);
+            return hc__fail(err, HC_INVALID, "'%s' has data after the JSON value", name);
         }
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
-        return hc_fail(err, HC_INVALID, "'%s' is not a JSON object", name);
+        return hc__fail(err, HC_INVALID, "'%s' is not a JSON object", name);
     }
     hc_status st = check_json_tree(j, name, NULL, err);
     if (st) {
@@ -60,25 +60,25 @@ hc_status hc_json_parse(const char *data, size_t n, const char *name, cJSON **ou
     return HC_OK;
 }
 
-hc_status hc_json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err) {
+hc_status hc__json_load(const char *path, cJSON **out, char **text, size_t *len, hc_err *err) {
     char *data = NULL;
     size_t n = 0;
     *out = NULL;
-    HC_TRY(hc_read_file(path, MAX_JSON_FILE, &data, &n, err));
-    hc_status st = hc_json_parse(data, n, path, out, err);
+    HC_TRY(hc__read_file(path, MAX_JSON_FILE, &data, &n, err));
+    hc_status st = hc__json_parse(data, n, path, out, err);
     if (!st && text) *text = data, *len = n;
     else free(data);
     return st;
 }
 
-hc_status hc_cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
+hc_status hc__cfg_int(const cJSON *cfg, const char *file, const char *key, int64_t lo, int64_t hi,
                      int64_t *out, hc_err *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-    if (!v) return hc_fail(err, HC_INVALID, "'%s': missing '%s'", file, key);
+    if (!v) return hc__fail(err, HC_INVALID, "'%s': missing '%s'", file, key);
     double d = v->valuedouble;
     if (!cJSON_IsNumber(v) || d != floor(d) || d < (double)lo || d > (double)hi ||
         fabs(d) >= HC_JSON_INT_LIMIT)
-        return hc_fail(err, HC_INVALID, "'%s': '%s' must be an integer in [%lld, %lld]", file, key,
+        return hc__fail(err, HC_INVALID, "'%s': '%s' must be an integer in [%lld, %lld]", file, key,
                        (long long)lo, (long long)hi);
     *out = (int64_t)d;
     return HC_OK;
@@ -89,12 +89,12 @@ static hc_status load_json_member(hc_ckpt *c, const char *name, cJSON **out, cha
                                   size_t *len, hc_err *err) {
     hc_status st = hc__ck_check_member(c, name, err);
     if (st == HC_NOTFOUND) {
-        hc_err_clear(err);
+        hc__err_clear(err);
         return HC_OK;
     }
     if (st) return st;
-    char *path = hc_asprintf("%s/%s", c->root, name);
-    st = path ? hc_json_load(path, out, text, len, err) : hc_fail(err, HC_NOMEM, "out of memory");
+    char *path = hc__asprintf("%s/%s", c->root, name);
+    st = path ? hc__json_load(path, out, text, len, err) : hc__fail(err, HC_NOMEM, "out of memory");
     free(path);
     return st;
 }
@@ -106,8 +106,8 @@ hc_status hc__ck_load_configs(hc_ckpt *c, hc_err *err) {
     static const char *const qnames[] = {"quantize_config.json", "quant_config.json"};
     for (size_t i = 0; i < 2 && !c->quant_config; i++) {
         HC_TRY(load_json_member(c, qnames[i], &c->quant_config, NULL, NULL, err));
-        if (c->quant_config && !(c->quant_config_name = hc_strdup(qnames[i])))
-            return hc_fail(err, HC_NOMEM, "out of memory");
+        if (c->quant_config && !(c->quant_config_name = hc__strdup(qnames[i])))
+            return hc__fail(err, HC_NOMEM, "out of memory");
     }
     return HC_OK;
 }

@@ -14,26 +14,26 @@ static bool is_plain_file_name(const char *s) {
 /* Opens root/file as one more shard, within the bound on the tensors of all shards. */
 hc_status hc__ck_add_shard(hc_ckpt *c, const char *file, hc_err *err) {
     HC_TRY(hc__ck_check_member(c, file, err));
-    char *path = hc_asprintf("%s/%s", c->root, file);
-    if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
+    char *path = hc__asprintf("%s/%s", c->root, file);
+    if (!path) return hc__fail(err, HC_NOMEM, "out of memory");
     hc_st_file *f = NULL;
-    hc_status st = hc_st_open(path, &f, err);
+    hc_status st = hc__st_open(path, &f, err);
     free(path);
     if (st) return st;
     uint64_t total; /* a running total: summing every shard again per shard is quadratic */
-    if (!hc_add_u64(c->ntensors, f->ntensors, &total)) total = UINT64_MAX;
+    if (!hc__add_u64(c->ntensors, f->ntensors, &total)) total = UINT64_MAX;
     if (total > c->max_tensors) { /* every later pass costs memory per tensor */
         char esc[512];
-        hc_escape(f->path, esc, sizeof esc);
-        hc_st_close(f);
-        return hc_fail(err, HC_INVALID, "'%s': the checkpoint holds more than %llu tensors with "
+        hc__escape(f->path, esc, sizeof esc);
+        hc__st_close(f);
+        return hc__fail(err, HC_INVALID, "'%s': the checkpoint holds more than %llu tensors with "
                        "this shard (%llu); no model needs that many (docs/inputs.md)", esc,
                        (unsigned long long)c->max_tensors, (unsigned long long)total);
     }
     hc_st_file **v = realloc(c->shards, (c->nshards + 1) * sizeof *v);
     if (!v) {
-        hc_st_close(f);
-        return hc_fail(err, HC_NOMEM, "out of memory");
+        hc__st_close(f);
+        return hc__fail(err, HC_NOMEM, "out of memory");
     }
     c->shards = v;
     v[c->nshards++] = f;
@@ -53,7 +53,7 @@ hc_status hc__ck_build_entries(hc_ckpt *c, hc_err *err) {
     size_t n = 0;
     for (size_t s = 0; s < c->nshards; s++) n += c->shards[s]->ntensors;
     c->entries = calloc(n ? n : 1, sizeof *c->entries);
-    if (!c->entries) return hc_fail(err, HC_NOMEM, "out of memory");
+    if (!c->entries) return hc__fail(err, HC_NOMEM, "out of memory");
     for (size_t s = 0; s < c->nshards; s++)
         for (size_t i = 0; i < c->shards[s]->ntensors; i++) {
             hc_ck_entry *e = &c->entries[c->nentries++];
@@ -65,67 +65,67 @@ hc_status hc__ck_build_entries(hc_ckpt *c, hc_err *err) {
     for (size_t i = 1; i < c->nentries; i++)
         if (strcmp(c->entries[i].name, c->entries[i - 1].name) == 0) {
             char esc[512];
-            return hc_fail(err, HC_INVALID, "tensor '%s' is stored in two shards: '%s' and '%s'",
-                           hc_escape(c->entries[i].name, esc, sizeof esc),
-                           hc_basename(c->shards[c->entries[i - 1].shard]->path),
-                           hc_basename(c->shards[c->entries[i].shard]->path));
+            return hc__fail(err, HC_INVALID, "tensor '%s' is stored in two shards: '%s' and '%s'",
+                           hc__escape(c->entries[i].name, esc, sizeof esc),
+                           hc__basename(c->shards[c->entries[i - 1].shard]->path),
+                           hc__basename(c->shards[c->entries[i].shard]->path));
         }
     return HC_OK;
 }
 
-const hc_ck_entry *hc_ckpt_find(const hc_ckpt *c, const char *name) {
-    return hc_find_by_name(c->entries, c->nentries, sizeof *c->entries, name);
+const hc_ck_entry *hc__ckpt_find(const hc_ckpt *c, const char *name) {
+    return hc__find_by_name(c->entries, c->nentries, sizeof *c->entries, name);
 }
 
 /* Opens the shards an index names and checks both directions of the mapping. */
 hc_status hc__ck_load_index(hc_ckpt *c, hc_err *err) {
-    char *path = hc_asprintf("%s/%s", c->root, INDEX_NAME);
-    if (!path) return hc_fail(err, HC_NOMEM, "out of memory");
+    char *path = hc__asprintf("%s/%s", c->root, INDEX_NAME);
+    if (!path) return hc__fail(err, HC_NOMEM, "out of memory");
     cJSON *idx = NULL;
-    hc_status st = hc_json_load(path, &idx, NULL, NULL, err);
+    hc_status st = hc__json_load(path, &idx, NULL, NULL, err);
     char **files = NULL;
     size_t nfiles = 0;
     unsigned char *listed = NULL; /* per entry: named in the index */
     if (st) goto out;
-    c->index_name = hc_strdup(INDEX_NAME);
+    c->index_name = hc__strdup(INDEX_NAME);
     const cJSON *wm = cJSON_GetObjectItemCaseSensitive(idx, "weight_map");
     if (!cJSON_IsObject(wm)) {
-        st = hc_fail(err, HC_INVALID, "'%s': missing or invalid \"weight_map\" object", path);
+        st = hc__fail(err, HC_INVALID, "'%s': missing or invalid \"weight_map\" object", path);
         goto out;
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(idx, "metadata");
     const cJSON *ts = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "total_size")
                                            : NULL;
-    if (ts && !hc_json_u64(ts, &c->index_total_size))
+    if (ts && !hc__json_u64(ts, &c->index_total_size))
         hc__ck_warn(c, "'%s': metadata.total_size is not an integer in [0, 2^53)", INDEX_NAME);
     size_t n = (size_t)cJSON_GetArraySize(wm);
     files = calloc(n ? n : 1, sizeof *files);
     if (!files) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     const cJSON *it;
     cJSON_ArrayForEach(it, wm) {
         char esc[512], fesc[512];
         if (!cJSON_IsString(it) || !is_plain_file_name(it->valuestring)) {
-            st = hc_fail(err, HC_INVALID, "'%s': tensor '%s' maps to '%s': a shard must be a plain "
+            st = hc__fail(err, HC_INVALID, "'%s': tensor '%s' maps to '%s': a shard must be a plain "
                          "file name in the checkpoint folder", path,
-                         hc_escape(it->string, esc, sizeof esc),
-                         cJSON_IsString(it) ? hc_escape(it->valuestring, fesc, sizeof fesc)
+                         hc__escape(it->string, esc, sizeof esc),
+                         cJSON_IsString(it) ? hc__escape(it->valuestring, fesc, sizeof fesc)
                                             : "(not a string)");
             goto out;
         }
         files[nfiles++] = it->valuestring;
     }
-    qsort(files, nfiles, sizeof *files, hc_cmp_str_ptr);
+    qsort(files, nfiles, sizeof *files, hc__cmp_str_ptr);
     for (size_t i = 0; i < nfiles; i++) {
         if (i && strcmp(files[i], files[i - 1]) == 0) continue;
         st = hc__ck_add_shard(c, files[i], err);
         if (st == HC_NOTFOUND) {
             char fesc[512];
-            hc_err_clear(err);
-            st = hc_fail(err, HC_INVALID, "'%s': shard '%s' named in the index does not exist",
-                         path, hc_escape(files[i], fesc, sizeof fesc));
+            hc__err_clear(err);
+            st = hc__fail(err, HC_INVALID, "'%s': shard '%s' named in the index does not exist",
+                         path, hc__escape(files[i], fesc, sizeof fesc));
         }
         if (st) goto out;
     }
@@ -133,19 +133,19 @@ hc_status hc__ck_load_index(hc_ckpt *c, hc_err *err) {
     if (st) goto out;
     listed = calloc(c->nentries ? c->nentries : 1, 1);
     if (!listed) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
     /* index -> shards: every indexed tensor is in the shard the index names */
     cJSON_ArrayForEach(it, wm) {
-        const hc_ck_entry *e = hc_ckpt_find(c, it->string);
+        const hc_ck_entry *e = hc__ckpt_find(c, it->string);
         if (e) listed[e - c->entries] = 1;
-        const char *where = e ? hc_basename(c->shards[e->shard]->path) : NULL;
+        const char *where = e ? hc__basename(c->shards[e->shard]->path) : NULL;
         if (!e || strcmp(where, it->valuestring) != 0) {
             char esc[512], fesc[512];
-            st = hc_fail(err, HC_INVALID, "'%s': tensor '%s' is listed in shard '%s', which lacks "
-                         "it%s%s%s", path, hc_escape(it->string, esc, sizeof esc),
-                         hc_escape(it->valuestring, fesc, sizeof fesc),
+            st = hc__fail(err, HC_INVALID, "'%s': tensor '%s' is listed in shard '%s', which lacks "
+                         "it%s%s%s", path, hc__escape(it->string, esc, sizeof esc),
+                         hc__escape(it->valuestring, fesc, sizeof fesc),
                          e ? " (it is stored in '" : "", e ? where : "", e ? "')" : "");
             goto out;
         }
@@ -157,9 +157,9 @@ hc_status hc__ck_load_index(hc_ckpt *c, hc_err *err) {
         total += e->t->end - e->t->begin;
         if (!listed[i]) {
             char esc[512];
-            st = hc_fail(err, HC_INVALID, "'%s': shard '%s' holds tensor '%s', which the index "
-                         "does not list", path, hc_basename(c->shards[e->shard]->path),
-                         hc_escape(e->name, esc, sizeof esc));
+            st = hc__fail(err, HC_INVALID, "'%s': shard '%s' holds tensor '%s', which the index "
+                         "does not list", path, hc__basename(c->shards[e->shard]->path),
+                         hc__escape(e->name, esc, sizeof esc));
             goto out;
         }
     }
@@ -176,7 +176,7 @@ out:
 }
 
 static int cmp_name_shard(const void *key, const void *elem) {
-    return strcmp(key, hc_basename((*(hc_st_file *const *)elem)->path));
+    return strcmp(key, hc__basename((*(hc_st_file *const *)elem)->path));
 }
 
 /* Whether name is one of the shards, which hc__ck_load_index opens in name order (a binary

@@ -1,4 +1,4 @@
-/* decode.c: hc_module_decode, which dispatches a module to its format's decoder
+/* decode.c: hc__module_decode, which dispatches a module to its format's decoder
  * (decode_ct.c: compressed-tensors and fp8 weight_scale_inv; decode_gptq.c: GPTQ, AWQ and
  * gpt-oss), the readers every decoder shares (decode_int.h), and the unquantized and tiled
  * (container) modules. Each decoder produces the canonical quantized tensor (quant.h); layout
@@ -15,7 +15,7 @@
 const hc_ck_entry *hc__dec_need(dctx *c, hc_role r, const char *what) {
     const hc_ck_entry *e = c->m->t[r];
     if (!e) PROBLEM(c, c->m->name, "missing tensor", "module '%s' (%s): missing %s tensor",
-                    c->m->name, hc_fmt_name(c->m->scheme.fmt), what);
+                    c->m->name, hc__fmt_name(c->m->scheme.fmt), what);
     return e;
 }
 
@@ -23,7 +23,7 @@ bool hc__dec_check_dtype(dctx *c, const hc_ck_entry *e, const hc_dtype *ok, size
     for (size_t i = 0; i < nok; i++)
         if (e->t->dtype == ok[i]) return true;
     PROBLEM(c, e->name, "dtype", "tensor '%s': dtype %s is not valid for %s", e->name,
-            hc_dtype_name(e->t->dtype), hc_fmt_name(c->m->scheme.fmt));
+            hc_dtype_name(e->t->dtype), hc__fmt_name(c->m->scheme.fmt));
     return false;
 }
 
@@ -55,8 +55,8 @@ bool hc__dec_check_shape(dctx *c, const hc_ck_entry *e, int ndim, const uint64_t
 bool hc__dec_alloc_q(dctx *c, uint64_t E, uint64_t N, uint64_t K, uint64_t sn, uint64_t sk) {
     hc_qtensor *q = c->q;
     uint64_t n, ns;
-    if (!hc_mul_u64(E, N, &n) || !hc_mul_u64(n, K, &n) || !hc_mul_u64(E, sn, &ns) ||
-        !hc_mul_u64(ns, sk, &ns) || n > (1ull << 40) || ns > (1ull << 40)) {
+    if (!hc__mul_u64(E, N, &n) || !hc__mul_u64(n, K, &n) || !hc__mul_u64(E, sn, &ns) ||
+        !hc__mul_u64(ns, sk, &ns) || n > (1ull << 40) || ns > (1ull << 40)) {
         PROBLEM(c, c->m->name, "size", "module '%s': element count overflows", c->m->name);
         return false;
     }
@@ -77,7 +77,7 @@ bool hc__dec_alloc_q(dctx *c, uint64_t E, uint64_t N, uint64_t K, uint64_t sn, u
 void hc__dec_read_scales(const dctx *c, const hc_ck_entry *e, bool e8m0, uint64_t n, double *out) {
     const uint8_t *d = tdata(c, e);
     if (e8m0) {
-        for (uint64_t i = 0; i < n; i++) out[i] = hc_e8m0(d[i]);
+        for (uint64_t i = 0; i < n; i++) out[i] = hc__e8m0(d[i]);
     } else if (e->t->dtype == HC_DT_BF16) { /* the common case, without a switch per value */
         for (uint64_t i = 0; i < n; i++) {
             uint32_t u = (uint32_t)(d[2 * i] | d[2 * i + 1] << 8) << 16;
@@ -86,7 +86,7 @@ void hc__dec_read_scales(const dctx *c, const hc_ck_entry *e, bool e8m0, uint64_
             out[i] = f;
         }
     } else {
-        for (uint64_t i = 0; i < n; i++) hc_read_scalar(d, e->t->dtype, i, &out[i]);
+        for (uint64_t i = 0; i < n; i++) hc__read_scalar(d, e->t->dtype, i, &out[i]);
     }
     c->q->scale_dtype = e8m0 ? HC_DT_F8_E8M0 : e->t->dtype;
 }
@@ -117,14 +117,14 @@ bool hc__dec_read_gidx(dctx *c, uint64_t K, uint64_t G) {
     uint64_t bad = 0, neg = 0, trivial = 1;
     for (uint64_t k = 0; k < K; k++) {
         double v;
-        hc_read_scalar(tdata(c, ge), ge->t->dtype, k, &v);
+        hc__read_scalar(tdata(c, ge), ge->t->dtype, k, &v);
         if (v == -1) neg++;
         else if (v < 0 || v >= (double)G) bad++;
         g[k] = (int32_t)v;
         trivial &= (uint64_t)g[k] == k / c->q->gk;
     }
     if (bad) {
-        hc_findings_add(c->f, HC_SEV_ERROR, ge->name, "g_idx range", bad, NULL, 0,
+        hc__findings_add(c->f, HC_SEV_ERROR, ge->name, "g_idx range", bad, NULL, 0,
                         "tensor '%s': g_idx range: %llu of %llu entries are outside [0, %llu)",
                         ge->name, (unsigned long long)bad, (unsigned long long)K,
                         (unsigned long long)G);
@@ -163,7 +163,7 @@ static void decode_tiles(dctx *c) {
     hc_tile_params p;
     cJSON *j = cJSON_Parse(we->info->layout_params);
     hc_err perr = {0};
-    hc_status st = hc_tile_params_parse(j, we->info->layout, &p, we->name, &perr);
+    hc_status st = hc__tile_params_parse(j, we->info->layout, &p, we->name, &perr);
     cJSON_Delete(j);
     if (st) {
         PROBLEM(c, we->name, "layout", "%s", perr.msg);
@@ -171,15 +171,15 @@ static void decode_tiles(dctx *c) {
     }
     const int32_t *perm = NULL;
     if (p.perm) {
-        char *pn = hc_asprintf("%s.perm", c->m->name);
-        const hc_ck_entry *pe = pn ? hc_ckpt_find(c->md->ck, pn) : NULL;
+        char *pn = hc__asprintf("%s.perm", c->m->name);
+        const hc_ck_entry *pe = pn ? hc__ckpt_find(c->md->ck, pn) : NULL;
         free(pn);
         if (!pe || pe->t->dtype != HC_DT_I32 || pe->t->numel != p.K) {
             PROBLEM(c, we->name, "perm", "module '%s': the act-order permutation '%s.perm' is "
                     "missing or not I32 [%llu]", c->m->name, c->m->name, (unsigned long long)p.K);
             return;
         }
-        perm = hc_ckpt_data(c->md->ck, pe);
+        perm = hc__ckpt_data(c->md->ck, pe);
         for (uint64_t k = 0; k < p.K; k++)
             if (perm[k] < 0 || (uint64_t)perm[k] >= p.K) {
                 PROBLEM(c, pe->name, "perm", "tensor '%s': entry %llu is out of range", pe->name,
@@ -200,14 +200,14 @@ static void decode_tiles(dctx *c) {
     }
     const uint8_t *d = tdata(c, we);
     hc_core_params cp;
-    hc_tile_core_params(&p, &cp);
+    hc__tile_core_params(&p, &cp);
     for (uint64_t e = 0; e < p.E; e++)
         for (uint64_t n = 0; n < p.N; n++)
             for (uint64_t kp = 0; kp < p.K; kp++) {
-                const uint8_t *chunk = d + hc_tile_offset(&p, e, n / HC_TILE_N, kp / HC_TILE_K);
+                const uint8_t *chunk = d + hc__tile_offset(&p, e, n / HC_TILE_N, kp / HC_TILE_K);
                 uint64_t k = perm ? (uint64_t)perm[kp] : kp;
                 q->plain[(e * p.N + n) * p.K + k] =
-                    hc_core_value(&cp, chunk, (unsigned)(n % HC_TILE_N), (unsigned)(kp % HC_TILE_K));
+                    hc__core_value(&cp, chunk, (unsigned)(n % HC_TILE_N), (unsigned)(kp % HC_TILE_K));
             }
 }
 
@@ -216,7 +216,7 @@ static void decode_plain(dctx *c) {
     const hc_ck_entry *we = hc__dec_need(c, HC_ROLE_WEIGHT, "weight");
     if (c->bad) return;
     double v;
-    if (!hc_read_scalar(tdata(c, we), we->t->dtype, 0, &v) && we->t->numel) {
+    if (!hc__read_scalar(tdata(c, we), we->t->dtype, 0, &v) && we->t->numel) {
         PROBLEM(c, we->name, "dtype", "tensor '%s': dtype %s cannot be read as numbers",
                 we->name, hc_dtype_name(we->t->dtype));
         return;
@@ -233,12 +233,12 @@ static void decode_plain(dctx *c) {
         return;
     }
     for (uint64_t i = 0; i < we->t->numel; i++)
-        hc_read_scalar(tdata(c, we), we->t->dtype, i, &q->plain[i]);
+        hc__read_scalar(tdata(c, we), we->t->dtype, i, &q->plain[i]);
 }
 
-void hc_module_release(const hc_model *md, const hc_module *m) {
+void hc__module_release(const hc_model *md, const hc_module *m) {
     for (int r = 0; r < HC_ROLE_COUNT; r++)
-        if (m->t[r]) hc_ckpt_release(md->ck, m->t[r]);
+        if (m->t[r]) hc__ckpt_release(md->ck, m->t[r]);
 }
 
 /* The scheme's numbers, whatever the config said: refuse what would divide by zero or shift
@@ -265,7 +265,7 @@ static bool scheme_sane(dctx *c) {
     return true;
 }
 
-hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flags, hc_qtensor *q,
+hc_status hc__module_decode(const hc_model *md, const hc_module *m, unsigned flags, hc_qtensor *q,
                            hc_findings *f, hc_err *err) {
     memset(q, 0, sizeof *q);
     q->ndim = 2;
@@ -273,8 +273,8 @@ hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flag
     q->code_min = -1;
     dctx c = {.md = md, .m = m, .f = f, .q = q, .flags = flags};
     if (m->conflict) { /* already reported when the modules were formed */
-        hc_qtensor_free(q);
-        return hc_fail(err, HC_INVALID, "module '%s' has two tensors in one role", m->name);
+        hc__qtensor_free(q);
+        return hc__fail(err, HC_INVALID, "module '%s' has two tensors in one role", m->name);
     }
     if (m->unresolved) { /* its tensors are not numbers as stored: never read them as such */
         const char *why = "see the configuration findings";
@@ -285,8 +285,8 @@ hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flag
             }
         PROBLEM(&c, m->name, "scheme", "module '%s' carries quantized tensors but has no "
                 "quantization scheme: %s", m->name, why);
-        hc_qtensor_free(q);
-        return hc_fail(err, HC_INVALID, "module '%s' cannot be decoded (see the findings)",
+        hc__qtensor_free(q);
+        return hc__fail(err, HC_INVALID, "module '%s' cannot be decoded (see the findings)",
                        m->name);
     }
     switch (scheme_sane(&c) ? m->scheme.fmt : (hc_fmt)-1) {
@@ -304,8 +304,8 @@ hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flag
     case HC_FMT_TILES: decode_tiles(&c); break;
     }
     if (c.bad) {
-        hc_qtensor_free(q);
-        return hc_fail(err, HC_INVALID, "module '%s' cannot be decoded (see the findings)",
+        hc__qtensor_free(q);
+        return hc__fail(err, HC_INVALID, "module '%s' cannot be decoded (see the findings)",
                        m->name);
     }
     return HC_OK;

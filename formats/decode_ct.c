@@ -96,8 +96,8 @@ void hc__dec_ct_pack(dctx *c) {
         return;
     }
     double dn, dk;
-    hc_read_scalar(tdata(c, sh), sh->t->dtype, 0, &dn);
-    hc_read_scalar(tdata(c, sh), sh->t->dtype, 1, &dk);
+    hc__read_scalar(tdata(c, sh), sh->t->dtype, 0, &dn);
+    hc__read_scalar(tdata(c, sh), sh->t->dtype, 1, &dk);
     uint64_t N = we->t->shape[0], W = we->t->shape[1];
     if (dn != (double)N || dk < 0 || dk > 1e12) {
         PROBLEM(c, sh->name, "weight_shape", "tensor '%s': weight_shape [%.0f, %.0f] disagrees "
@@ -133,7 +133,7 @@ void hc__dec_ct_pack(dctx *c) {
         if (!q->zeros) return;
         if (m->scheme.strategy == HC_STRAT_TENSOR) {
             double z;
-            hc_read_scalar(tdata(c, ze), ze->t->dtype, 0, &z);
+            hc__read_scalar(tdata(c, ze), ze->t->dtype, 0, &z);
             q->zeros[0] = (int32_t)z + q->zero_const;
         } else {
             uint64_t Wz = stream ? cdiv(N * (uint64_t)b, 32) : cdiv(N, 32u / (unsigned)b);
@@ -241,7 +241,7 @@ void hc__dec_ct_unpacked(dctx *c) {
             if (q->codes) q->codes[i] = (uint8_t)(v + q->zero_const);
         }
         if (out) {
-            hc_findings_add(c->f, HC_SEV_ERROR, we->name, "code range", out, NULL, 0,
+            hc__findings_add(c->f, HC_SEV_ERROR, we->name, "code range", out, NULL, 0,
                             "tensor '%s': code range: %llu values outside [%d, %d] for %d bits",
                             we->name, (unsigned long long)out, lo, hi, b);
             c->bad = true;
@@ -253,7 +253,7 @@ void hc__dec_ct_unpacked(dctx *c) {
         for (uint64_t i = 0; i < N * K; i++)
             nan += q->kind == HC_Q_FP8_E4M3 ? (d[i] & 0x7F) == 0x7F : (d[i] & 0x7C) == 0x7C;
         if (nan) {
-            hc_findings_add(c->f, HC_SEV_ERROR, we->name, "weight NaN", nan, NULL, 0,
+            hc__findings_add(c->f, HC_SEV_ERROR, we->name, "weight NaN", nan, NULL, 0,
                             "tensor '%s': %llu weights are %s codes", we->name,
                             (unsigned long long)nan,
                             q->kind == HC_Q_FP8_E4M3 ? "E4M3 NaN" : "E5M2 NaN/inf");
@@ -278,7 +278,7 @@ void hc__dec_ct_unpacked(dctx *c) {
         q->zeros = malloc(sn * sk * sizeof *q->zeros);
         for (uint64_t i = 0; q->zeros && i < sn * sk; i++) {
             double z;
-            hc_read_scalar(tdata(c, ze), ze->t->dtype, i, &z);
+            hc__read_scalar(tdata(c, ze), ze->t->dtype, i, &z);
             q->zeros[i] = (int32_t)z + q->zero_const;
         }
     }
@@ -302,8 +302,8 @@ void hc__dec_ct_fp4(dctx *c) {
     const hc_ck_entry *sh = m->t[HC_ROLE_SHAPE];
     if (sh && sh->t->numel == 2) {
         double dn, dk;
-        hc_read_scalar(tdata(c, sh), sh->t->dtype, 0, &dn);
-        hc_read_scalar(tdata(c, sh), sh->t->dtype, 1, &dk);
+        hc__read_scalar(tdata(c, sh), sh->t->dtype, 0, &dn);
+        hc__read_scalar(tdata(c, sh), sh->t->dtype, 1, &dk);
         if (dn != (double)N || dk != (double)K) {
             PROBLEM(c, sh->name, "weight_shape", "tensor '%s': weight_shape [%.0f, %.0f] "
                     "disagrees with weight_packed [%llu, %llu/2]", sh->name, dn, dk,
@@ -331,7 +331,7 @@ void hc__dec_ct_fp4(dctx *c) {
     }
     if (nv) {
         if (!CHECK_DT(c, ge, HC_DT_F32, HC_DT_BF16, HC_DT_F16) || ge->t->numel != 1) return;
-        hc_read_scalar(tdata(c, ge), ge->t->dtype, 0, &q->global_div);
+        hc__read_scalar(tdata(c, ge), ge->t->dtype, 0, &q->global_div);
         if (!isfinite(q->global_div) || q->global_div <= 0) {
             PROBLEM(c, ge->name, "global scale", "tensor '%s': global scale %g must be finite "
                     "and > 0", ge->name, q->global_div);

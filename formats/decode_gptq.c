@@ -113,12 +113,12 @@ void hc__dec_gptq(dctx *c) {
             at_half_m1 += f == half - 1;
         }
     if (m->scheme.symmetric && !v2 && at_half == G * N) {
-        hc_findings_add(c->f, HC_SEV_WARNING, ze->name, "v2 zero points", 0, NULL, 0,
+        hc__findings_add(c->f, HC_SEV_WARNING, ze->name, "v2 zero points", 0, NULL, 0,
                         "tensor '%s': checkpoint_format says gptq (v1) but every zero field is "
                         "%u, the gptq_v2 symmetric value; reading them as v2", ze->name, half);
         v2 = true;
     } else if (m->scheme.symmetric && v2 && at_half_m1 == G * N) {
-        hc_findings_add(c->f, HC_SEV_WARNING, ze->name, "v1 zero points", 0, NULL, 0,
+        hc__findings_add(c->f, HC_SEV_WARNING, ze->name, "v1 zero points", 0, NULL, 0,
                         "tensor '%s': checkpoint_format says gptq_v2 but every zero field is "
                         "%u, the v1 symmetric value; reading them as v1", ze->name, half - 1);
         v2 = false;

@@ -19,12 +19,12 @@ typedef struct {
 
 #define PROBLEM(c, tensor, rule, ...)                                                \
     do {                                                                             \
-        hc_findings_add((c)->f, HC_SEV_ERROR, tensor, rule, 0, NULL, 0, __VA_ARGS__); \
+        hc__findings_add((c)->f, HC_SEV_ERROR, tensor, rule, 0, NULL, 0, __VA_ARGS__); \
         (c)->bad = true;                                                             \
     } while (0)
 
 static inline const void *tdata(const dctx *c, const hc_ck_entry *e) {
-    return hc_ckpt_data(c->md->ck, e);
+    return hc__ckpt_data(c->md->ck, e);
 }
 static inline uint32_t word32(const void *d, uint64_t i) {
     uint32_t w;
@@ -59,7 +59,7 @@ bool hc__dec_words_have_zero_nibble(const void *d, uint64_t n);
 /* Two FP4 codes per byte, element 2j in the low nibble. */
 void hc__dec_unpack_nibbles(const uint8_t *d, uint64_t nbytes, uint8_t *out);
 
-/* The decoders, one per storage format (hc_module_decode dispatches). */
+/* The decoders, one per storage format (hc__module_decode dispatches). */
 void hc__dec_ct_pack(dctx *c);     /* decode_ct.c */
 void hc__dec_ct_unpacked(dctx *c);
 void hc__dec_ct_fp4(dctx *c);

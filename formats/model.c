@@ -40,7 +40,7 @@ static void split_name(const char *name, bool gptoss, char **module, hc_role *ro
             hc_role r;
         } fs[] = {{"_blocks", HC_ROLE_WEIGHT}, {"_scales", HC_ROLE_SCALE}, {"_bias", HC_ROLE_BIAS}};
         for (size_t i = 0; i < 3; i++)
-            if (hc_ends_with(dot + 1, fs[i].s)) {
+            if (hc__ends_with(dot + 1, fs[i].s)) {
                 *module = strndup(name, strlen(name) - strlen(fs[i].s));
                 *role = fs[i].r;
                 *fused = true;
@@ -54,7 +54,7 @@ static void split_name(const char *name, bool gptoss, char **module, hc_role *ro
                 *role = suffix_roles[i].role;
                 return;
             }
-    *module = hc_strdup(name); /* a tensor of its own, e.g. e_score_correction_bias */
+    *module = hc__strdup(name); /* a tensor of its own, e.g. e_score_correction_bias */
     *role = HC_ROLE_WEIGHT;
 }
 
@@ -75,19 +75,19 @@ static int cmp_module(const void *a, const void *b) {
     return strcmp(((const hc_module *)a)->name, ((const hc_module *)b)->name);
 }
 
-const hc_module *hc_model_find(const hc_model *m, const char *name) {
-    return hc_find_by_name(m->m, m->n, sizeof *m->m, name);
+const hc_module *hc__model_find(const hc_model *m, const char *name) {
+    return hc__find_by_name(m->m, m->n, sizeof *m->m, name);
 }
 
 static int cmp_expert(const void *a, const void *b) {
     return (*(const hc_module *const *)a)->expert - (*(const hc_module *const *)b)->expert;
 }
 
-size_t hc_model_experts(const hc_model *m, const char *stacked, const hc_module **out,
+size_t hc__model_experts(const hc_model *m, const char *stacked, const hc_module **out,
                         size_t cap) {
     const char *p = strstr(stacked, ".experts.");
     if (!p) return 0;
-    char *key = hc_asprintf("%.*s.experts.*.%s", (int)(p - stacked), stacked, p + 9);
+    char *key = hc__asprintf("%.*s.experts.*.%s", (int)(p - stacked), stacked, p + 9);
     size_t n = 0;
     for (size_t i = 0; key && i < m->n && n < cap; i++)
         if (m->m[i].moe_key && !strcmp(m->m[i].moe_key, key)) out[n++] = &m->m[i];
@@ -105,7 +105,7 @@ static void moe_membership(hc_module *m) {
     while (isdigit((unsigned char)*e)) e++;
     if (e == j || (*e != '.' && *e != 0) || e - j > 6) return;
     m->expert = atoi(j);
-    m->moe_key = hc_asprintf("%.*s.experts.*%s", (int)(p - m->name), m->name, e);
+    m->moe_key = hc__asprintf("%.*s.experts.*%s", (int)(p - m->name), m->name, e);
 }
 
 static bool is_float_dtype(hc_dtype d) {
@@ -113,7 +113,7 @@ static bool is_float_dtype(hc_dtype d) {
 }
 
 /* A module carries quantized tensors when it has a scale or a packed/integer/fp8 weight. */
-bool hc_module_carries_quant(const hc_module *m) {
+bool hc__module_carries_quant(const hc_module *m) {
     if (m->fused || m->t[HC_ROLE_SCALE] || m->t[HC_ROLE_ZERO] || m->t[HC_ROLE_SHAPE]) return true;
     const hc_ck_entry *w = m->t[HC_ROLE_WEIGHT];
     return w && !is_float_dtype(w->t->dtype) && strstr(w->name, "packed");
@@ -131,7 +131,7 @@ static const cJSON *quant_config(const hc_ckpt *ck, char method[32], const char 
     }
     method[0] = 0;
     if (!cJSON_IsObject(qc)) return NULL;
-    const char *qm = hc_json_str(qc, "quant_method");
+    const char *qm = hc__json_str(qc, "quant_method");
     if (qm) snprintf(method, 32, "%s", qm);
     else if (cJSON_GetObjectItemCaseSensitive(qc, "w_bit")) snprintf(method, 32, "awq");
     else if (cJSON_GetObjectItemCaseSensitive(qc, "bits")) snprintf(method, 32, "gptq");
@@ -145,12 +145,12 @@ static void mark_unresolved(hc_model *md, const char *cfgname) {
     const char *first = NULL;
     for (size_t i = 0; i < md->n; i++) {
         hc_module *m = &md->m[i];
-        if (m->scheme.fmt != HC_FMT_PLAIN || !hc_module_carries_quant(m)) continue;
+        if (m->scheme.fmt != HC_FMT_PLAIN || !hc__module_carries_quant(m)) continue;
         m->unresolved = true;
         if (!n++) first = m->name;
     }
-    if (n && !hc_findings_errors(&md->config_findings))
-        hc_findings_add(&md->config_findings, HC_SEV_ERROR, first, "no scheme", n, NULL, 0,
+    if (n && !hc__findings_errors(&md->config_findings))
+        hc__findings_add(&md->config_findings, HC_SEV_ERROR, first, "no scheme", n, NULL, 0,
                         "%zu module%s carr%s quantized tensors that %s does not describe "
                         "(first: '%s')", n, n == 1 ? "" : "s", n == 1 ? "ies" : "y", cfgname,
                         first);
@@ -176,7 +176,7 @@ static void dedup_findings(hc_findings *cf) {
                              !strcmp(p[i - 1]->message, p[i]->message);
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
-        if (drop[i]) hc_finding_clear(&cf->v[i]);
+        if (drop[i]) hc__finding_clear(&cf->v[i]);
         else cf->v[kept++] = cf->v[i];
     }
     cf->n = kept;
@@ -185,25 +185,25 @@ out:
     free(drop);
 }
 
-hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
+hc_status hc__model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
     *out = NULL;
     hc_model *md = calloc(1, sizeof *md);
-    if (!md) return hc_fail(err, HC_NOMEM, "out of memory");
+    if (!md) return hc__fail(err, HC_NOMEM, "out of memory");
     md->ck = ck;
     const char *cfgname;
     const cJSON *qc = quant_config(ck, md->quant_method, &cfgname);
     bool gptoss = !strcmp(md->quant_method, "mxfp4");
     md->m = calloc(ck->nentries ? ck->nentries : 1, sizeof *md->m);
     if (!md->m) {
-        hc_model_free(md);
-        return hc_fail(err, HC_NOMEM, "out of memory");
+        hc__model_free(md);
+        return hc__fail(err, HC_NOMEM, "out of memory");
     }
     /* entries are sorted by tensor name, which is not module order ("a.b.x" sorts after
      * "a.b_c.x"), so collect (module, role) pairs, sort them by module, then merge */
     pair_t *pv = calloc(ck->nentries ? ck->nentries : 1, sizeof *pv);
     if (!pv) {
-        hc_model_free(md);
-        return hc_fail(err, HC_NOMEM, "out of memory");
+        hc__model_free(md);
+        return hc__fail(err, HC_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < ck->nentries; i++) {
         pv[i].e = &ck->entries[i];
@@ -211,8 +211,8 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
         if (!pv[i].mod) {
             for (size_t j = 0; j < i; j++) free(pv[j].mod);
             free(pv);
-            hc_model_free(md);
-            return hc_fail(err, HC_NOMEM, "out of memory");
+            hc__model_free(md);
+            return hc__fail(err, HC_NOMEM, "out of memory");
         }
     }
     qsort(pv, ck->nentries, sizeof *pv, cmp_pair);
@@ -228,7 +228,7 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
         m->fused |= pv[i].fused;
         if (m->t[pv[i].role] && pv[i].role != HC_ROLE_OTHER) {
             m->conflict = true;
-            hc_findings_add(&md->config_findings, HC_SEV_ERROR, m->name, "two tensors", 0, NULL,
+            hc__findings_add(&md->config_findings, HC_SEV_ERROR, m->name, "two tensors", 0, NULL,
                             0, "module '%s' has two %s tensors: '%s' and '%s'", m->name,
                             role_names[pv[i].role], m->t[pv[i].role]->name, pv[i].e->name);
             continue;
@@ -247,8 +247,8 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
         /* refused: nothing resolved */
     } else if (!qc) {
         for (size_t i = 0; i < md->n; i++)
-            if (hc_module_carries_quant(&md->m[i])) {
-                hc_findings_add(&md->config_findings, HC_SEV_ERROR, md->m[i].name,
+            if (hc__module_carries_quant(&md->m[i])) {
+                hc__findings_add(&md->config_findings, HC_SEV_ERROR, md->m[i].name,
                                 "no quantization_config", 0, NULL, 0,
                                 "module '%s' carries quantized tensors but config.json has no "
                                 "quantization_config", md->m[i].name);
@@ -265,7 +265,7 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
     } else if (!strcmp(qm, "fp8")) {
         hc__resolve_fp8(md, qc, cfgname);
     } else {
-        hc_findings_add(&md->config_findings, HC_SEV_ERROR, cfgname, "quant_method", 0, NULL, 0,
+        hc__findings_add(&md->config_findings, HC_SEV_ERROR, cfgname, "quant_method", 0, NULL, 0,
                         "%s: quant_method '%s' is not supported (compressed-tensors, gptq, awq, "
                         "mxfp4, fp8 are)", cfgname, qm[0] ? qm : "(none)");
     }
@@ -283,13 +283,13 @@ hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
     return HC_OK;
 }
 
-void hc_model_free(hc_model *md) {
+void hc__model_free(hc_model *md) {
     if (!md) return;
     for (size_t i = 0; i < md->n; i++) {
         free(md->m[i].name);
         free(md->m[i].moe_key);
     }
     free(md->m);
-    hc_findings_free(&md->config_findings);
+    hc__findings_free(&md->config_findings);
     free(md);
 }

@@ -48,7 +48,7 @@ static int config_experts(const hc_ckpt *ck, char *field, size_t field_len) {
     return 0;
 }
 
-void hc_join_ids(const int *v, size_t n, char *out, size_t cap) {
+void hc__join_ids(const int *v, size_t n, char *out, size_t cap) {
     out[0] = 0;
     for (size_t i = 0; i < n && strlen(out) + 16 < cap; i++)
         snprintf(out + strlen(out), cap - strlen(out), "%s%d", i ? ", " : "", v[i]);
@@ -121,14 +121,14 @@ static void check_projection(const hc_module *const *v, size_t n, const int *ids
     free(have);
     if (!cnt) return;
     const char *rest = m->moe_key + ll + 2; /* after ".experts.*" */
-    char names[2048] = "", *first = hc_asprintf("%.*s.%d%s", (int)ll, m->moe_key, bad[0], rest);
+    char names[2048] = "", *first = hc__asprintf("%.*s.%d%s", (int)ll, m->moe_key, bad[0], rest);
     for (size_t i = 0; i < nb && i < MAX_NAMED; i++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%.*s.%d%s'",
                  i ? ", " : "", (int)ll, m->moe_key, bad[i], rest);
     if (cnt > MAX_NAMED)
         snprintf(names + strlen(names), sizeof names - strlen(names), " and %llu more",
                  (unsigned long long)(cnt - MAX_NAMED));
-    hc_findings_add(f, HC_SEV_ERROR, first, "missing", cnt, bad, nb,
+    hc__findings_add(f, HC_SEV_ERROR, first, "missing", cnt, bad, nb,
                     "MoE layer '%.*s': %s %s missing, though %s other projections are present "
                     "(%s; every expert needs every projection)", (int)ll, m->moe_key, names,
                     cnt == 1 ? "is" : "are", cnt == 1 ? "its" : "their", note);
@@ -153,8 +153,8 @@ static void check_layer_experts(const hc_module *const *v, size_t n, int cfgE,
     char *layer = strndup(v[0]->moe_key, ll);
     if (!layer) return;
     if (cnt) {
-        hc_join_ids(bad, nb, s, sizeof s);
-        hc_findings_add(f, HC_SEV_ERROR, layer, "missing", cnt, bad, nb,
+        hc__join_ids(bad, nb, s, sizeof s);
+        hc__findings_add(f, HC_SEV_ERROR, layer, "missing", cnt, bad, nb,
                         "MoE layer '%s': %llu of %d experts missing (experts %s%s; %s)", layer,
                         (unsigned long long)cnt, E, s, cnt > nb ? ", ..." : "", note);
     }
@@ -162,8 +162,8 @@ static void check_layer_experts(const hc_module *const *v, size_t n, int cfgE,
     while (hi < nids && ids[hi] < E) hi++;
     if (hi < nids) {
         size_t nl = nids - hi < MAX_LISTED ? nids - hi : MAX_LISTED;
-        hc_join_ids(ids + hi, nl, s, sizeof s);
-        hc_findings_add(f, HC_SEV_ERROR, layer, "expert id", nids - hi, ids + hi, nl,
+        hc__join_ids(ids + hi, nl, s, sizeof s);
+        hc__findings_add(f, HC_SEV_ERROR, layer, "expert id", nids - hi, ids + hi, nl,
                         "MoE layer '%s': expert ids %s are outside 0..%d (%s)", layer, s, E - 1,
                         note);
     }
@@ -199,19 +199,19 @@ static void check_alike(const hc_model *md, const hc_module *const *v, size_t n,
     }
     if (!cnt) return;
     char s[1200];
-    hc_join_ids(bad, nb, s, sizeof s);
-    hc_findings_add(f, HC_SEV_ERROR, v[0]->moe_key, "shape", cnt, bad, nb,
+    hc__join_ids(bad, nb, s, sizeof s);
+    hc__findings_add(f, HC_SEV_ERROR, v[0]->moe_key, "shape", cnt, bad, nb,
                     "MoE layer '%s': experts %s differ in shape or scheme from the others ([%llu, "
                     "%llu], %d-bit, group %llu, %s)", v[0]->moe_key, s,
                     (unsigned long long)ref->N, (unsigned long long)ref->K, ref->bits,
-                    (unsigned long long)ref->gk, hc_fmt_name(rs->fmt));
+                    (unsigned long long)ref->gk, hc__fmt_name(rs->fmt));
 }
 
 /* Whether the module "<p><a><b>" exists (out of memory: assumed to, no false finding). */
 static bool has_module(const hc_model *md, const char *p, size_t pl, const char *a,
                        const char *b) {
-    char *name = hc_asprintf("%.*s%s%s", (int)pl, p, a, b);
-    bool r = !name || hc_model_find(md, name) != NULL;
+    char *name = hc__asprintf("%.*s%s%s", (int)pl, p, a, b);
+    bool r = !name || hc__model_find(md, name) != NULL;
     free(name);
     return r;
 }
@@ -220,7 +220,7 @@ static bool has_module(const hc_model *md, const char *p, size_t pl, const char 
  * is "mlp.gate.wg"). md->m is sorted by name, so the first name not below "<p><a>." is the
  * only one to look at. Out of memory: assumed to, no false finding. */
 static bool has_module_or_under(const hc_model *md, const char *p, size_t pl, const char *a) {
-    char *dotted = hc_asprintf("%.*s%s.", (int)pl, p, a);
+    char *dotted = hc__asprintf("%.*s%s.", (int)pl, p, a);
     if (!dotted) return true;
     size_t dl = strlen(dotted), lo = 0, hi = md->n;
     while (lo < hi) {
@@ -254,8 +254,8 @@ static void check_layer_parts(const hc_model *md, const char *p, size_t pl, hc_f
     }
     if (block && !has_module_or_under(md, p, pl, ".gate") &&
         !has_module_or_under(md, p, pl, ".router")) {
-        char *gate = hc_asprintf("%s.gate", layer);
-        hc_findings_add(f, HC_SEV_ERROR, gate, "router", 0, NULL, 0,
+        char *gate = hc__asprintf("%s.gate", layer);
+        hc__findings_add(f, HC_SEV_ERROR, gate, "router", 0, NULL, 0,
                         "MoE layer '%s': no router (neither '%s.gate' nor '%s.router', nor a "
                         "module under them): its experts cannot be chosen", layer, layer, layer);
         free(gate);
@@ -268,12 +268,12 @@ static void check_layer_parts(const hc_model *md, const char *p, size_t pl, hc_f
         size_t nmiss = 0;
         for (size_t k = 0; k < 4 && shared[s].parts[k]; k++) {
             if (has_module(md, p, pl, shared[s].sub, shared[s].parts[k])) continue;
-            if (!nmiss++) first = hc_asprintf("%s%s%s", layer, shared[s].sub, shared[s].parts[k]);
+            if (!nmiss++) first = hc__asprintf("%s%s%s", layer, shared[s].sub, shared[s].parts[k]);
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s%s%s'",
                      nmiss > 1 ? ", " : "", layer, shared[s].sub, shared[s].parts[k]);
         }
         if (nmiss)
-            hc_findings_add(f, HC_SEV_ERROR, first, "shared expert", nmiss, NULL, 0,
+            hc__findings_add(f, HC_SEV_ERROR, first, "shared expert", nmiss, NULL, 0,
                             "MoE layer '%s': shared expert %s %s missing (config.json %s = %g "
                             "says the layer has one)", layer, names, nmiss == 1 ? "is" : "are",
                             c.field, c.v);
@@ -295,7 +295,7 @@ static void check_fused(const hc_model *md, int cfgE, const char *field, hc_find
         size_t pl = (size_t)(p - m->name);
         const hc_ck_entry *w = m->t[HC_ROLE_WEIGHT];
         if (cfgE && w && w->t->ndim >= 1 && w->t->shape[0] != (uint64_t)cfgE)
-            hc_findings_add(f, HC_SEV_ERROR, w->name,
+            hc__findings_add(f, HC_SEV_ERROR, w->name,
                             w->t->shape[0] < (uint64_t)cfgE ? "missing" : "expert id", 0, NULL, 0,
                             "tensor '%s': holds %llu experts, config.json %s = %d", w->name,
                             (unsigned long long)w->t->shape[0], field, cfgE);
@@ -311,7 +311,7 @@ static void check_fused(const hc_model *md, int cfgE, const char *field, hc_find
     }
 }
 
-void hc_model_check_moe(const hc_model *md, const hc_moe_shape *res, hc_findings *f, int *layers) {
+void hc__model_check_moe(const hc_model *md, const hc_moe_shape *res, hc_findings *f, int *layers) {
     char field[48];
     int cfgE = config_experts(md->ck, field, sizeof field);
     *layers = 0;

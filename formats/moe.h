@@ -16,9 +16,9 @@ typedef struct {
  * of its projections (E from the config, else the highest id + 1), ids past E, experts of a
  * projection that differ in shape or scheme, a missing router, and a missing shared expert
  * the config announces; *layers receives the number of MoE layers (fused ones included). */
-void hc_model_check_moe(const hc_model *md, const hc_moe_shape *shapes, hc_findings *f,
+void hc__model_check_moe(const hc_model *md, const hc_moe_shape *shapes, hc_findings *f,
                         int *layers);
 /* "1, 3, 5" into out. */
-void hc_join_ids(const int *v, size_t n, char *out, size_t cap);
+void hc__join_ids(const int *v, size_t n, char *out, size_t cap);
 
 #endif

@@ -275,14 +275,14 @@ static int simulate(const hc_pyre *re, dfa *d, const char *text, uint64_t *budge
     return unknown ? -1 : 0;
 }
 
-size_t hc_pyre_footprint(const hc_pyre *re) {
+size_t hc__pyre_footprint(const hc_pyre *re) {
     if (!re) return 0;
     uint32_t pool = re->n_prog * 64 < DFA_POOL ? re->n_prog * 64 : DFA_POOL;
     return sizeof *re + re->n_prog * (sizeof *re->prog + sizeof(cset) + 3 * sizeof(uint32_t)) +
            sizeof(dfa) + pool * sizeof(uint32_t);
 }
 
-int hc_pyre_exec(hc_pyre *re, const char *text, uint64_t *budget, char *msg, unsigned msg_len) {
+int hc__pyre_exec(hc_pyre *re, const char *text, uint64_t *budget, char *msg, unsigned msg_len) {
     if (!re || !text) return refuse(msg, msg_len, "no pattern or no text");
     if (!re->d && !(re->d = dfa_new(re->n_prog))) return refuse(msg, msg_len, "out of memory");
     int rc = simulate(re, re->d, text, budget);
@@ -294,7 +294,7 @@ int hc_pyre_exec(hc_pyre *re, const char *text, uint64_t *budget, char *msg, uns
     return rc;
 }
 
-void hc_pyre_free(hc_pyre *re) {
+void hc__pyre_free(hc_pyre *re) {
     if (!re) return;
     if (re->d) {
         free(re->d->pool);
@@ -306,10 +306,10 @@ void hc_pyre_free(hc_pyre *re) {
     free(re);
 }
 
-int hc_pyre_match(const char *pattern, const char *text, char *msg, unsigned msg_len) {
+int hc__pyre_match(const char *pattern, const char *text, char *msg, unsigned msg_len) {
     if (!text) return refuse(msg, msg_len, "no pattern or no text");
-    hc_pyre *re = hc_pyre_compile(pattern, msg, msg_len);
-    int rc = re ? hc_pyre_exec(re, text, NULL, msg, msg_len) : -1;
-    hc_pyre_free(re);
+    hc_pyre *re = hc__pyre_compile(pattern, msg, msg_len);
+    int rc = re ? hc__pyre_exec(re, text, NULL, msg, msg_len) : -1;
+    hc__pyre_free(re);
     return rc;
 }

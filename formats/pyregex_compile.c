@@ -456,7 +456,7 @@ static void free_compiler(re_c *c) {
     free(c->nodes);
 }
 
-hc_pyre *hc_pyre_compile(const char *pattern, char *msg, unsigned msg_len) {
+hc_pyre *hc__pyre_compile(const char *pattern, char *msg, unsigned msg_len) {
     re_c c = {.msg = msg, .msg_len = msg_len};
     hc_pyre *re = NULL;
     if (!pattern) return fail(&c, "no pattern"), NULL;
@@ -497,4 +497,4 @@ out:
     return re;
 }
 
-uint32_t hc_pyre_states(const hc_pyre *re) { return re ? re->n_prog : 0; }
+uint32_t hc__pyre_states(const hc_pyre *re) { return re ? re->n_prog : 0; }

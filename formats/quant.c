@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *hc_fmt_name(hc_fmt f) {
+const char *hc__fmt_name(hc_fmt f) {
     switch (f) {
 #define HC_FMT_STR(n, s) \
     case HC_FMT_##n: return s;
@@ -18,7 +18,7 @@ const char *hc_fmt_name(hc_fmt f) {
     return "?";
 }
 
-void hc_qtensor_free(hc_qtensor *q) {
+void hc__qtensor_free(hc_qtensor *q) {
     if (!q) return;
     free(q->codes);
     free(q->plain);
@@ -28,7 +28,7 @@ void hc_qtensor_free(hc_qtensor *q) {
     memset(q, 0, sizeof *q);
 }
 
-uint64_t hc_qtensor_numel(const hc_qtensor *q) {
+uint64_t hc__qtensor_numel(const hc_qtensor *q) {
     if (q->kind == HC_Q_PLAIN) {
         uint64_t n = 1;
         for (int d = 0; d < q->ndim; d++) n *= q->plain_shape[d];
@@ -37,7 +37,7 @@ uint64_t hc_qtensor_numel(const hc_qtensor *q) {
     return q->E * q->N * q->K;
 }
 
-double hc_qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k) {
+double hc__qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k) {
     uint64_t i = (e * q->N + n) * q->K + k;
     if (q->kind == HC_Q_PLAIN) return q->plain[i];
     uint64_t g = q->g_idx ? (uint64_t)q->g_idx[e * q->K + k] : k / q->gk;
@@ -49,25 +49,25 @@ double hc_qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k)
         double z = q->zeros ? (double)q->zeros[si] : (double)q->zero_const;
         return ((double)u - z) * s;
     }
-    case HC_Q_FP4: return q->global_div != 0 ? hc_fp4_e2m1(u) * (s / q->global_div)
-                                             : hc_fp4_e2m1(u) * s;
-    case HC_Q_FP8_E4M3: return q->scale_divides ? hc_fp8_e4m3(u) / s : hc_fp8_e4m3(u) * s;
-    case HC_Q_FP8_E5M2: return q->scale_divides ? hc_fp8_e5m2(u) / s : hc_fp8_e5m2(u) * s;
+    case HC_Q_FP4: return q->global_div != 0 ? hc__fp4_e2m1(u) * (s / q->global_div)
+                                             : hc__fp4_e2m1(u) * s;
+    case HC_Q_FP8_E4M3: return q->scale_divides ? hc__fp8_e4m3(u) / s : hc__fp8_e4m3(u) * s;
+    case HC_Q_FP8_E5M2: return q->scale_divides ? hc__fp8_e5m2(u) / s : hc__fp8_e5m2(u) * s;
     case HC_Q_PLAIN: break;
     }
     return NAN;
 }
 
-void hc_qtensor_dequant(const hc_qtensor *q, float *out) {
+void hc__qtensor_dequant(const hc_qtensor *q, float *out) {
     if (q->kind == HC_Q_PLAIN) {
-        uint64_t n = hc_qtensor_numel(q);
+        uint64_t n = hc__qtensor_numel(q);
         for (uint64_t i = 0; i < n; i++) out[i] = (float)q->plain[i];
         return;
     }
     for (uint64_t e = 0; e < q->E; e++)
         for (uint64_t n = 0; n < q->N; n++)
             for (uint64_t k = 0; k < q->K; k++)
-                out[(e * q->N + n) * q->K + k] = (float)hc_qtensor_value(q, e, n, k);
+                out[(e * q->N + n) * q->K + k] = (float)hc__qtensor_value(q, e, n, k);
 }
 
 /* Room for need findings: the array holds the power of two at or above n (0 for none), so a
@@ -87,15 +87,15 @@ static bool findings_reserve(hc_findings *f, size_t need) {
     return true;
 }
 
-void hc_findings_add(hc_findings *f, hc_severity sev, const char *tensor, const char *rule,
+void hc__findings_add(hc_findings *f, hc_severity sev, const char *tensor, const char *rule,
                      uint64_t count, const int *experts, size_t nexperts, const char *fmt, ...) {
     if (!findings_reserve(f, f->n + 1)) return;
     hc_finding *v = f->v;
     hc_finding *x = &v[f->n];
     memset(x, 0, sizeof *x);
     x->severity = sev;
-    x->tensor = hc_strdup(tensor ? tensor : "");
-    x->rule = hc_strdup(rule ? rule : "");
+    x->tensor = hc__strdup(tensor ? tensor : "");
+    x->rule = hc__strdup(rule ? rule : "");
     x->count = count;
     if (nexperts) {
         x->experts = malloc(nexperts * sizeof *x->experts);
@@ -111,10 +111,10 @@ void hc_findings_add(hc_findings *f, hc_severity sev, const char *tensor, const 
     f->n++;
 }
 
-void hc_findings_append(hc_findings *dst, hc_findings *src) {
+void hc__findings_append(hc_findings *dst, hc_findings *src) {
     if (!src->n) return;
     if (!findings_reserve(dst, dst->n + src->n)) {
-        hc_findings_free(src);
+        hc__findings_free(src);
         return;
     }
     memcpy(dst->v + dst->n, src->v, src->n * sizeof *dst->v);
@@ -124,7 +124,7 @@ void hc_findings_append(hc_findings *dst, hc_findings *src) {
     src->n = 0;
 }
 
-void hc_finding_clear(hc_finding *x) {
+void hc__finding_clear(hc_finding *x) {
     free(x->tensor);
     free(x->rule);
     free(x->experts);
@@ -132,14 +132,14 @@ void hc_finding_clear(hc_finding *x) {
     memset(x, 0, sizeof *x);
 }
 
-void hc_findings_free(hc_findings *f) {
-    for (size_t i = 0; i < f->n; i++) hc_finding_clear(&f->v[i]);
+void hc__findings_free(hc_findings *f) {
+    for (size_t i = 0; i < f->n; i++) hc__finding_clear(&f->v[i]);
     free(f->v);
     f->v = NULL;
     f->n = 0;
 }
 
-size_t hc_findings_errors(const hc_findings *f) {
+size_t hc__findings_errors(const hc_findings *f) {
     size_t n = 0;
     for (size_t i = 0; i < f->n; i++) n += f->v[i].severity == HC_SEV_ERROR;
     return n;

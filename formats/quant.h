@@ -38,7 +38,7 @@ typedef enum {
     HC_FMT_MAP(HC_FMT_ENUM)
 #undef HC_FMT_ENUM
 } hc_fmt;
-const char *hc_fmt_name(hc_fmt f);
+const char *hc__fmt_name(hc_fmt f);
 
 typedef enum {
     HC_STRAT_TENSOR,
@@ -127,7 +127,7 @@ typedef struct {
     char quirks[128];        /* version quirks applied, for provenance */
 } hc_qtensor;
 
-void hc_qtensor_free(hc_qtensor *q);
+void hc__qtensor_free(hc_qtensor *q);
 
 /* The scale-sanity rule (scales.c), stated once for validate and convert: every scale is
  * finite and > 0, and so is the global divisor (NVFP4) when there is one. */
@@ -166,20 +166,20 @@ typedef struct {
     char *message;
 } hc_finding;
 
-/* Grown through hc_findings_add / hc_findings_append only: the array holds the power of two
+/* Grown through hc__findings_add / hc__findings_append only: the array holds the power of two
  * at or above n (geometric growth). */
 typedef struct {
     hc_finding *v;
     size_t n;
 } hc_findings;
 
-void hc_findings_add(hc_findings *f, hc_severity sev, const char *tensor, const char *rule,
+void hc__findings_add(hc_findings *f, hc_severity sev, const char *tensor, const char *rule,
                      uint64_t count, const int *experts, size_t nexperts, const char *fmt, ...)
     __attribute__((format(printf, 8, 9)));
-void hc_findings_append(hc_findings *dst, hc_findings *src); /* moves src's entries */
-void hc_findings_free(hc_findings *f);
-void hc_finding_clear(hc_finding *x); /* frees one finding's strings */
-size_t hc_findings_errors(const hc_findings *f);
+void hc__findings_append(hc_findings *dst, hc_findings *src); /* moves src's entries */
+void hc__findings_free(hc_findings *f);
+void hc__finding_clear(hc_finding *x); /* frees one finding's strings */
+size_t hc__findings_errors(const hc_findings *f);
 
 /* The set of modules of a checkpoint with their schemes. */
 typedef struct {
@@ -192,16 +192,16 @@ typedef struct {
 
 /* Groups the checkpoint's tensors into modules and resolves every module's scheme. Refusals
  * (unsupported configs) are findings, not failures; only I/O and memory fail. */
-hc_status hc_model_open(hc_ckpt *ck, hc_model **out, hc_err *err);
-void hc_model_free(hc_model *m);
-const hc_module *hc_model_find(const hc_model *m, const char *name);
+hc_status hc__model_open(hc_ckpt *ck, hc_model **out, hc_err *err);
+void hc__model_free(hc_model *m);
+const hc_module *hc__model_find(const hc_model *m, const char *name);
 /* Whether a module holds tensors only a quantized scheme explains (scales, zero points,
  * weight_shape, packed or fused weights): such a module never decodes as unquantized. */
-bool hc_module_carries_quant(const hc_module *m);
+bool hc__module_carries_quant(const hc_module *m);
 /* The experts of a per-expert MoE layer named without the expert id
  * ("model.layers.0.mlp.experts.gate_proj" for "...experts.J.gate_proj"), by expert id.
  * Returns how many were found (up to cap). */
-size_t hc_model_experts(const hc_model *m, const char *stacked, const hc_module **out,
+size_t hc__model_experts(const hc_model *m, const char *stacked, const hc_module **out,
                         size_t cap);
 
 /* Decode flags. */
@@ -212,17 +212,17 @@ size_t hc_model_experts(const hc_model *m, const char *stacked, const hc_module 
 
 /* Decodes one module into the canonical tensor. Shape and packing problems are findings
  * (and make the call return HC_INVALID); ck must be mapped. */
-hc_status hc_module_decode(const hc_model *md, const hc_module *m, unsigned flags, hc_qtensor *q,
+hc_status hc__module_decode(const hc_model *md, const hc_module *m, unsigned flags, hc_qtensor *q,
                            hc_findings *f, hc_err *err);
 /* Drops the module's tensor pages from this process's memory (the page cache keeps them):
  * streaming passes call it after each module so resident memory stays bounded. */
-void hc_module_release(const hc_model *md, const hc_module *m);
+void hc__module_release(const hc_model *md, const hc_module *m);
 
 /* Float value of element (e, n, k), computed in float64 in the order FORMATS.md's readers
  * use: (u - z) * s; fp4 * (s / global); fp8 * s, or fp8 / s when scale_divides. */
-double hc_qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k);
+double hc__qtensor_value(const hc_qtensor *q, uint64_t e, uint64_t n, uint64_t k);
 /* Writes every element as float32 into out ([E][N][K] or the plain shape). */
-void hc_qtensor_dequant(const hc_qtensor *q, float *out);
-uint64_t hc_qtensor_numel(const hc_qtensor *q);
+void hc__qtensor_dequant(const hc_qtensor *q, float *out);
+uint64_t hc__qtensor_numel(const hc_qtensor *q);
 
 #endif

@@ -35,7 +35,7 @@ static const char *first_duplicate(const void *base, size_t n, size_t stride, si
     }
     for (size_t i = 0; i < n; i++)
         v[i] = *(const char *const *)((const char *)base + i * stride + name_off);
-    qsort(v, n, sizeof *v, hc_cmp_str_ptr);
+    qsort(v, n, sizeof *v, hc__cmp_str_ptr);
     const char *dup = NULL;
     for (size_t i = 1; i < n && !dup; i++)
         if (strcmp(v[i], v[i - 1]) == 0) dup = v[i];
@@ -49,13 +49,13 @@ static hc_status check_unique(hc_st_file *f, hc_err *err) {
     const char *dup = first_duplicate(f->tensors, f->ntensors, sizeof *f->tensors,
                                       offsetof(hc_st_tensor, name), &st);
     if (!st && dup)
-        return hc_fail(err, HC_INVALID, "'%s': tensor '%s': duplicate name in header", f->path,
-                       hc_escape(dup, esc, sizeof esc));
+        return hc__fail(err, HC_INVALID, "'%s': tensor '%s': duplicate name in header", f->path,
+                       hc__escape(dup, esc, sizeof esc));
     if (!st) dup = first_duplicate(f->meta_keys, f->nmeta, sizeof(char *), 0, &st);
     if (!st && dup)
-        return hc_fail(err, HC_INVALID, "'%s': __metadata__ key '%s' appears twice", f->path,
-                       hc_escape(dup, esc, sizeof esc));
-    return st ? hc_fail(err, st, "out of memory") : HC_OK;
+        return hc__fail(err, HC_INVALID, "'%s': __metadata__ key '%s' appears twice", f->path,
+                       hc__escape(dup, esc, sizeof esc));
+    return st ? hc__fail(err, st, "out of memory") : HC_OK;
 }
 
 /* cJSON turns "\u0000" into a C string end, which would silently shorten a name. */
@@ -69,15 +69,15 @@ static bool has_escaped_nul(const char *s, uint64_t n) {
     return false;
 }
 
-hc_status hc_st_parse_header(hc_st_file *f, const char *json, uint64_t len, hc_err *err) {
+hc_status hc__st_parse_header(hc_st_file *f, const char *json, uint64_t len, hc_err *err) {
     hc_status st;
-    if (!hc_utf8_valid(json, len))
-        return hc_fail(err, HC_INVALID, "'%s': header is not valid UTF-8", f->path);
+    if (!hc__utf8_valid(json, len))
+        return hc__fail(err, HC_INVALID, "'%s': header is not valid UTF-8", f->path);
     if (len == 0 || json[0] != '{')
-        return hc_fail(err, HC_INVALID, "'%s': header is not a JSON object (must start with '{')",
+        return hc__fail(err, HC_INVALID, "'%s': header is not a JSON object (must start with '{')",
                        f->path);
     if (has_escaped_nul(json, len))
-        return hc_fail(err, HC_INVALID, "'%s': header JSON contains an escaped NUL character",
+        return hc__fail(err, HC_INVALID, "'%s': header JSON contains an escaped NUL character",
                        f->path);
     st = hc__st_read_json(f, json, len, err);
     if (!st) st = check_unique(f, err);
@@ -90,18 +90,18 @@ hc_status hc_st_parse_header(hc_st_file *f, const char *json, uint64_t len, hc_e
         hc_st_tensor *t = &f->tensors[i];
         char esc[512], pesc[512];
         if (t->begin > expect) {
-            st = hc_fail(err, HC_INVALID, "'%s': tensor '%s': data begins at %llu, leaving a hole "
+            st = hc__fail(err, HC_INVALID, "'%s': tensor '%s': data begins at %llu, leaving a hole "
                          "after %s%s%s (which ends at %llu)", f->path,
-                         hc_escape(t->name, esc, sizeof esc), (unsigned long long)t->begin,
-                         prev ? "'" : "", prev ? hc_escape(prev, pesc, sizeof pesc) : "the header",
+                         hc__escape(t->name, esc, sizeof esc), (unsigned long long)t->begin,
+                         prev ? "'" : "", prev ? hc__escape(prev, pesc, sizeof pesc) : "the header",
                          prev ? "'" : "", (unsigned long long)expect);
             return st;
         }
         if (t->begin < expect) {
-            st = hc_fail(err, HC_INVALID, "'%s': tensor '%s': data [%llu, %llu) overlaps tensor "
-                         "'%s' (which ends at %llu)", f->path, hc_escape(t->name, esc, sizeof esc),
+            st = hc__fail(err, HC_INVALID, "'%s': tensor '%s': data [%llu, %llu) overlaps tensor "
+                         "'%s' (which ends at %llu)", f->path, hc__escape(t->name, esc, sizeof esc),
                          (unsigned long long)t->begin, (unsigned long long)t->end,
-                         hc_escape(prev, pesc, sizeof pesc), (unsigned long long)expect);
+                         hc__escape(prev, pesc, sizeof pesc), (unsigned long long)expect);
             return st;
         }
         expect = t->end;
@@ -110,14 +110,14 @@ hc_status hc_st_parse_header(hc_st_file *f, const char *json, uint64_t len, hc_e
     uint64_t data_size = f->file_size - f->data_start;
     if (expect > data_size) {
         char esc[512];
-        st = hc_fail(err, HC_INVALID, "'%s': tensor '%s': data ends at byte %llu of the data "
+        st = hc__fail(err, HC_INVALID, "'%s': tensor '%s': data ends at byte %llu of the data "
                      "section, past the end of the file (%llu data bytes; truncated file?)",
-                     f->path, hc_escape(prev, esc, sizeof esc), (unsigned long long)expect,
+                     f->path, hc__escape(prev, esc, sizeof esc), (unsigned long long)expect,
                      (unsigned long long)data_size);
         return st;
     }
     if (expect < data_size) {
-        st = hc_fail(err, HC_INVALID, "'%s': file size %llu does not match the header: the last "
+        st = hc__fail(err, HC_INVALID, "'%s': file size %llu does not match the header: the last "
                      "tensor ends at %llu, %llu bytes of trailing data", f->path,
                      (unsigned long long)f->file_size,
                      (unsigned long long)(f->data_start + expect),
@@ -127,32 +127,32 @@ hc_status hc_st_parse_header(hc_st_file *f, const char *json, uint64_t len, hc_e
     return HC_OK;
 }
 
-hc_status hc_st_open(const char *path, hc_st_file **out, hc_err *err) {
+hc_status hc__st_open(const char *path, hc_st_file **out, hc_err *err) {
     hc_status st = HC_OK;
     char *hdr = NULL;
     *out = NULL;
     hc_st_file *f = calloc(1, sizeof *f);
-    if (!f) return hc_fail(err, HC_NOMEM, "out of memory");
+    if (!f) return hc__fail(err, HC_NOMEM, "out of memory");
     f->fd = -1;
-    f->path = hc_strdup(path);
+    f->path = hc__strdup(path);
     if (!f->path) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
-    st = hc_open_regular(path, &f->fd, &f->file_size, err); /* a FIFO never blocks the open */
+    st = hc__open_regular(path, &f->fd, &f->file_size, err); /* a FIFO never blocks the open */
     if (st) goto out;
     if (f->file_size < 8) {
-        st = hc_fail(err, HC_INVALID, "'%s': file too small to be safetensors (%llu bytes, the "
+        st = hc__fail(err, HC_INVALID, "'%s': file too small to be safetensors (%llu bytes, the "
                      "header length alone takes 8)", path, (unsigned long long)f->file_size);
         goto out;
     }
     unsigned char lenb[8];
-    st = hc_pread_full(f->fd, lenb, 8, 0, path, err);
+    st = hc__pread_full(f->fd, lenb, 8, 0, path, err);
     if (st) goto out;
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | lenb[i];
     if (n > HC_ST_MAX_HEADER || n > f->file_size - 8) {
-        st = hc_fail(err, HC_INVALID, "'%s': header length %llu is invalid (file has %llu bytes "
+        st = hc__fail(err, HC_INVALID, "'%s': header length %llu is invalid (file has %llu bytes "
                      "after the length field; limit %llu)", path, (unsigned long long)n,
                      (unsigned long long)(f->file_size - 8), HC_ST_MAX_HEADER);
         goto out;
@@ -161,34 +161,34 @@ hc_status hc_st_open(const char *path, hc_st_file **out, hc_err *err) {
     f->data_start = 8 + n;
     hdr = malloc(n + 1);
     if (!hdr) {
-        st = hc_fail(err, HC_NOMEM, "out of memory for a %llu-byte header", (unsigned long long)n);
+        st = hc__fail(err, HC_NOMEM, "out of memory for a %llu-byte header", (unsigned long long)n);
         goto out;
     }
-    st = hc_pread_full(f->fd, hdr, n, 8, path, err);
+    st = hc__pread_full(f->fd, hdr, n, 8, path, err);
     if (st) goto out;
     hdr[n] = 0;
-    st = hc_st_parse_header(f, hdr, n, err);
+    st = hc__st_parse_header(f, hdr, n, err);
 out:
     free(hdr);
-    if (st) hc_st_close(f);
+    if (st) hc__st_close(f);
     else *out = f;
     return st;
 }
 
-hc_status hc_st_map(hc_st_file *f, hc_err *err) {
+hc_status hc__st_map(hc_st_file *f, hc_err *err) {
     if (f->map || f->file_size == 0) return HC_OK;
     void *m = mmap(NULL, f->file_size, PROT_READ, MAP_SHARED, f->fd, 0);
     if (m == MAP_FAILED)
-        return hc_fail(err, HC_IO, "cannot map '%s': %s", f->path, strerror(errno));
+        return hc__fail(err, HC_IO, "cannot map '%s': %s", f->path, strerror(errno));
     f->map = m;
     return HC_OK;
 }
 
-const void *hc_st_data(const hc_st_file *f, const hc_st_tensor *t) {
+const void *hc__st_data(const hc_st_file *f, const hc_st_tensor *t) {
     return f->map ? f->map + f->data_start + t->begin : NULL;
 }
 
-void hc_st_close(hc_st_file *f) {
+void hc__st_close(hc_st_file *f) {
     if (!f) return;
     if (f->map) munmap((void *)f->map, f->file_size);
     if (f->fd >= 0) close(f->fd);

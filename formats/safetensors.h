@@ -38,14 +38,14 @@ typedef struct {
  * entry's dtype, shape and data_offsets appear once (other fields are skipped, nested at most
  * 64 deep), __metadata__ keys are unique and at most HC_ST_MAX_METADATA. A path that is not a
  * regular file (a FIFO, a device) is refused without blocking. */
-hc_status hc_st_open(const char *path, hc_st_file **out, hc_err *err);
+hc_status hc__st_open(const char *path, hc_st_file **out, hc_err *err);
 /* Maps the file read-only; tensor bytes are then at map + data_start + begin. */
-hc_status hc_st_map(hc_st_file *f, hc_err *err);
-const void *hc_st_data(const hc_st_file *f, const hc_st_tensor *t);
-void hc_st_close(hc_st_file *f);
+hc_status hc__st_map(hc_st_file *f, hc_err *err);
+const void *hc__st_data(const hc_st_file *f, const hc_st_tensor *t);
+void hc__st_close(hc_st_file *f);
 
-/* Validates a header held in memory (used by hc_st_open and the fuzz/unit tests).
+/* Validates a header held in memory (used by hc__st_open and the fuzz/unit tests).
  * file_size is the size of the whole file. */
-hc_status hc_st_parse_header(hc_st_file *f, const char *json, uint64_t len, hc_err *err);
+hc_status hc__st_parse_header(hc_st_file *f, const char *json, uint64_t len, hc_err *err);
 
 #endif

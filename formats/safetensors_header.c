@@ -23,7 +23,7 @@ typedef struct {
 } json_in;
 
 static hc_status syntax_error(json_in *J) {
-    return hc_fail(J->err, HC_INVALID, "'%s': header is not valid JSON (error near byte %llu of "
+    return hc__fail(J->err, HC_INVALID, "'%s': header is not valid JSON (error near byte %llu of "
                    "the header)", J->f->path, (unsigned long long)(J->p - J->start));
 }
 
@@ -118,7 +118,7 @@ static hc_status string_decode(json_in *J, const char *s, const char *q, char *o
             long cp = unicode_escape(r, q, &elen);
             if (cp <= 0) {
                 J->p = r;
-                return cp == 0 ? hc_fail(J->err, HC_INVALID, "'%s': header JSON contains an "
+                return cp == 0 ? hc__fail(J->err, HC_INVALID, "'%s': header JSON contains an "
                                          "escaped NUL character", J->f->path)
                                : syntax_error(J);
             }
@@ -151,7 +151,7 @@ static hc_status json_string(json_in *J, char **out) {
     *out = NULL;
     HC_TRY(string_span(J, &s, &q));
     char *o = malloc((size_t)(q - s) + 1); /* decoding never lengthens */
-    if (!o) return hc_fail(J->err, HC_NOMEM, "out of memory");
+    if (!o) return hc__fail(J->err, HC_NOMEM, "out of memory");
     hc_status st = string_decode(J, s, q, o, (size_t)(q - s) + 1, &cut);
     if (st) free(o);
     else *out = o;
@@ -196,7 +196,7 @@ static hc_status json_number(json_in *J, uint64_t *v, bool *ok) {
 /* Skips the JSON value at the cursor (an entry field this reader does not use). */
 static hc_status json_skip(json_in *J, int depth) {
     if (depth > JSON_MAX_DEPTH)
-        return hc_fail(J->err, HC_INVALID, "'%s': header JSON nests deeper than %d levels",
+        return hc__fail(J->err, HC_INVALID, "'%s': header JSON nests deeper than %d levels",
                        J->f->path, JSON_MAX_DEPTH);
     int c = peek(J);
     if (c == '"') return json_string_to(J, NULL, 0, NULL);
@@ -235,7 +235,7 @@ static bool at_number(json_in *J) {
 static hc_status read_shape(json_in *J, hc_st_tensor *t, const char *nm) {
     const char *path = J->f->path;
     if (!take(J, '['))
-        return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': shape is not an array", path, nm);
+        return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': shape is not an array", path, nm);
     int nd = 0;
     if (!take(J, ']')) {
         do {
@@ -243,7 +243,7 @@ static hc_status read_shape(json_in *J, hc_st_tensor *t, const char *nm) {
             bool ok = false;
             if (at_number(J)) HC_TRY(json_number(J, &v, &ok));
             if (!ok)
-                return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': shape dimension %d is not "
+                return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': shape dimension %d is not "
                                "an integer in [0, 2^53) written in plain digits (no sign, "
                                "fraction or exponent)", path, nm, nd);
             if (nd < HC_MAX_DIMS) t->shape[nd] = v;
@@ -252,7 +252,7 @@ static hc_status read_shape(json_in *J, hc_st_tensor *t, const char *nm) {
         if (!take(J, ']')) return syntax_error(J);
     }
     if (nd > HC_MAX_DIMS)
-        return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': shape has %d dimensions, at most %d "
+        return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': shape has %d dimensions, at most %d "
                        "are supported", path, nm, nd, HC_MAX_DIMS);
     t->ndim = nd;
     return HC_OK;
@@ -267,7 +267,7 @@ static hc_status read_offsets(json_in *J, hc_st_tensor *t, const char *nm) {
         if (ok) HC_TRY(json_number(J, v[i], &ok));
     }
     if (!ok || !take(J, ']'))
-        return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': data_offsets must be two integers "
+        return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': data_offsets must be two integers "
                        "[begin, end] in [0, 2^53) written in plain digits (no sign, fraction "
                        "or exponent)", J->f->path, nm);
     return HC_OK;
@@ -275,15 +275,15 @@ static hc_status read_offsets(json_in *J, hc_st_tensor *t, const char *nm) {
 
 static hc_status read_dtype(json_in *J, hc_st_tensor *t, const char *nm) {
     if (peek(J) != '"')
-        return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': dtype is not a string", J->f->path,
+        return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': dtype is not a string", J->f->path,
                        nm);
     char s[32], desc[64];
     bool cut;
     HC_TRY(json_string_to(J, s, sizeof s, &cut));
     t->dtype = cut ? HC_DTYPE_INVALID : hc_dtype_from_name(s);
     if (t->dtype == HC_DTYPE_INVALID)
-        return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': unknown dtype '%s%s'", J->f->path,
-                       nm, hc_escape(s, desc, sizeof desc), cut ? "..." : "");
+        return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': unknown dtype '%s%s'", J->f->path,
+                       nm, hc__escape(s, desc, sizeof desc), cut ? "..." : "");
     return HC_OK;
 }
 
@@ -291,7 +291,7 @@ static hc_status read_dtype(json_in *J, hc_st_tensor *t, const char *nm) {
 static hc_status read_entry(json_in *J, hc_st_tensor *t, const char *nm) {
     static const char *const names[3] = {"dtype", "shape", "data_offsets"};
     if (!take(J, '{'))
-        return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': entry is not an object", J->f->path,
+        return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': entry is not an object", J->f->path,
                        nm);
     bool seen[3] = {false, false, false};
     if (!take(J, '}')) {
@@ -303,7 +303,7 @@ static hc_status read_entry(json_in *J, hc_st_tensor *t, const char *nm) {
             while (k < 3 && strcmp(key, names[k])) k++;
             if (!take(J, ':')) return syntax_error(J);
             if (k < 3 && seen[k])
-                return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': duplicate key \"%s\"",
+                return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': duplicate key \"%s\"",
                                J->f->path, nm, names[k]);
             if (k < 3) seen[k] = true;
             hc_status st = k == 0 ? read_dtype(J, t, nm) : k == 1 ? read_shape(J, t, nm)
@@ -314,7 +314,7 @@ static hc_status read_entry(json_in *J, hc_st_tensor *t, const char *nm) {
     }
     for (int k = 0; k < 3; k++)
         if (!seen[k])
-            return hc_fail(J->err, HC_INVALID, "'%s': tensor '%s': missing \"%s\"", J->f->path,
+            return hc__fail(J->err, HC_INVALID, "'%s': tensor '%s': missing \"%s\"", J->f->path,
                            nm, names[k]);
     return HC_OK;
 }
@@ -324,29 +324,29 @@ static hc_status check_entry(const hc_st_file *f, hc_st_tensor *t, const char *n
     uint64_t numel = 1;
     bool overflow = false;
     for (int d = 0; d < t->ndim; d++)
-        if (!hc_mul_u64(numel, t->shape[d], &numel)) overflow = true;
+        if (!hc__mul_u64(numel, t->shape[d], &numel)) overflow = true;
     /* A zero dimension makes the count 0 even when other dimensions overflowed. */
     for (int d = 0; d < t->ndim; d++)
         if (t->shape[d] == 0) overflow = false, numel = 0;
     if (overflow)
-        return hc_fail(err, HC_INVALID, "'%s': tensor '%s': element count of the shape overflows "
+        return hc__fail(err, HC_INVALID, "'%s': tensor '%s': element count of the shape overflows "
                        "64 bits", f->path, nm);
     t->numel = numel;
     if (t->end < t->begin)
-        return hc_fail(err, HC_INVALID, "'%s': tensor '%s': data_offsets end %llu is before "
+        return hc__fail(err, HC_INVALID, "'%s': tensor '%s': data_offsets end %llu is before "
                        "begin %llu", f->path, nm, (unsigned long long)t->end,
                        (unsigned long long)t->begin);
     uint64_t bits;
-    if (!hc_mul_u64(numel, hc_dtype_bits(t->dtype), &bits))
-        return hc_fail(err, HC_INVALID, "'%s': tensor '%s': size in bits of %llu elements of %s "
+    if (!hc__mul_u64(numel, hc_dtype_bits(t->dtype), &bits))
+        return hc__fail(err, HC_INVALID, "'%s': tensor '%s': size in bits of %llu elements of %s "
                        "overflows 64 bits", f->path, nm, (unsigned long long)numel,
                        hc_dtype_name(t->dtype));
     if (bits % 8)
-        return hc_fail(err, HC_INVALID, "'%s': tensor '%s': %llu elements of %s is not a whole "
+        return hc__fail(err, HC_INVALID, "'%s': tensor '%s': %llu elements of %s is not a whole "
                        "number of bytes", f->path, nm, (unsigned long long)numel,
                        hc_dtype_name(t->dtype));
     if (t->end - t->begin != bits / 8)
-        return hc_fail(err, HC_INVALID, "'%s': tensor '%s': %s shape needs %llu bytes but "
+        return hc__fail(err, HC_INVALID, "'%s': tensor '%s': %s shape needs %llu bytes but "
                        "data_offsets span %llu", f->path, nm, hc_dtype_name(t->dtype),
                        (unsigned long long)(bits / 8), (unsigned long long)(t->end - t->begin));
     return HC_OK;
@@ -361,14 +361,14 @@ static hc_status add_tensor(json_in *J, char *name) {
         hc_st_tensor *v = cap < SIZE_MAX / sizeof *v ? realloc(f->tensors, cap * sizeof *v) : NULL;
         if (!v) {
             free(name);
-            return hc_fail(J->err, HC_NOMEM, "out of memory");
+            return hc__fail(J->err, HC_NOMEM, "out of memory");
         }
         f->tensors = v, J->cap = cap;
     }
     hc_st_tensor *t = &f->tensors[f->ntensors];
     memset(t, 0, sizeof *t);
     char esc[512];
-    const char *nm = hc_escape(name, esc, sizeof esc);
+    const char *nm = hc__escape(name, esc, sizeof esc);
     st = read_entry(J, t, nm);
     if (!st) st = check_entry(f, t, nm, J->err);
     if (st) {
@@ -386,7 +386,7 @@ static hc_status add_meta(json_in *J, char *key, char *value) {
     size_t n = f->nmeta;
     if (n == HC_ST_MAX_METADATA) {
         free(key), free(value);
-        return hc_fail(J->err, HC_INVALID, "'%s': __metadata__ has more than %u entries", f->path,
+        return hc__fail(J->err, HC_INVALID, "'%s': __metadata__ has more than %u entries", f->path,
                        HC_ST_MAX_METADATA);
     }
     if ((n & (n - 1)) == 0) { /* 0, 1, 2, 4, ...: full, double */
@@ -397,7 +397,7 @@ static hc_status add_meta(json_in *J, char *key, char *value) {
         if (v) f->meta_values = v;
         if (!k || !v) {
             free(key), free(value);
-            return hc_fail(J->err, HC_NOMEM, "out of memory");
+            return hc__fail(J->err, HC_NOMEM, "out of memory");
         }
     }
     f->meta_keys[n] = key, f->meta_values[n] = value;
@@ -408,7 +408,7 @@ static hc_status add_meta(json_in *J, char *key, char *value) {
 static hc_status read_metadata(json_in *J) {
     hc_st_file *f = J->f;
     if (!take(J, '{'))
-        return hc_fail(J->err, HC_INVALID, "'%s': __metadata__ is not an object", f->path);
+        return hc__fail(J->err, HC_INVALID, "'%s': __metadata__ is not an object", f->path);
     if (take(J, '}')) return HC_OK;
     do {
         char *key, *value;
@@ -419,9 +419,9 @@ static hc_status read_metadata(json_in *J) {
         }
         if (peek(J) != '"') {
             char esc[256];
-            hc_status st = hc_fail(J->err, HC_INVALID, "'%s': __metadata__ value of '%s' is not a "
+            hc_status st = hc__fail(J->err, HC_INVALID, "'%s': __metadata__ value of '%s' is not a "
                                    "string (only string -> string is allowed)", f->path,
-                                   hc_escape(key, esc, sizeof esc));
+                                   hc__escape(key, esc, sizeof esc));
             free(key);
             return st;
         }
@@ -450,13 +450,13 @@ static hc_status read_members(json_in *J) {
         if (strcmp(name, "__metadata__") == 0) {
             free(name);
             if (J->have_meta)
-                return hc_fail(J->err, HC_INVALID, "'%s': tensor '__metadata__': duplicate name "
+                return hc__fail(J->err, HC_INVALID, "'%s': tensor '__metadata__': duplicate name "
                                "in header", J->f->path);
             J->have_meta = true;
             st = read_metadata(J);
         } else if (name[0] == 0) {
             free(name);
-            st = hc_fail(J->err, HC_INVALID, "'%s': a tensor has an empty name", J->f->path);
+            st = hc__fail(J->err, HC_INVALID, "'%s': a tensor has an empty name", J->f->path);
         } else {
             st = add_tensor(J, name);
         }
@@ -471,9 +471,9 @@ hc_status hc__st_read_json(hc_st_file *f, const char *json, uint64_t len, hc_err
      * past the last entry are never touched, so they cost no memory. */
     J.cap = (size_t)(len / 32) + 1;
     f->tensors = J.cap < SIZE_MAX / sizeof *f->tensors ? malloc(J.cap * sizeof *f->tensors) : NULL;
-    if (!f->tensors) return hc_fail(err, HC_NOMEM, "out of memory for the header of '%s'", f->path);
+    if (!f->tensors) return hc__fail(err, HC_NOMEM, "out of memory for the header of '%s'", f->path);
     hc_status st = read_members(&J);
     if (!st && peek(&J) != -1)
-        st = hc_fail(err, HC_INVALID, "'%s': header has bytes after the JSON object", f->path);
+        st = hc__fail(err, HC_INVALID, "'%s': header has bytes after the JSON object", f->path);
     return st;
 }

@@ -1,5 +1,5 @@
 /* safetensors_int.h: the one-pass JSON reader of a safetensors header (safetensors_header.c),
- * as hc_st_parse_header (safetensors.c) calls it. Internal to formats/safetensors*.c. */
+ * as hc__st_parse_header (safetensors.c) calls it. Internal to formats/safetensors*.c. */
 #ifndef HC_SAFETENSORS_INT_H
 #define HC_SAFETENSORS_INT_H
 

@@ -19,7 +19,7 @@ static int target_match(re_work *w, pat_list *pl, size_t j, const char *target,
     if (strncmp(target, "re:", 3) == 0)
         return pass == 1 ? hc__pat_run(w, pl, j, target + 3, m->name, msg, msg_len) : 0;
     if (pass == 0) return strcmp(target, m->name) == 0;
-    if (pass == 2) return strcmp(target, "Linear") == 0 && hc_module_carries_quant(m);
+    if (pass == 2) return strcmp(target, "Linear") == 0 && hc__module_carries_quant(m);
     return 0;
 }
 
@@ -109,7 +109,7 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
     if ((v = cJSON_GetObjectItemCaseSensitive(w, "symmetric")) && cJSON_IsBool(v))
         s->symmetric = cJSON_IsTrue(v);
     s->group_size = hc__cfg_num(cJSON_GetObjectItemCaseSensitive(w, "group_size"), 0);
-    const char *st = hc_json_str(w, "strategy");
+    const char *st = hc__json_str(w, "strategy");
     if (!st) st = s->group_size > 0 ? "group" : s->group_size == -1 ? "channel" : "tensor";
     if (!strcmp(st, "tensor")) s->strategy = HC_STRAT_TENSOR;
     else if (!strcmp(st, "channel")) s->strategy = HC_STRAT_CHANNEL;
@@ -117,7 +117,7 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
     else if (!strcmp(st, "block")) s->strategy = HC_STRAT_BLOCK;
     else if (!strcmp(st, "tensor_group")) s->strategy = HC_STRAT_TENSOR_GROUP;
     else {
-        hc_findings_add(f, HC_SEV_ERROR, gname, "unsupported strategy", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, gname, "unsupported strategy", 0, NULL, 0,
                         "config group '%s': weights strategy '%s' is not supported "
                         "(quantization_config.config_groups.%s.weights.strategy)",
                         gname, st, gname);
@@ -125,7 +125,7 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
     }
     if ((s->strategy == HC_STRAT_GROUP || s->strategy == HC_STRAT_TENSOR_GROUP) &&
         s->group_size <= 0) {
-        hc_findings_add(f, HC_SEV_ERROR, gname, "group_size", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, gname, "group_size", 0, NULL, 0,
                         "config group '%s': group strategy needs group_size > 0", gname);
         return false;
     }
@@ -141,7 +141,7 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
         }
     }
     if (s->strategy == HC_STRAT_BLOCK && (s->block[0] == 0 || s->block[1] == 0)) {
-        hc_findings_add(f, HC_SEV_ERROR, gname, "block_structure", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, gname, "block_structure", 0, NULL, 0,
                         "config group '%s': block strategy needs block_structure [rows, cols]",
                         gname);
         return false;
@@ -152,12 +152,12 @@ static bool ct_args(const cJSON *w, const char *gname, hc_scheme *s, hc_findings
                       !strcmp(v->valuestring, "dynamic") || !strcmp(v->valuestring, "static");
     else if (cJSON_IsTrue(v)) s->actorder = true;
     if (s->group_size == HC_BAD_NUM) {
-        hc_findings_add(f, HC_SEV_ERROR, gname, "group_size", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, gname, "group_size", 0, NULL, 0,
                         "config group '%s': group_size is not an integer", gname);
         return false;
     }
     if (s->bits < 1 || s->bits > 8) {
-        hc_findings_add(f, HC_SEV_ERROR, gname, "num_bits", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, gname, "num_bits", 0, NULL, 0,
                         "config group '%s': num_bits %d is not in 1..8", gname, s->bits);
         return false;
     }
@@ -219,13 +219,13 @@ static bool ct_typed(hc_findings *f, const cJSON *qc, const char *cfgname) {
 void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
     hc_findings *f = &md->config_findings;
     if (!ct_typed(f, qc, cfgname)) return;
-    const char *gfmt = hc_json_str(qc, "format");
+    const char *gfmt = hc__json_str(qc, "format");
     int ver[3];
-    parse_version(hc_json_str(qc, "version"), ver);
-    const char *status = hc_json_str(qc, "quantization_status");
+    parse_version(hc__json_str(qc, "version"), ver);
+    const char *status = hc__json_str(qc, "quantization_status");
     bool refuse = false;
     if (status && strcmp(status, "compressed") != 0) {
-        hc_findings_add(f, HC_SEV_ERROR, "config.json", "quantization_status", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, "config.json", "quantization_status", 0, NULL, 0,
                         "quantization_config.quantization_status is '%s': only 'compressed' "
                         "checkpoints hold packed tensors", status);
         refuse = true;
@@ -233,7 +233,7 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
     static const char *const blockers[] = {"sparsity_config", "transform_config"};
     for (size_t i = 0; i < 2; i++)
         if (is_nonempty(cJSON_GetObjectItemCaseSensitive(qc, blockers[i]))) {
-            hc_findings_add(f, HC_SEV_ERROR, "config.json", blockers[i], 0, NULL, 0,
+            hc__findings_add(f, HC_SEV_ERROR, "config.json", blockers[i], 0, NULL, 0,
                             "quantization_config.%s is not empty: sparse or transformed "
                             "weights are not supported", blockers[i]);
             refuse = true;
@@ -242,7 +242,7 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
     const cJSON *ignore = cJSON_GetObjectItemCaseSensitive(qc, "ignore");
     ct_patterns cp;
     if (!ct_patterns_init(&cp, ignore, groups)) {
-        hc_findings_add(f, HC_SEV_ERROR, "config.json", "ignore pattern", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, "config.json", "ignore pattern", 0, NULL, 0,
                         "quantization_config: out of memory for the patterns");
         goto out;
     }
@@ -250,7 +250,7 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
         hc_module *m = &md->m[i];
         hc_scheme *s = &m->scheme;
         memcpy(s->ct_version, ver, sizeof ver);
-        if (!hc_module_carries_quant(m) || refuse) continue;
+        if (!hc__module_carries_quant(m) || refuse) continue;
         char msg[256] = "";
         int ig = 0, at = 0;
         for (int pass = 0; pass < 3 && !ig; pass++)
@@ -260,7 +260,7 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
             goto out;
         }
         if (ig == 1) {
-            hc_findings_add(f, HC_SEV_ERROR, m->name, "ignored but quantized", 0, NULL, 0,
+            hc__findings_add(f, HC_SEV_ERROR, m->name, "ignored but quantized", 0, NULL, 0,
                             "module '%s' carries quantized tensors but matches "
                             "quantization_config.ignore", m->name);
             continue;
@@ -283,7 +283,7 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
             }
         }
         if (!hit) {
-            hc_findings_add(f, HC_SEV_ERROR, m->name, "no config group", 0, NULL, 0,
+            hc__findings_add(f, HC_SEV_ERROR, m->name, "no config group", 0, NULL, 0,
                             "module '%s' carries quantized tensors but no "
                             "quantization_config.config_groups target matches it", m->name);
             continue;
@@ -292,14 +292,14 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
         const cJSON *w = cJSON_IsObject(hit) ? cJSON_GetObjectItemCaseSensitive(hit, "weights")
                                              : NULL;
         if (!w) {
-            hc_findings_add(f, HC_SEV_ERROR, m->name, "preset", 0, NULL, 0,
+            hc__findings_add(f, HC_SEV_ERROR, m->name, "preset", 0, NULL, 0,
                             "module '%s': config group '%s' has no weights args (preset "
                             "schemes given as bare target lists are not expanded)",
                             m->name, s->group);
             continue;
         }
         if (!ct_args(w, s->group, s, f)) continue;
-        const char *fs = cJSON_IsObject(hit) ? hc_json_str(hit, "format") : NULL;
+        const char *fs = cJSON_IsObject(hit) ? hc__json_str(hit, "format") : NULL;
         if (!fs) fs = gfmt;
         if (fs && !strcmp(fs, "mixed-precision")) fs = NULL;
         if (!fs) { /* infer from the tensors */
@@ -312,7 +312,7 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
         }
         hc_fmt fmt = ct_format(fs, s->is_float);
         if ((int)fmt < 0 || fmt == HC_FMT_PLAIN) {
-            hc_findings_add(f, HC_SEV_ERROR, m->name, "unsupported format", 0, NULL, 0,
+            hc__findings_add(f, HC_SEV_ERROR, m->name, "unsupported format", 0, NULL, 0,
                             "module '%s': compressed-tensors format '%s' is not supported "
                             "(quantization_config.format)", m->name, fs);
             continue;

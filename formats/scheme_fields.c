@@ -33,7 +33,7 @@ static const char *json_type(const cJSON *v) {
 bool hc__cfg_typed(hc_findings *f, const char *cfgname, const char *path, const cJSON *v,
                    unsigned ok, const char *want) {
     if (!v || (json_bit(v) & ok)) return true;
-    hc_findings_add(f, HC_SEV_ERROR, cfgname, "config type", 0, NULL, 0,
+    hc__findings_add(f, HC_SEV_ERROR, cfgname, "config type", 0, NULL, 0,
                     "%s: '%s' is %s; it must be %s", cfgname, path, json_type(v), want);
     return false;
 }

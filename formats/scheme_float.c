@@ -35,13 +35,13 @@ void hc__resolve_fp8(hc_model *md, const cJSON *qc, const char *cfgname) {
     ok &= hc__cfg_typed(f, cfgname, "weight_block_size", bs, T_NULL | T_ARR,
                         "[rows, cols] or null");
     if (!ok) return;
-    const char *sem = hc_json_str(qc, "weight_scale_semantics");
-    const char *meth = hc_json_str(qc, "weight_scale_method");
+    const char *sem = hc__json_str(qc, "weight_scale_semantics");
+    const char *meth = hc__json_str(qc, "weight_scale_method");
     /* absent: GPTQModel's normaliser reads it as "inverse", and only GPTQModel writes
      * weight_scale_method; without either field the config is DeepSeek's */
     bool inverse = sem ? !strcasecmp(sem, "inverse") : meth != NULL;
     if (sem && !inverse) {
-        hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_scale_semantics", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, cfgname, "weight_scale_semantics", 0, NULL, 0,
                         "%s: weight_scale_semantics '%s' is not known ('inverse': the weights "
                         "are divided by weight_scale_inv; absent: divided when "
                         "weight_scale_method is given (GPTQModel), else multiplied, as "
@@ -53,7 +53,7 @@ void hc__resolve_fp8(hc_model *md, const cJSON *qc, const char *cfgname) {
         int64_t r = hc__cfg_num(cJSON_GetArrayItem(bs, 0), 0);
         int64_t c = hc__cfg_num(cJSON_GetArrayItem(bs, 1), 0);
         if (cJSON_GetArraySize(bs) != 2 || r <= 0 || c <= 0) {
-            hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_block_size", 0, NULL, 0,
+            hc__findings_add(f, HC_SEV_ERROR, cfgname, "weight_block_size", 0, NULL, 0,
                             "%s: weight_block_size must be [rows, cols] of positive integers",
                             cfgname);
             return;
@@ -67,13 +67,13 @@ void hc__resolve_fp8(hc_model *md, const cJSON *qc, const char *cfgname) {
                      : !strcasecmp(mn, "row") ? HC_STRAT_CHANNEL
                      : HC_STRAT_TENSOR;
     if (strcasecmp(mn, "block") && strcasecmp(mn, "row") && strcasecmp(mn, "tensor")) {
-        hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_scale_method", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, cfgname, "weight_scale_method", 0, NULL, 0,
                         "%s: weight_scale_method '%s' is not known (block, row, tensor)",
                         cfgname, mn);
         return;
     }
     if ((st == HC_STRAT_BLOCK) != (block[0] != 0)) {
-        hc_findings_add(f, HC_SEV_ERROR, cfgname, "weight_block_size", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, cfgname, "weight_block_size", 0, NULL, 0,
                         st == HC_STRAT_BLOCK
                             ? "%s: weight_scale_method '%s' needs weight_block_size [rows, cols]"
                             : "%s: weight_scale_method '%s' takes no weight_block_size (it is "

@@ -72,19 +72,19 @@ static bool gptq_typed(hc_findings *f, const cJSON *qc, const char *cfgname) {
 void hc__resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
     hc_findings *f = &md->config_findings;
     if (!gptq_typed(f, qc, cfgname)) return;
-    const char *cf = hc_json_str(qc, "checkpoint_format");
-    if (!cf) cf = hc_json_str(qc, "format");
+    const char *cf = hc__json_str(qc, "checkpoint_format");
+    if (!cf) cf = hc__json_str(qc, "format");
     bool v2 = cf && !strcmp(cf, "gptq_v2");
     if (cf && strcmp(cf, "gptq") && strcmp(cf, "gptq_v2")) {
-        hc_findings_add(f, HC_SEV_ERROR, cfgname, "checkpoint_format", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, cfgname, "checkpoint_format", 0, NULL, 0,
                         "%s: GPTQ checkpoint_format '%s' is not supported%s", cfgname, cf,
                         !strcmp(cf, "marlin") ? " (marlin checkpoints hold pre-permuted tiles; "
                                                 "convert from the original gptq checkpoint)" : "");
         return;
     }
-    const char *pd = hc_json_str(qc, "pack_dtype");
+    const char *pd = hc__json_str(qc, "pack_dtype");
     if (pd && strcmp(pd, "int32")) {
-        hc_findings_add(f, HC_SEV_ERROR, cfgname, "pack_dtype", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, cfgname, "pack_dtype", 0, NULL, 0,
                         "%s: GPTQ pack_dtype '%s' is not supported (only int32)", cfgname, pd);
         return;
     }
@@ -95,7 +95,7 @@ void hc__resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
     char field[300];
     snprintf(field, sizeof field, "%s: dynamic", cfgname);
     if (!hc__pat_list_init(&pl, dyn)) {
-        hc_findings_add(f, HC_SEV_ERROR, cfgname, "dynamic", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, cfgname, "dynamic", 0, NULL, 0,
                         "%s: out of memory for the patterns", field);
         goto out;
     }
@@ -118,7 +118,7 @@ void hc__resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
             }
             if (!r) continue;
             if (skip) {
-                hc_findings_add(f, HC_SEV_ERROR, m->name, "dynamic", 0, NULL, 0,
+                hc__findings_add(f, HC_SEV_ERROR, m->name, "dynamic", 0, NULL, 0,
                                 "module '%s' has a qweight but the dynamic rule '%s' skips it",
                                 m->name, d->string);
                 m->scheme.fmt = HC_FMT_PLAIN;
@@ -129,7 +129,7 @@ void hc__resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
         }
         hc_scheme *s = &m->scheme;
         if (s->fmt == HC_FMT_GPTQ && s->bits != 2 && s->bits != 3 && s->bits != 4 && s->bits != 8) {
-            hc_findings_add(f, HC_SEV_ERROR, m->name, "bits", 0, NULL, 0,
+            hc__findings_add(f, HC_SEV_ERROR, m->name, "bits", 0, NULL, 0,
                             "module '%s': GPTQ %d-bit is not supported (2, 3, 4, 8)", m->name,
                             s->bits);
             s->fmt = HC_FMT_PLAIN;
@@ -149,7 +149,7 @@ void hc__resolve_awq(hc_model *md, const cJSON *qc, const char *cfgname) {
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
         ok &= hc__cfg_field_typed(f, cfgname, "", qc, nums[i], T_NULL | T_NUM, "an integer");
     if (!ok) return;
-    const char *ver = hc_json_str(qc, "version");
+    const char *ver = hc__json_str(qc, "version");
     const cJSON *v;
     int64_t bits = hc__cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "bits"),
                                hc__cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "w_bit"), 4));
@@ -157,13 +157,13 @@ void hc__resolve_awq(hc_model *md, const cJSON *qc, const char *cfgname) {
                              hc__cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "q_group_size"),
                                          128));
     if (ver && strcasecmp(ver, "gemm")) {
-        hc_findings_add(f, HC_SEV_ERROR, cfgname, "version", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, cfgname, "version", 0, NULL, 0,
                         "%s: AWQ version '%s' is not supported (only gemm; the gemv layouts "
                         "differ)", cfgname, ver);
         return;
     }
     if (bits != 4) {
-        hc_findings_add(f, HC_SEV_ERROR, cfgname, "bits", 0, NULL, 0,
+        hc__findings_add(f, HC_SEV_ERROR, cfgname, "bits", 0, NULL, 0,
                         "%s: AWQ bits %lld is not supported (only 4)", cfgname, (long long)bits);
         return;
     }

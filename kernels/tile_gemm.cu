@@ -13,7 +13,7 @@ extern "C" __global__ void hc_tile_gemm_ref(const hc_u8 *w, hc_core_params p, hc
     float acc = 0.0f;
     for (hc_u64 k = 0; k < p.K; k++) {
         const hc_u8 *chunk = stripe + (k / 64) * p.chunk_bytes;
-        float wv = (float)hc_core_value(&p, chunk, (unsigned)(n % 64), (unsigned)(k % 64));
+        float wv = (float)hc__core_value(&p, chunk, (unsigned)(n % 64), (unsigned)(k % 64));
         acc += x[row * p.K + k] * wv;
     }
     y[row * p.N + n] = acc;

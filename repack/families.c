@@ -1,7 +1,7 @@
 /* families.c: the kernel family table and tensor-parallel shard planning. Padding rules:
  * rows to the MMA tile of the weight operand (64), columns to one K step of the tile (64
  * elements), never to 256. A tensor-parallel cut is predicted with shard.c's rules
- * (hc_shard_range for the parts, hc_shard_group_k for a cut inside a scale group), the ones
+ * (hc__shard_range for the parts, hc__shard_group_k for a cut inside a scale group), the ones
  * convert applies, so validate's report and convert's output cannot disagree. */
 #include "families.h"
 
@@ -24,7 +24,7 @@ static const hc_family fam_cpu = {"cpu", "f32", 1, 1};
 
 static bool pow2_scales(const hc_qtensor *q) { return q->scale_dtype == HC_DT_F8_E8M0; }
 
-size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family **out, size_t cap,
+size_t hc__families_for(const hc_module *m, const hc_qtensor *q, const hc_family **out, size_t cap,
                        char *why, size_t why_len) {
     size_t n = 0;
 #define ADD(f) \
@@ -52,7 +52,7 @@ size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family 
         }
         break;
     case HC_Q_FP8_E4M3:
-        if (!hc_tile_scales_fit(q)) /* tiles.c keeps the source layout */
+        if (!hc__tile_scales_fit(q)) /* tiles.c keeps the source layout */
             snprintf(why, why_len, "F64 fp8 divisors have no tile layout (F32 would round them)");
         else ADD(fam_fp8);
         break;
@@ -60,7 +60,7 @@ size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family 
     case HC_Q_PLAIN: break;
     }
     /* the GPU kernels apply one scale per 16 columns at most */
-    uint64_t g = hc_tile_group_k(q->sk, q->gk);
+    uint64_t g = hc__tile_group_k(q->sk, q->gk);
     if (g < 16 && n) {
         n = 0;
         snprintf(why, why_len, "scale groups of %llu columns are stored as groups of %llu; the "
@@ -76,7 +76,7 @@ static bool name_ends(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0 && (a == b || s[a - b - 1] == '.');
 }
 
-char hc_tp_role(const char *module) {
+char hc__tp_role(const char *module) {
     static const char *const row[] = {"o_proj", "down_proj", "w2", "out_proj", "dense_4h_to_h",
                                       "c_proj", "wo", "dense"};
     static const char *const col[] = {"q_proj", "k_proj", "v_proj", "qkv_proj", "gate_proj",
@@ -92,7 +92,7 @@ char hc_tp_role(const char *module) {
 
 static uint64_t round_up(uint64_t v, uint64_t m) { return m ? (v + m - 1) / m * m : v; }
 
-void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *fam,
+void hc__tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *fam,
                  hc_tp_plan *p) {
     memset(p, 0, sizeof *p);
     p->role = role;
@@ -100,34 +100,34 @@ void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *f
     p->shard_k = q->K;
     p->splits = true;
     p->group_aligned = true;
-    if (role == 'c' || role == 'r') { /* the cut convert makes (hc_shard_range): rank 0's part
+    if (role == 'c' || role == 'r') { /* the cut convert makes (hc__shard_range): rank 0's part
                                        * is the largest; even when the last rank's is as large */
         uint64_t d = role == 'c' ? q->N : q->K, b0, e0, b1, e1;
-        hc_shard_range(d, tp, 0, &b0, &e0);
-        hc_shard_range(d, tp, tp - 1, &b1, &e1);
+        hc__shard_range(d, tp, 0, &b0, &e0);
+        hc__shard_range(d, tp, tp - 1, &b1, &e1);
         *(role == 'c' ? &p->shard_n : &p->shard_k) = e0 - b0;
         p->splits = e1 - b1 == e0 - b0;
     }
     /* the rank whose regrouped scale groups are smallest decides (convert cuts by the same
-     * rule, hc_shard_group_k; an act-order cut keeps arbitrary columns of each group) */
+     * rule, hc__shard_group_k; an act-order cut keeps arbitrary columns of each group) */
     bool gpu_groups = true;
     for (unsigned r = 0; role == 'r' && q->kind != HC_Q_PLAIN && r < tp; r++) {
-        uint64_t k0, k1, g = hc_shard_group_k(q, role, r, tp);
-        hc_shard_range(q->K, tp, r, &k0, &k1);
+        uint64_t k0, k1, g = hc__shard_group_k(q, role, r, tp);
+        hc__shard_range(q->K, tp, r, &k0, &k1);
         if (k1 == k0 || g == 0 || q->sk == 1 || (g == q->gk && !q->g_idx) ||
             (q->g_idx && g % q->gk == 0))
             continue;
         p->group_aligned = false;
         if (!p->regroup || g < p->regroup) p->regroup = g; /* each new group keeps its parent's scale */
-        gpu_groups &= hc_tile_group_k((k1 - k0) / g, g) >= 16;
+        gpu_groups &= hc__tile_group_k((k1 - k0) / g, g) >= 16;
     }
     p->pad_n = round_up(p->shard_n, fam ? fam->n_multiple : 1);
     p->pad_k = round_up(p->shard_k, fam ? fam->k_multiple : 1);
     p->gpu = fam && strcmp(fam->name, "cpu") && gpu_groups;
 }
 
-uint64_t hc_module_bytes(const hc_qtensor *q) {
-    if (q->kind == HC_Q_PLAIN) return hc_qtensor_numel(q) * 2;
+uint64_t hc__module_bytes(const hc_qtensor *q) {
+    if (q->kind == HC_Q_PLAIN) return hc__qtensor_numel(q) * 2;
     uint64_t codes = (q->E * q->N * q->K * (uint64_t)q->bits + 7) / 8;
     uint64_t groups = q->E * q->sn * q->sk;
     uint64_t sbytes = groups * (hc_dtype_bits(q->scale_dtype) ? hc_dtype_bits(q->scale_dtype) / 8 : 4);

@@ -15,12 +15,12 @@ typedef struct {
 
 /* Fills out (capacity cap) with the families that can run a decoded module; returns the
  * count. why receives the reason when there are none. */
-size_t hc_families_for(const hc_module *m, const hc_qtensor *q, const hc_family **out, size_t cap,
+size_t hc__families_for(const hc_module *m, const hc_qtensor *q, const hc_family **out, size_t cap,
                        char *why, size_t why_len);
 
 /* Tensor-parallel role of a Linear by its name: 'c' column-parallel (split N), 'r'
  * row-parallel (split K), 0 replicated / not a Linear. */
-char hc_tp_role(const char *module);
+char hc__tp_role(const char *module);
 
 typedef struct {
     char role;             /* 'c', 'r' or 0 */
@@ -33,9 +33,9 @@ typedef struct {
                             * scale group under 16 columns does not) */
 } hc_tp_plan;
 
-void hc_tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *fam,
+void hc__tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *fam,
                  hc_tp_plan *p);
 /* Bytes a module takes stored (codes + scales + zero points), for the footprint report. */
-uint64_t hc_module_bytes(const hc_qtensor *q);
+uint64_t hc__module_bytes(const hc_qtensor *q);
 
 #endif

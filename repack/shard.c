@@ -4,14 +4,14 @@
  * group. Act-order columns: the shard keeps an arbitrary subset of each source group, so its
  * groups are renumbered into groups of the gcd of those counts (each inside one source group,
  * its scale repeated), which the tile planner's sort makes contiguous. One rule
- * (hc_shard_group_k) serves convert and validate. */
+ * (hc__shard_group_k) serves convert and validate. */
 #include "shard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void hc_shard_range(uint64_t d, unsigned tp, unsigned rank, uint64_t *begin, uint64_t *end) {
+void hc__shard_range(uint64_t d, unsigned tp, unsigned rank, uint64_t *begin, uint64_t *end) {
     uint64_t piece = (d + tp - 1) / tp;
     *begin = piece * rank < d ? piece * rank : d;
     *end = *begin + piece < d ? *begin + piece : d;
@@ -25,20 +25,20 @@ static uint64_t actorder_gcd(const hc_qtensor *q, uint64_t k0, uint64_t k1) {
     for (uint64_t e = 0; e < q->E; e++) {
         memset(count, 0, (q->sk ? q->sk : 1) * sizeof *count);
         for (uint64_t k = k0; k < k1; k++) count[q->g_idx[e * q->K + k]]++;
-        for (uint64_t g = 0; g < q->sk; g++) d = hc_gcd_u64(d, count[g]);
+        for (uint64_t g = 0; g < q->sk; g++) d = hc__gcd_u64(d, count[g]);
     }
     free(count);
     return d;
 }
 
-uint64_t hc_shard_group_k(const hc_qtensor *q, char role, unsigned rank, unsigned tp) {
+uint64_t hc__shard_group_k(const hc_qtensor *q, char role, unsigned rank, unsigned tp) {
     if (q->kind == HC_Q_PLAIN || role != 'r') return q->gk;
     uint64_t k0, k1;
-    hc_shard_range(q->K, tp, rank, &k0, &k1);
+    hc__shard_range(q->K, tp, rank, &k0, &k1);
     if (k1 == k0 || (k0 == 0 && k1 == q->K)) return q->gk; /* nothing is cut */
     if (q->g_idx) return actorder_gcd(q, k0, k1);
     if (q->sk == 1) return k1 - k0; /* one scale per row */
-    return k0 % q->gk ? hc_gcd_u64(q->gk, k0) : q->gk;
+    return k0 % q->gk ? hc__gcd_u64(q->gk, k0) : q->gk;
 }
 
 /* Act-order shard (codes already cut): source group g keeps c_g columns; they become c_g / gk
@@ -75,14 +75,14 @@ static bool actorder_regroup(const hc_qtensor *q, uint64_t k0, hc_qtensor *out) 
     return ok;
 }
 
-bool hc_qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned tp, hc_qtensor *out,
+bool hc__qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned tp, hc_qtensor *out,
                       char *why, size_t why_len) {
     *out = *q;
     out->codes = NULL, out->plain = NULL, out->scales = NULL, out->zeros = NULL, out->g_idx = NULL;
     out->packed = NULL; /* the shard's codes are copied, not viewed */
     uint64_t n0 = 0, n1 = q->N, k0 = 0, k1 = q->K;
-    if (role == 'c') hc_shard_range(q->N, tp, rank, &n0, &n1);
-    else if (role == 'r') hc_shard_range(q->K, tp, rank, &k0, &k1);
+    if (role == 'c') hc__shard_range(q->N, tp, rank, &n0, &n1);
+    else if (role == 'r') hc__shard_range(q->K, tp, rank, &k0, &k1);
     uint64_t N = n1 - n0, K = k1 - k0;
     if (N == 0 || K == 0) {
         snprintf(why, why_len, "rank %u of %u gets no %s", rank, tp, role == 'c' ? "rows" : "columns");
@@ -108,7 +108,7 @@ bool hc_qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned tp
                 memcpy(out->codes + (e * N + n) * K, q->codes + (e * q->N + n0 + n) * q->K + k0, K);
     }
     /* the new scale grid */
-    uint64_t gn = q->gn, gk = hc_shard_group_k(q, role, rank, tp);
+    uint64_t gn = q->gn, gk = hc__shard_group_k(q, role, rank, tp);
     if (gk == 0) goto nomem;
     if (n0 % q->gn) gn = 1; /* rows no longer aligned to blocks: per row */
     if (q->g_idx && role == 'r') {
@@ -139,7 +139,7 @@ bool hc_qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned tp
     }
     return true;
 nomem:
-    hc_qtensor_free(out);
+    hc__qtensor_free(out);
     snprintf(why, why_len, "out of memory");
     return false;
 }

@@ -8,16 +8,16 @@
 
 /* The [begin, end) range rank takes of a dimension of size d split tp ways: equal pieces of
  * ceil(d / tp), the last ones shorter (or empty). */
-void hc_shard_range(uint64_t d, unsigned tp, unsigned rank, uint64_t *begin, uint64_t *end);
+void hc__shard_range(uint64_t d, unsigned tp, unsigned rank, uint64_t *begin, uint64_t *end);
 
 /* The scale group along K of rank's part of q for a layer of role 'c' or 'r': the source
  * group; for a column cut inside a group gcd(group, cut offset); for an act-order column cut
  * the gcd of the column counts each source group keeps in the part. 0: out of memory. */
-uint64_t hc_shard_group_k(const hc_qtensor *q, char role, unsigned rank, unsigned tp);
+uint64_t hc__shard_group_k(const hc_qtensor *q, char role, unsigned rank, unsigned tp);
 
 /* out = rank's part of q for a layer of role 'c' (rows) or 'r' (columns); q's codes may be
  * absent (planning). Fails, with why, when the cut cannot be made losslessly. */
-bool hc_qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned tp, hc_qtensor *out,
+bool hc__qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned tp, hc_qtensor *out,
                       char *why, size_t why_len);
 
 #endif

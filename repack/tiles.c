@@ -50,12 +50,12 @@ static bool plan_perm(const hc_qtensor *q, hc_tile_plan *pl) {
     return true;
 }
 
-uint64_t hc_tile_group_k(uint64_t sk, uint64_t gk) {
+uint64_t hc__tile_group_k(uint64_t sk, uint64_t gk) {
     if (sk == 1) return HC_TILE_K;
-    return gk % HC_TILE_K == 0 ? gk : hc_gcd_u64(gk, HC_TILE_K);
+    return gk % HC_TILE_K == 0 ? gk : hc__gcd_u64(gk, HC_TILE_K);
 }
 
-bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
+bool hc__tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
     memset(pl, 0, sizeof *pl);
     hc_tile_params *p = &pl->p;
     p->E = q->E, p->N = q->N, p->K = q->K;
@@ -111,7 +111,7 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
         /* GPTQModel's inverse scales: kept as stored (their reciprocals are not exact), the
          * layout divides (version 2); F16 / BF16 divisors widen to F32 exactly */
         p->scale_divides = q->scale_divides;
-        if (!hc_tile_scales_fit(q)) {
+        if (!hc__tile_scales_fit(q)) {
             snprintf(pl->reason, sizeof pl->reason, "F64 fp8 divisors do not fit the layout's "
                      "F32 exactly (the source layout is kept)");
             return false;
@@ -123,7 +123,7 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
                  q->kind == HC_Q_PLAIN ? "unquantized" : "e5m2");
         return false;
     }
-    if (p->kind != HC_TL_MXFOLD && hc_scale_kind(p->scale_dtype, p->scale_divides) == HC_SK_NONE)
+    if (p->kind != HC_TL_MXFOLD && hc__scale_kind(p->scale_dtype, p->scale_divides) == HC_SK_NONE)
         p->scale_dtype = HC_DT_F32; /* widened exactly (e.g. F64 scales that fit) */
     /* the layout's group: whole tiles when the source group is a multiple of the tile width
      * (or there is one scale per row), else the largest divisor of both (scales repeated) */
@@ -134,16 +134,16 @@ bool hc_tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
         snprintf(pl->reason, sizeof pl->reason, "act-order in fused experts is not supported");
         return false;
     }
-    p->g = hc_tile_group_k(q->sk, q->gk);
+    p->g = hc__tile_group_k(q->sk, q->gk);
     if (p->kind == HC_TL_MXFOLD && p->g != 32) p->kind = HC_TL_FP4, p->scale_dtype = HC_DT_F8_E8M0;
-    if (!hc_tile_geometry(p)) {
+    if (!hc__tile_geometry(p)) {
         snprintf(pl->reason, sizeof pl->reason, "tile geometry overflows");
         return false;
     }
     return true;
 }
 
-void hc_tile_plan_free(hc_tile_plan *pl) {
+void hc__tile_plan_free(hc_tile_plan *pl) {
     free(pl->perm);
     pl->perm = NULL;
 }
@@ -179,7 +179,7 @@ static bool put_scale(double v, hc_dtype dt, uint8_t *dst) {
         else if (e < 1 && e >= -10) h = (uint16_t)(sign | ((m | 0x800000u) >> (14 - e)));
         else h = (uint16_t)(sign | 0x7C00u); /* inf or out of range: caught below */
         memcpy(dst, &h, 2);
-        hc_read_scalar(dst, dt, 0, &back);
+        hc__read_scalar(dst, dt, 0, &back);
         break;
     }
     case HC_DT_F8_E4M3: {
@@ -196,7 +196,7 @@ static bool put_scale(double v, hc_dtype dt, uint8_t *dst) {
         if (a == 0) E = 0;
         if (E > 15 || mant != floor(mant) || mant > 7 || (E == 15 && mant == 7)) return false;
         dst[0] = (uint8_t)(sgn | (unsigned)(E >= 1 ? E : 0) << 3 | (unsigned)mant);
-        hc_read_scalar(dst, dt, 0, &back);
+        hc__read_scalar(dst, dt, 0, &back);
         break;
     }
     case HC_DT_F8_E8M0: {
@@ -210,7 +210,7 @@ static bool put_scale(double v, hc_dtype dt, uint8_t *dst) {
     return back == v || (v != v && back != back);
 }
 
-void hc_mxfold_row(const uint8_t e[2], const uint8_t codes[64], uint8_t rec[4]) {
+void hc__mxfold_row(const uint8_t e[2], const uint8_t codes[64], uint8_t rec[4]) {
     /* the largest offset a group can take: 6 x 2^6 = 384 <= 448, smaller maxima allow more */
     static const int dmax[8] = {99, 9, 8, 8, 7, 7, 6, 6}; /* by the largest |code| (index) */
     int maxm[2] = {0, 0};
@@ -227,7 +227,7 @@ void hc_mxfold_row(const uint8_t e[2], const uint8_t codes[64], uint8_t rec[4]) 
     for (int c = 0; ok && c < 64; c++) {
         uint8_t b;
         int d = maxm[c / 32] ? e[c / 32] - base : 0;
-        ok = d >= -128 && d <= 127 && hc_e4m3_of_fp4(codes[c], d, &b);
+        ok = d >= -128 && d <= 127 && hc__e4m3_of_fp4(codes[c], d, &b);
     }
     if (ok) {
         rec[0] = (uint8_t)base;
@@ -241,7 +241,7 @@ void hc_mxfold_row(const uint8_t e[2], const uint8_t codes[64], uint8_t rec[4]) 
 
 /* Writes a tile's codes in fragment order (docs/layouts.md), walking the destination: for
  * each lane's word (4-bit) or 8-byte half-vector (8-bit), the registers a0..a7 come from
- * rows lane/4 (+8) and columns 2 (lane%4) (+1, +8). Same order as hc_tile_code_pos. */
+ * rows lane/4 (+8) and columns 2 (lane%4) (+1, +8). Same order as hc__tile_code_pos. */
 static void emit_codes(unsigned bits, const uint8_t *tc, uint64_t stride, uint8_t *chunk) {
     for (unsigned rb = 0; rb < 4; rb++)
         for (unsigned lane = 0; lane < 32; lane++)
@@ -343,7 +343,7 @@ static void emit_nibbles(const uint8_t *nib, uint64_t stride, uint64_t col0, uin
 }
 
 /* Exposed for the tests: both emitters on one stripe. */
-void hc_emit_nibbles_both(const uint8_t *nib, uint64_t stride, uint8_t *scalar, uint8_t *fast) {
+void hc__emit_nibbles_both(const uint8_t *nib, uint64_t stride, uint8_t *scalar, uint8_t *fast) {
     emit_nibbles_scalar(nib, stride, 0, scalar);
     emit_nibbles(nib, stride, 0, fast);
 }
@@ -392,17 +392,17 @@ static void stripe_from_packed(const hc_qtensor *q, const hc_tile_params *p, uin
     }
 }
 
-hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out,
+hc_status hc__tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out,
                        hc_tile_stats *st, hc_err *err) {
     const hc_tile_params *p = &pl->p;
     /* natural-order source codes are repacked without unpacking them (the fast path) */
     bool direct = !q->codes && q->packed && !pl->perm;
-    if (!q->codes && !direct) return hc_fail(err, HC_INTERNAL, "tile pack needs decoded codes");
+    if (!q->codes && !direct) return hc__fail(err, HC_INTERNAL, "tile pack needs decoded codes");
     unsigned ss = p->kind == HC_TL_MXFOLD ? 0 : hc_dtype_bits(p->scale_dtype) / 8;
     /* the source group of each (tile column block, scale column): no division per scale;
      * -1 marks padding columns */
     int64_t *grp_of = malloc(p->tiles_k * p->S * sizeof *grp_of);
-    if (!grp_of) return hc_fail(err, HC_NOMEM, "out of memory");
+    if (!grp_of) return hc__fail(err, HC_NOMEM, "out of memory");
     for (uint64_t kb = 0; kb < p->tiles_k; kb++)
         for (unsigned j = 0; j < p->S; j++) {
             uint64_t kp = kb * HC_TILE_K + j * (p->g < HC_TILE_K ? p->g : HC_TILE_K);
@@ -413,7 +413,7 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
     uint8_t *rowbuf = malloc(HC_TILE_K);
     if (!stripe || !rowbuf) {
         free(stripe), free(rowbuf), free(grp_of);
-        return hc_fail(err, HC_NOMEM, "out of memory for a tile stripe");
+        return hc__fail(err, HC_NOMEM, "out of memory for a tile stripe");
     }
     uint64_t nstride = p->code_bits == 4 ? p->Kp / 2 : p->Kp; /* stripe row, direct path */
     for (uint64_t e = 0; e < p->E; e++)
@@ -437,7 +437,7 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                 }
             }
             for (uint64_t kb = 0; kb < p->tiles_k; kb++) { /* the codes of every tile */
-                uint8_t *chunk = out + hc_tile_offset(p, e, nb, kb);
+                uint8_t *chunk = out + hc__tile_offset(p, e, nb, kb);
                 /* codes are all written below; scales, zero points and padding start at 0 */
                 memset(chunk + p->code_bytes, 0, (size_t)(p->chunk_bytes - p->code_bytes));
                 if (direct && p->code_bits == 4) emit_nibbles(stripe, nstride, kb * HC_TILE_K, chunk);
@@ -451,7 +451,7 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                 const double *srow = q->scales + (e * q->sn + n / q->gn) * q->sk;
                 const int32_t *zrow = q->zeros ? q->zeros + (e * q->sn + n / q->gn) * q->sk : NULL;
                 for (uint64_t kb = 0; kb < p->tiles_k; kb++) {
-                    uint8_t *chunk = out + hc_tile_offset(p, e, nb, kb);
+                    uint8_t *chunk = out + hc__tile_offset(p, e, nb, kb);
                     uint8_t *sc = chunk + p->code_bytes, *zp = sc + p->scale_bytes;
                     if (p->kind == HC_TL_MXFOLD) {
                         const uint8_t *rowcodes = stripe + (uint64_t)r * p->Kp + kb * HC_TILE_K;
@@ -466,7 +466,7 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                             uint64_t kp = kb * HC_TILE_K + j * 32;
                             if (kp < q->K) ex[j] = (uint8_t)e8m0_of(srow[kp / 32]);
                         }
-                        hc_mxfold_row(ex, rowcodes, sc + (uint64_t)r * 4);
+                        hc__mxfold_row(ex, rowcodes, sc + (uint64_t)r * 4);
                         if (sc[(uint64_t)r * 4] == HC_MXFOLD_UNFOLDED && st) st->mx_unfolded++;
                         continue;
                     }
@@ -475,7 +475,7 @@ hc_status hc_tile_pack(const hc_qtensor *q, const hc_tile_plan *pl, uint8_t *out
                         if (grp < 0) break; /* padding columns: scale 0, zero 0 */
                         if (!put_scale(srow[grp], p->scale_dtype, sc + ((uint64_t)r * p->S + j) * ss)) {
                             free(stripe), free(rowbuf), free(grp_of);
-                            return hc_fail(err, HC_INTERNAL, "scale %g is not exact as %s",
+                            return hc__fail(err, HC_INTERNAL, "scale %g is not exact as %s",
                                            srow[grp], hc_dtype_name(p->scale_dtype));
                         }
                         if (p->zeros) zp[r * p->S + j] = (uint8_t)zrow[grp];

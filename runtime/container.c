@@ -41,7 +41,7 @@ static hc_status bad(hc_container *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
-    return hc_fail(&c->err, HC_INVALID, "container '%s': %s", c->path, m);
+    return hc__fail(&c->err, HC_INVALID, "container '%s': %s", c->path, m);
 }
 
 /* Fuzzing builds (the libFuzzer convention) skip the open-time hash checks so the fuzzer
@@ -61,41 +61,41 @@ static hc_status read_preamble(hc_container *c) {
                    (unsigned long long)c->size, HC_CT_PREAMBLE_SIZE);
     if (memcmp(p, HC_CT_MAGIC, 8) != 0) return bad(c, "not an hconvert container (bad magic)");
     if (!skip_hash_checks() &&
-        XXH3_64bits(p, HC_PRE_PREAMBLE_HASH) != hc_le64(p + HC_PRE_PREAMBLE_HASH))
-        return hc_fail(&c->err, HC_CHECKSUM, "container '%s': preamble hash mismatch (the first "
+        XXH3_64bits(p, HC_PRE_PREAMBLE_HASH) != hc__le64(p + HC_PRE_PREAMBLE_HASH))
+        return hc__fail(&c->err, HC_CHECKSUM, "container '%s': preamble hash mismatch (the first "
                        "64 bytes are corrupt)", c->path);
-    c->major = hc_le16(p + HC_PRE_MAJOR);
-    c->minor = hc_le16(p + HC_PRE_MINOR);
+    c->major = hc__le16(p + HC_PRE_MAJOR);
+    c->minor = hc__le16(p + HC_PRE_MINOR);
     if (c->major != HC_CT_MAJOR)
-        return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': format version %u.%u; this "
+        return hc__fail(&c->err, HC_UNSUPPORTED, "container '%s': format version %u.%u; this "
                        "reader reads %u.x", c->path, c->major, c->minor, HC_CT_MAJOR);
-    if (hc_le32(p + HC_PRE_SIZE) != HC_CT_PREAMBLE_SIZE ||
-        hc_le64(p + HC_PRE_HEADER_OFFSET) != HC_CT_PREAMBLE_SIZE)
+    if (hc__le32(p + HC_PRE_SIZE) != HC_CT_PREAMBLE_SIZE ||
+        hc__le64(p + HC_PRE_HEADER_OFFSET) != HC_CT_PREAMBLE_SIZE)
         return bad(c, "preamble size or header offset is not %u", HC_CT_PREAMBLE_SIZE);
-    uint64_t fsz = hc_le64(p + HC_PRE_FILE_SIZE);
+    uint64_t fsz = hc__le64(p + HC_PRE_FILE_SIZE);
     if (fsz != c->size)
         return bad(c, "file is %llu bytes but the preamble says %llu (truncated or extended)",
                    (unsigned long long)c->size, (unsigned long long)fsz);
-    c->header_len = hc_le64(p + HC_PRE_HEADER_LENGTH);
+    c->header_len = hc__le64(p + HC_PRE_HEADER_LENGTH);
     if (c->header_len > HC_CT_MAX_HEADER || c->header_len > c->size - HC_CT_PREAMBLE_SIZE)
         return bad(c, "header length %llu is out of range", (unsigned long long)c->header_len);
     uint64_t want;
-    hc_align_u64(HC_CT_PREAMBLE_SIZE + c->header_len, HC_CT_ALIGN, &want);
-    c->data_off = hc_le64(p + HC_PRE_DATA_OFFSET);
+    hc__align_u64(HC_CT_PREAMBLE_SIZE + c->header_len, HC_CT_ALIGN, &want);
+    c->data_off = hc__le64(p + HC_PRE_DATA_OFFSET);
     if (c->data_off != want || c->data_off > c->size)
         return bad(c, "data offset %llu is not the 4096-aligned end of the header (%llu) or lies "
                    "past the end of the file", (unsigned long long)c->data_off,
                    (unsigned long long)want);
     if (!skip_hash_checks() && XXH3_64bits(p + HC_CT_PREAMBLE_SIZE, (size_t)c->header_len) !=
-                                   hc_le64(p + HC_PRE_HEADER_HASH))
-        return hc_fail(&c->err, HC_CHECKSUM, "container '%s': header hash mismatch (the JSON "
+                                   hc__le64(p + HC_PRE_HEADER_HASH))
+        return hc__fail(&c->err, HC_CHECKSUM, "container '%s': header hash mismatch (the JSON "
                        "header is corrupt)", c->path);
     return HC_OK;
 }
 
 static hc_status u64_field(hc_container *c, const cJSON *o, const char *key, size_t idx,
                            uint64_t *out) {
-    if (!hc_json_u64(cJSON_GetObjectItemCaseSensitive(o, key), out))
+    if (!hc__json_u64(cJSON_GetObjectItemCaseSensitive(o, key), out))
         return bad(c, "tensor %zu: \"%s\" must be an integer in [0, 2^53)", idx, key);
     return HC_OK;
 }
@@ -108,7 +108,7 @@ static hc_status shape_field(hc_container *c, const cJSON *o, const char *key, s
         return bad(c, "tensor %zu: \"%s\" must be an array of at most %d integers", idx, key,
                    HC_MAX_DIMS);
     for (int d = 0; d < n; d++)
-        if (!hc_json_u64(cJSON_GetArrayItem(a, d), &dims[d]))
+        if (!hc__json_u64(cJSON_GetArrayItem(a, d), &dims[d]))
             return bad(c, "tensor %zu: \"%s\"[%d] must be an integer in [0, 2^53)", idx, key, d);
     *ndim = n;
     return HC_OK;
@@ -120,7 +120,7 @@ static hc_status zstd_within_limit(hc_container *c, const hc_tensor_info *t) {
     if (t->raw_length <= c->zstd_max_raw) return HC_OK;
     char esc[512];
     return bad(c, "tensor '%s': zstd tensor of raw_length %llu, more than the %llu bytes a zstd "
-               "tensor may expand to", hc_escape(t->name, esc, sizeof esc),
+               "tensor may expand to", hc__escape(t->name, esc, sizeof esc),
                (unsigned long long)t->raw_length, (unsigned long long)c->zstd_max_raw);
 }
 
@@ -128,11 +128,11 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
     hc_tensor_info *t = &c->tensors[i];
     char esc[512];
     if (!cJSON_IsObject(o)) return bad(c, "tensor %zu is not an object", i);
-    if (hc_json_duplicate_key(o)) return bad(c, "tensor %zu has a duplicate key", i);
-    t->name = hc_json_str(o, "name");
+    if (hc__json_duplicate_key(o)) return bad(c, "tensor %zu has a duplicate key", i);
+    t->name = hc__json_str(o, "name");
     if (!t->name || !t->name[0]) return bad(c, "tensor %zu: missing or empty \"name\"", i);
-    const char *nm = hc_escape(t->name, esc, sizeof esc);
-    const char *dt = hc_json_str(o, "dtype");
+    const char *nm = hc__escape(t->name, esc, sizeof esc);
+    const char *dt = hc__json_str(o, "dtype");
     t->dtype = dt ? hc_dtype_from_name(dt) : HC_DTYPE_INVALID;
     if (t->dtype == HC_DTYPE_INVALID) return bad(c, "tensor '%s': missing or unknown dtype", nm);
     int nd2 = 0;
@@ -143,53 +143,53 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
     for (int d = 0; d < t->ndim; d++) {
         if (t->padded_shape[d] < t->shape[d])
             return bad(c, "tensor '%s': padded_shape[%d] is smaller than shape[%d]", nm, d, d);
-        if (!hc_mul_u64(numel, t->padded_shape[d], &numel))
+        if (!hc__mul_u64(numel, t->padded_shape[d], &numel))
             return bad(c, "tensor '%s': element count overflows 64 bits", nm);
     }
-    t->layout = hc_json_str(o, "layout");
+    t->layout = hc__json_str(o, "layout");
     if (!t->layout || !t->layout[0]) return bad(c, "tensor '%s': missing \"layout\"", nm);
     uint64_t lv;
     HC_TRY(u64_field(c, o, "layout_version", i, &lv));
     if (lv < 1 || lv > UINT32_MAX) return bad(c, "tensor '%s': layout_version out of range", nm);
     t->layout_version = (uint32_t)lv;
     bool source = !strcmp(t->layout, "source");
-    const hc_layout_row *row = hc_layout_by_id(t->layout);
+    const hc_layout_row *row = hc__layout_by_id(t->layout);
     bool tiled = row != NULL;
     if (!source && !tiled)
-        return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': tensor '%s': layout '%s' is not "
+        return hc__fail(&c->err, HC_UNSUPPORTED, "container '%s': tensor '%s': layout '%s' is not "
                        "known to this reader (hconvert %s)", c->path, nm, t->layout,
                        HC_VERSION_STRING);
     if (t->layout_version > (source ? 1u : row->version))
-        return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': tensor '%s': layout '%s' version "
+        return hc__fail(&c->err, HC_UNSUPPORTED, "container '%s': tensor '%s': layout '%s' version "
                        "%u is newer than this reader's (%u); convert the checkpoint again",
                        c->path, nm, t->layout, t->layout_version, source ? 1u : row->version);
     HC_TRY(u64_field(c, o, "offset", i, &t->offset));
     HC_TRY(u64_field(c, o, "length", i, &t->length));
     HC_TRY(u64_field(c, o, "raw_length", i, &t->raw_length));
-    const char *enc = hc_json_str(o, "encoding");
+    const char *enc = hc__json_str(o, "encoding");
     if (enc && strcmp(enc, "raw") == 0) t->encoding = HC_ENC_RAW;
     else if (enc && strcmp(enc, "zstd") == 0) t->encoding = HC_ENC_ZSTD;
     else return bad(c, "tensor '%s': encoding must be \"raw\" or \"zstd\"", nm);
-    const char *h = hc_json_str(o, "hash");
-    if (!h || !hc_parse_hex64(h, &t->hash))
+    const char *h = hc__json_str(o, "hash");
+    if (!h || !hc__parse_hex64(h, &t->hash))
         return bad(c, "tensor '%s': \"hash\" must be 16 lowercase hex digits", nm);
-    if (!hc_mul_u64(numel, hc_dtype_bits(t->dtype), &bits) || bits % 8 || bits / 8 != t->raw_length)
+    if (!hc__mul_u64(numel, hc_dtype_bits(t->dtype), &bits) || bits % 8 || bits / 8 != t->raw_length)
         return bad(c, "tensor '%s': raw_length %llu does not match its %s padded shape", nm,
                    (unsigned long long)t->raw_length, hc_dtype_name(t->dtype));
     const cJSON *lp = cJSON_GetObjectItemCaseSensitive(o, "layout_params");
     if (tiled) {
         hc_tile_params tp;
         hc_err perr = {0};
-        if (hc_tile_params_parse(lp, t->layout, &tp, nm, &perr))
+        if (hc__tile_params_parse(lp, t->layout, &tp, nm, &perr))
             return bad(c, "%s", perr.msg);
         /* a version-1 reader multiplies by every scale: a divisor tensor must say version 2,
          * or the same bytes would mean two weights */
-        if (t->layout_version < hc_tile_layout_version(&tp))
+        if (t->layout_version < hc__tile_layout_version(&tp))
             return bad(c, "tensor '%s': layout_params need layout version %u (scale_divides), "
-                       "the tensor says %u", nm, hc_tile_layout_version(&tp), t->layout_version);
-        if (hc_tile_bytes_of(&tp) != t->raw_length || t->dtype != HC_DT_U8)
+                       "the tensor says %u", nm, hc__tile_layout_version(&tp), t->layout_version);
+        if (hc__tile_bytes_of(&tp) != t->raw_length || t->dtype != HC_DT_U8)
             return bad(c, "tensor '%s': %llu bytes, its tiles need %llu (dtype U8)", nm,
-                       (unsigned long long)t->raw_length, (unsigned long long)hc_tile_bytes_of(&tp));
+                       (unsigned long long)t->raw_length, (unsigned long long)hc__tile_bytes_of(&tp));
         c->params_text[i] = cJSON_PrintUnformatted(lp);
         t->layout_params = c->params_text[i];
     } else if (lp) {
@@ -205,12 +205,12 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
                    "offset order, each 4096-aligned, with no overlap)", nm,
                    (unsigned long long)t->offset, (unsigned long long)*expect_off);
     uint64_t end;
-    if (!hc_add_u64(t->offset, t->length, &end) || end > c->size)
+    if (!hc__add_u64(t->offset, t->length, &end) || end > c->size)
         return bad(c, "tensor '%s': data [%llu, +%llu) runs past the end of the file (%llu)", nm,
                    (unsigned long long)t->offset, (unsigned long long)t->length,
                    (unsigned long long)c->size);
     if (i + 1 == c->ntensors) *expect_off = end;
-    else hc_align_u64(end, HC_CT_ALIGN, expect_off);
+    else hc__align_u64(end, HC_CT_ALIGN, expect_off);
     return HC_OK;
 }
 
@@ -218,8 +218,8 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
  * file size (each alone is at most HC_CT_ZSTD_MAX_RAW: parse_tensor). */
 static hc_status check_zstd_total(hc_container *c) {
     uint64_t total = 0, allowed;
-    if (!hc_mul_u64(HC_CT_ZSTD_MAX_RATIO, c->size, &allowed) ||
-        !hc_add_u64(allowed, HC_CT_ZSTD_MAX_RAW, &allowed))
+    if (!hc__mul_u64(HC_CT_ZSTD_MAX_RATIO, c->size, &allowed) ||
+        !hc__add_u64(allowed, HC_CT_ZSTD_MAX_RAW, &allowed))
         allowed = UINT64_MAX;
     for (size_t i = 0; i < c->ntensors; i++) /* no overflow: < 2^32 terms of at most 2^26 */
         if (c->tensors[i].encoding == HC_ENC_ZSTD) total += c->tensors[i].raw_length;
@@ -237,15 +237,15 @@ static int cmp_info_name(const void *a, const void *b) {
 
 static hc_status parse_header(hc_container *c) {
     c->header = malloc(c->header_len + 1);
-    if (!c->header) return hc_fail(&c->err, HC_NOMEM, "out of memory");
+    if (!c->header) return hc__fail(&c->err, HC_NOMEM, "out of memory");
     memcpy(c->header, c->map + HC_CT_PREAMBLE_SIZE, c->header_len);
     c->header[c->header_len] = 0;
-    if (!hc_utf8_valid(c->header, c->header_len)) return bad(c, "header is not valid UTF-8");
+    if (!hc__utf8_valid(c->header, c->header_len)) return bad(c, "header is not valid UTF-8");
     if (memchr(c->header, 0, c->header_len)) return bad(c, "header contains a NUL byte");
     c->json = cJSON_ParseWithLength(c->header, c->header_len);
     if (!cJSON_IsObject(c->json)) return bad(c, "header is not a JSON object");
-    if (hc_json_duplicate_key(c->json)) return bad(c, "header has a duplicate key");
-    const char *fmt = hc_json_str(c->json, "format");
+    if (hc__json_duplicate_key(c->json)) return bad(c, "header has a duplicate key");
+    const char *fmt = hc__json_str(c->json, "format");
     if (!fmt || strcmp(fmt, "hconvert") != 0) return bad(c, "header \"format\" is not \"hconvert\"");
     const cJSON *feat = cJSON_GetObjectItemCaseSensitive(c->json, "required_features");
     if (!cJSON_IsArray(feat)) return bad(c, "header lacks the \"required_features\" array");
@@ -257,15 +257,15 @@ static hc_status parse_header(hc_container *c) {
             ok |= strcmp(f->valuestring, known[k]) == 0;
         if (!ok) {
             char esc[128];
-            return hc_fail(&c->err, HC_UNSUPPORTED, "container '%s': requires feature '%s', "
+            return hc__fail(&c->err, HC_UNSUPPORTED, "container '%s': requires feature '%s', "
                            "which this reader (hconvert %s) does not know", c->path,
-                           cJSON_IsString(f) ? hc_escape(f->valuestring, esc, sizeof esc) : "?",
+                           cJSON_IsString(f) ? hc__escape(f->valuestring, esc, sizeof esc) : "?",
                            HC_VERSION_STRING);
         }
     }
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(c->json, "model");
-    if (!cJSON_IsObject(m) || !hc_json_str(m, "converter") || !hc_json_str(m, "source_format") ||
-        !hc_json_str(m, "target"))
+    if (!cJSON_IsObject(m) || !hc__json_str(m, "converter") || !hc__json_str(m, "source_format") ||
+        !hc__json_str(m, "target"))
         return bad(c, "header \"model\" must be an object with converter, source_format, target");
     const cJSON *sv = cJSON_GetObjectItemCaseSensitive(m, "source_version");
     const cJSON *tc = cJSON_GetObjectItemCaseSensitive(m, "tile_config");
@@ -275,8 +275,8 @@ static hc_status parse_header(hc_container *c) {
         return bad(c, "header \"model\": source_version (string or null), tile_config (object) "
                    "and config_json (string or null) are required");
     uint64_t rank, size;
-    if (!hc_json_u64(cJSON_GetObjectItemCaseSensitive(m, "tp_rank"), &rank) ||
-        !hc_json_u64(cJSON_GetObjectItemCaseSensitive(m, "tp_size"), &size) || size < 1 ||
+    if (!hc__json_u64(cJSON_GetObjectItemCaseSensitive(m, "tp_rank"), &rank) ||
+        !hc__json_u64(cJSON_GetObjectItemCaseSensitive(m, "tp_size"), &size) || size < 1 ||
         rank >= size)
         return bad(c, "header \"model\": tp_rank and tp_size must be integers, rank < size");
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c->json, "tensors");
@@ -284,7 +284,7 @@ static hc_status parse_header(hc_container *c) {
     c->ntensors = (size_t)cJSON_GetArraySize(arr);
     c->tensors = calloc(c->ntensors ? c->ntensors : 1, sizeof *c->tensors);
     c->params_text = calloc(c->ntensors ? c->ntensors : 1, sizeof *c->params_text);
-    if (!c->tensors || !c->params_text) return hc_fail(&c->err, HC_NOMEM, "out of memory");
+    if (!c->tensors || !c->params_text) return hc__fail(&c->err, HC_NOMEM, "out of memory");
     uint64_t expect = c->data_off;
     size_t i = 0;
     const cJSON *o;
@@ -295,14 +295,14 @@ static hc_status parse_header(hc_container *c) {
     HC_TRY(check_zstd_total(c));
     /* names must be unique; a sorted copy finds duplicates */
     hc_tensor_info *s = malloc((c->ntensors ? c->ntensors : 1) * sizeof *s);
-    if (!s) return hc_fail(&c->err, HC_NOMEM, "out of memory");
+    if (!s) return hc__fail(&c->err, HC_NOMEM, "out of memory");
     memcpy(s, c->tensors, c->ntensors * sizeof *s);
     qsort(s, c->ntensors, sizeof *s, cmp_info_name);
     hc_status st = HC_OK;
     for (size_t k = 1; k < c->ntensors && !st; k++)
         if (strcmp(s[k].name, s[k - 1].name) == 0) {
             char esc[512];
-            st = bad(c, "tensor '%s' appears twice", hc_escape(s[k].name, esc, sizeof esc));
+            st = bad(c, "tensor '%s' appears twice", hc__escape(s[k].name, esc, sizeof esc));
         }
     free(s);
     return st;
@@ -310,7 +310,7 @@ static hc_status parse_header(hc_container *c) {
 
 static hc_status zstd_bad(hc_container *c, const hc_tensor_info *t, const char *why) {
     char esc[512];
-    return bad(c, "tensor '%s': %s (zstd, raw_length %llu)", hc_escape(t->name, esc, sizeof esc),
+    return bad(c, "tensor '%s': %s (zstd, raw_length %llu)", hc__escape(t->name, esc, sizeof esc),
                why, (unsigned long long)t->raw_length);
 }
 
@@ -355,14 +355,14 @@ static hc_status zstd_check(hc_container *c, const hc_tensor_info *t, bool full)
 
 hc_status hc_container_verify(hc_container *c, uint64_t *nbad) {
     uint64_t bad_items = 0;
-    hc_err_clear(&c->err);
+    hc__err_clear(&c->err);
     /* the preamble and the header hash were checked at open; re-check them here too so verify
      * stands alone, then the padding and every tensor */
-    if (XXH3_64bits(c->map, HC_PRE_PREAMBLE_HASH) != hc_le64(c->map + HC_PRE_PREAMBLE_HASH) ||
+    if (XXH3_64bits(c->map, HC_PRE_PREAMBLE_HASH) != hc__le64(c->map + HC_PRE_PREAMBLE_HASH) ||
         XXH3_64bits(c->map + HC_CT_PREAMBLE_SIZE, (size_t)c->header_len) !=
-            hc_le64(c->map + HC_PRE_HEADER_HASH)) {
+            hc__le64(c->map + HC_PRE_HEADER_HASH)) {
         bad_items++;
-        hc_fail(&c->err, HC_CHECKSUM, "container '%s': header hash mismatch", c->path);
+        hc__fail(&c->err, HC_CHECKSUM, "container '%s': header hash mismatch", c->path);
     }
     uint64_t pad_from = HC_CT_PREAMBLE_SIZE + c->header_len;
     for (size_t i = 0; i <= c->ntensors; i++) {
@@ -370,7 +370,7 @@ hc_status hc_container_verify(hc_container *c, uint64_t *nbad) {
         for (uint64_t b = pad_from; b < pad_to; b++)
             if (c->map[b]) {
                 bad_items++;
-                hc_fail(&c->err, HC_CHECKSUM, "container '%s': padding byte at offset %llu is "
+                hc__fail(&c->err, HC_CHECKSUM, "container '%s': padding byte at offset %llu is "
                         "not zero", c->path, (unsigned long long)b);
                 break;
             }
@@ -379,8 +379,8 @@ hc_status hc_container_verify(hc_container *c, uint64_t *nbad) {
         if (XXH3_64bits(c->map + t->offset, (size_t)t->length) != t->hash) {
             char esc[512];
             bad_items++;
-            hc_fail(&c->err, HC_CHECKSUM, "container '%s': tensor '%s': hash mismatch (data at "
-                    "offset %llu is corrupt)", c->path, hc_escape(t->name, esc, sizeof esc),
+            hc__fail(&c->err, HC_CHECKSUM, "container '%s': tensor '%s': hash mismatch (data at "
+                    "offset %llu is corrupt)", c->path, hc__escape(t->name, esc, sizeof esc),
                     (unsigned long long)t->offset);
         } else if (t->encoding == HC_ENC_ZSTD && zstd_check(c, t, true) != HC_OK) {
             bad_items++;
@@ -401,18 +401,18 @@ hc_status hc_container_open(const char *path, int verify_tensors, hc_container *
     }
     c->fd = -1;
     hc_status st = HC_OK;
-    c->path = hc_strdup(path);
+    c->path = hc__strdup(path);
     c->zstd_max_raw = HC_CT_ZSTD_MAX_RAW;
     if (!c->path) {
-        st = hc_fail(&c->err, HC_NOMEM, "out of memory");
+        st = hc__fail(&c->err, HC_NOMEM, "out of memory");
         goto out;
     }
-    st = hc_open_regular(path, &c->fd, &c->size, &c->err); /* a FIFO never blocks the open */
+    st = hc__open_regular(path, &c->fd, &c->size, &c->err); /* a FIFO never blocks the open */
     if (st) goto out;
     if (c->size > 0) {
         void *m = mmap(NULL, c->size, PROT_READ, MAP_SHARED, c->fd, 0);
         if (m == MAP_FAILED) {
-            st = hc_fail(&c->err, HC_IO, "cannot map '%s': %s", path, strerror(errno));
+            st = hc__fail(&c->err, HC_IO, "cannot map '%s': %s", path, strerror(errno));
             goto out;
         }
         c->map = m;
@@ -434,8 +434,8 @@ static bool has_magic(const char *path) {
     unsigned char m[8];
     int fd;
     hc_err e = {0};
-    if (hc_open_regular(path, &fd, NULL, &e)) return false;
-    bool ok = hc_pread_full(fd, m, 8, 0, path, &e) == HC_OK && memcmp(m, HC_CT_MAGIC, 8) == 0;
+    if (hc__open_regular(path, &fd, NULL, &e)) return false;
+    bool ok = hc__pread_full(fd, m, 8, 0, path, &e) == HC_OK && memcmp(m, HC_CT_MAGIC, 8) == 0;
     close(fd);
     return ok;
 }
@@ -443,9 +443,9 @@ static bool has_magic(const char *path) {
 char *hc_container_locate(const char *path) {
     struct stat sb;
     if (stat(path, &sb) != 0) return NULL;
-    if (S_ISREG(sb.st_mode)) return has_magic(path) ? hc_strdup(path) : NULL;
+    if (S_ISREG(sb.st_mode)) return has_magic(path) ? hc__strdup(path) : NULL;
     if (!S_ISDIR(sb.st_mode)) return NULL;
-    char *p = hc_asprintf("%s/%s", path, HC_CONTAINER_FILE);
+    char *p = hc__asprintf("%s/%s", path, HC_CONTAINER_FILE);
     if (p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) return p;
     free(p);
     return NULL;
@@ -489,7 +489,7 @@ const void *hc_container_stored(const hc_container *c, const hc_tensor_info *t) 
 
 hc_status hc_container_set_limit(hc_container *c, hc_container_limit which, uint64_t value) {
     if (which != HC_CONTAINER_LIMIT_ZSTD_RAW || value > HC_CT_ZSTD_MAX_RAW)
-        return hc_fail(&c->err, HC_USAGE, "container '%s': limit %d cannot be set to %llu (the "
+        return hc__fail(&c->err, HC_USAGE, "container '%s': limit %d cannot be set to %llu (the "
                        "zstd expansion limit is at most %llu bytes)", c->path, (int)which,
                        (unsigned long long)value, (unsigned long long)HC_CT_ZSTD_MAX_RAW);
     c->zstd_max_raw = value;
@@ -506,7 +506,7 @@ hc_status hc_container_tensor_data(hc_container *c, const hc_tensor_info *t, con
     }
     HC_TRY(zstd_check(c, t, false));
     void *buf = malloc(t->raw_length ? t->raw_length : 1);
-    if (!buf) return hc_fail(&c->err, HC_NOMEM, "out of memory for tensor '%s'", t->name);
+    if (!buf) return hc__fail(&c->err, HC_NOMEM, "out of memory for tensor '%s'", t->name);
     size_t r = ZSTD_decompress(buf, t->raw_length, c->map + t->offset, t->length);
     if (ZSTD_isError(r) || r != t->raw_length) {
         free(buf);

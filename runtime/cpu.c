@@ -22,7 +22,7 @@ static hc_status find_linear(hc_container *c, const char *name, linear *L, hc_er
     memset(L, 0, sizeof *L);
     const hc_tensor_info *t = hc_container_find(c, name);
     if (t && t->layout_params) {
-        HC_TRY(hc_tile_layer(c, name, &L->t, &L->p, &L->perm, err));
+        HC_TRY(hc__tile_layer(c, name, &L->t, &L->p, &L->perm, err));
         L->tiled = true;
         L->N = L->p.N, L->K = L->p.K, L->E = L->p.E;
         return HC_OK;
@@ -30,11 +30,11 @@ static hc_status find_linear(hc_container *c, const char *name, linear *L, hc_er
     char wn[1024];
     snprintf(wn, sizeof wn, "%s.weight", name);
     const hc_tensor_info *w = t ? t : hc_container_find(c, wn);
-    if (!w) return hc_fail(err, HC_NOTFOUND, "no linear layer '%s' (neither a tiled tensor nor "
+    if (!w) return hc__fail(err, HC_NOTFOUND, "no linear layer '%s' (neither a tiled tensor nor "
                            "'%s')", name, wn);
     if (w->ndim != 2 || !(w->dtype == HC_DT_F16 || w->dtype == HC_DT_BF16 ||
                           w->dtype == HC_DT_F32 || w->dtype == HC_DT_F64))
-        return hc_fail(err, HC_UNSUPPORTED, "tensor '%s': a %s tensor of rank %d is not an "
+        return hc__fail(err, HC_UNSUPPORTED, "tensor '%s': a %s tensor of rank %d is not an "
                        "unquantized 2-D weight the CPU executor can run", w->name,
                        hc_dtype_name(w->dtype), w->ndim);
     L->t = w;
@@ -64,7 +64,7 @@ hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, cons
     hc_status st = find_linear(c, name, &L, &err);
     if (st) return err_out(st, &err, msg, msg_len);
     if (k != L.K || n != L.N || expert >= L.E) {
-        hc_fail(&err, HC_INVALID, "'%s' is [%llu, %llu] with %llu expert(s); called with K=%llu, "
+        hc__fail(&err, HC_INVALID, "'%s' is [%llu, %llu] with %llu expert(s); called with K=%llu, "
                 "N=%llu, expert %u", name, (unsigned long long)L.N, (unsigned long long)L.K,
                 (unsigned long long)L.E, (unsigned long long)k, (unsigned long long)n, expert);
         return err_out(HC_INVALID, &err, msg, msg_len);
@@ -78,7 +78,7 @@ hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, cons
     float *xp = malloc((mk > 0 ? mk : 1) * sizeof *xp);
     if (!xp) {
         free(owned);
-        hc_fail(&err, HC_NOMEM, "out of memory");
+        hc__fail(&err, HC_NOMEM, "out of memory");
         return err_out(HC_NOMEM, &err, msg, msg_len);
     }
     for (uint64_t i = 0; i < m; i++)
@@ -95,12 +95,12 @@ hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, cons
             if (!w) continue;
             uint64_t rows = L.N - nb * HC_TILE_N < HC_TILE_N ? L.N - nb * HC_TILE_N : HC_TILE_N;
             if (L.tiled) {
-                hc_tile_decode_stripe(&L.p, data, expert, nb, w);
+                hc__tile_decode_stripe(&L.p, data, expert, nb, w);
             } else {
                 for (uint64_t r = 0; r < rows; r++)
                     for (uint64_t j = 0; j < L.K; j++) {
                         double v;
-                        hc_read_scalar(data, L.t->dtype, (nb * HC_TILE_N + r) * L.K + j, &v);
+                        hc__read_scalar(data, L.t->dtype, (nb * HC_TILE_N + r) * L.K + j, &v);
                         w[r * Kp + j] = (float)v;
                     }
             }
@@ -117,7 +117,7 @@ hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, cons
     free(xp);
     free(owned);
     if (failed) {
-        hc_fail(&err, HC_NOMEM, "out of memory for a %llu-column stripe", (unsigned long long)Kp);
+        hc__fail(&err, HC_NOMEM, "out of memory for a %llu-column stripe", (unsigned long long)Kp);
         return err_out(HC_NOMEM, &err, msg, msg_len);
     }
     return HC_OK;
@@ -128,11 +128,11 @@ static char *expert_name(hc_container *c, const char *name, int32_t id, uint32_t
     uint64_t n, k, E;
     if (hc_linear_shape(c, name, &n, &k, &E, NULL, 0) == HC_OK && E > 1) {
         *index = (uint32_t)id;
-        return hc_strdup(name);
+        return hc__strdup(name);
     }
     const char *p = strstr(name, ".experts.");
     *index = 0;
-    return p ? hc_asprintf("%.*s.experts.%d.%s", (int)(p - name), name, id, p + 9) : NULL;
+    return p ? hc__asprintf("%.*s.experts.%d.%s", (int)(p - name), name, id, p + 9) : NULL;
 }
 
 hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t tokens,
@@ -148,7 +148,7 @@ hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t
         uint64_t en_n, en_k, en_e;
         if (!en || hc_linear_shape(c, en, &en_n, &en_k, &en_e, NULL, 0) || ex >= en_e ||
             en_k != k || (*n && en_n != *n)) {
-            st = hc_fail(&err, HC_INVALID, "routing: token %llu, slot %llu: expert %d of '%s' %s",
+            st = hc__fail(&err, HC_INVALID, "routing: token %llu, slot %llu: expert %d of '%s' %s",
                          (unsigned long long)(i / topk), (unsigned long long)(i % topk), ids[i],
                          name, en ? "is missing or does not take K columns" : "is invalid");
             free(en);
@@ -159,7 +159,7 @@ hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t
             *y = calloc(tokens * topk * en_n + 1, sizeof **y);
             if (!*y) {
                 free(en);
-                st = hc_fail(&err, HC_NOMEM, "out of memory");
+                st = hc__fail(&err, HC_NOMEM, "out of memory");
                 break;
             }
         }

@@ -19,33 +19,33 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     *out = NULL;
     int n = 0, maj = 0, min = 0;
     if (getenv("HC_NO_GPU")) { /* as if there were no device (tests of the fallback) */
-        st = hc_fail(&err, HC_UNSUPPORTED, "no CUDA device (HC_NO_GPU is set)");
+        st = hc__fail(&err, HC_UNSUPPORTED, "no CUDA device (HC_NO_GPU is set)");
         goto out;
     }
-    st = hc_cuda_load(&err);
+    st = hc__cuda_load(&err);
     if (st) goto out;
-    if (hc_cuda.count(&n) != cudaSuccess || n == 0) {
-        st = hc_fail(&err, HC_UNSUPPORTED, "no CUDA device");
+    if (hc__cuda.count(&n) != cudaSuccess || n == 0) {
+        st = hc__fail(&err, HC_UNSUPPORTED, "no CUDA device");
         goto out;
     }
     g = calloc(1, sizeof *g);
     if (!g) {
-        st = hc_fail(&err, HC_NOMEM, "out of memory");
+        st = hc__fail(&err, HC_NOMEM, "out of memory");
         goto out;
     }
-    CU(hc_cuda.set(0), "cudaSetDevice(0)");
-    CU(hc_cuda.attr(&maj, cudaDevAttrComputeCapabilityMajor, 0), "compute capability");
-    CU(hc_cuda.attr(&min, cudaDevAttrComputeCapabilityMinor, 0), "compute capability");
+    CU(hc__cuda.set(0), "cudaSetDevice(0)");
+    CU(hc__cuda.attr(&maj, cudaDevAttrComputeCapabilityMajor, 0), "compute capability");
+    CU(hc__cuda.attr(&min, cudaDevAttrComputeCapabilityMinor, 0), "compute capability");
     /* the exact architecture: sm_90a on Hopper (wgmma and setmaxnreg need the 'a') */
     snprintf(g->arch, sizeof g->arch, "sm_%d%d%s", maj, min, maj == 9 && min == 0 ? "a" : "");
     static const char *const opts[] = {"--fmad=false"};
-    st = hc_jit_compile("tile_gemm.cu", g->arch, opts, 1, &cubin, &size, &err);
+    st = hc__jit_compile("tile_gemm.cu", g->arch, opts, 1, &cubin, &size, &err);
     if (st) goto out;
-    CU(hc_cuda.lib_load(&g->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
-    CU(hc_cuda.lib_kernel(&g->gemm_ref, g->lib, "hc_tile_gemm_ref"), "cudaLibraryGetKernel");
-    CU(hc_cuda.lib_kernel(&g->stream_read, g->lib, "hc_stream_read"), "cudaLibraryGetKernel");
-    CU(hc_cuda.lib_kernel(&g->gather, g->lib, "hc_gather_x"), "cudaLibraryGetKernel");
-    CU(hc_cuda.attr(&g->sms, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
+    CU(hc__cuda.lib_load(&g->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
+    CU(hc__cuda.lib_kernel(&g->gemm_ref, g->lib, "hc_tile_gemm_ref"), "cudaLibraryGetKernel");
+    CU(hc__cuda.lib_kernel(&g->stream_read, g->lib, "hc_stream_read"), "cudaLibraryGetKernel");
+    CU(hc__cuda.lib_kernel(&g->gather, g->lib, "hc_gather_x"), "cudaLibraryGetKernel");
+    CU(hc__cuda.attr(&g->sms, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
     pthread_mutex_init(&g->mu, NULL);
 out:
     free(cubin);
@@ -60,20 +60,20 @@ out:
 
 void hc_gpu_free(hc_gpu *g) {
     if (!g) return;
-    if (hc_cuda.loaded && g->lib) hc_cuda.lib_unload(g->lib);
+    if (hc__cuda.loaded && g->lib) hc__cuda.lib_unload(g->lib);
     for (int i = 0; i < g->nmods; i++)
-        if (hc_cuda.loaded && g->mods[i].lib) hc_cuda.lib_unload(g->mods[i].lib);
+        if (hc__cuda.loaded && g->mods[i].lib) hc__cuda.lib_unload(g->mods[i].lib);
     if (g->sms) pthread_mutex_destroy(&g->mu);
     free(g);
 }
 
 const char *hc_gpu_arch(const hc_gpu *g) { return g->arch; }
 
-hc_gpu_caps hc_gpu_caps_of(const hc_gpu *g) {
-    return (hc_gpu_caps){g->arch, (uint64_t)g->sms, hc_cuda.tmap_encode != NULL};
+hc_gpu_caps hc__gpu_caps_of(const hc_gpu *g) {
+    return (hc_gpu_caps){g->arch, (uint64_t)g->sms, hc__cuda.tmap_encode != NULL};
 }
 
-int hc_gpu_layer_cmp(const void *a, const void *b) {
+int hc__gpu_layer_cmp(const void *a, const void *b) {
     return strcmp(((const hc_gpu_layer *)a)->name, ((const hc_gpu_layer *)b)->name);
 }
 
@@ -86,10 +86,10 @@ static double wall_s(void) {
 void hc_gpu_model_free(hc_gpu_model *m) {
     if (!m) return;
     for (size_t i = 0; i < m->n; i++) {
-        if (hc_cuda.loaded) hc_cuda.free_(m->l[i].w), hc_cuda.free_(m->l[i].perm);
+        if (hc__cuda.loaded) hc__cuda.free_(m->l[i].w), hc__cuda.free_(m->l[i].perm);
         free(m->l[i].name);
     }
-    if (hc_cuda.loaded) hc_cuda.free_(m->ws), hc_cuda.free_(m->cnt), hc_cuda.free_(m->xg);
+    if (hc__cuda.loaded) hc__cuda.free_(m->ws), hc__cuda.free_(m->cnt), hc__cuda.free_(m->xg);
     pthread_mutex_destroy(&m->mu);
     free(m->l);
     free(m);
@@ -110,7 +110,7 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
     m->forced = HC_GPU_KERNEL_AUTO;
     pthread_mutex_init(&m->mu, NULL);
     if (!(m->l = calloc(nt + 1, sizeof *m->l))) {
-        st = hc_fail(&err, HC_NOMEM, "out of memory");
+        st = hc__fail(&err, HC_NOMEM, "out of memory");
         goto out;
     }
     double t0 = wall_s();
@@ -119,42 +119,42 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
         if (!t->layout_params || (only && strcmp(only, t->name))) continue;
         hc_gpu_layer *L = &m->l[m->n];
         const int32_t *perm;
-        st = hc_tile_layer(c, t->name, &t, &L->p, &perm, &err);
+        st = hc__tile_layer(c, t->name, &t, &L->p, &perm, &err);
         if (st) goto out;
         hc_gpu_kind k;
-        st = hc_gpu_layer_kind(t, &L->p, &k, &err);
+        st = hc__gpu_layer_kind(t, &L->p, &k, &err);
         if (st) goto out;
         const hc_tile_params *p = &L->p;
         L->mp = (hc_mma_params){p->tiles_n, p->tiles_k, p->chunk_bytes, p->N, p->K, p->K,
                                 (unsigned)p->code_bytes, (unsigned)p->scale_bytes, p->S, k.lgs,
                                 k.sk, p->zeros, (unsigned)p->zero_const, (float)p->global_div};
-        L->name = hc_strdup(t->name);
+        L->name = hc__strdup(t->name);
         if (!L->name) {
-            st = hc_fail(&err, HC_NOMEM, "out of memory");
+            st = hc__fail(&err, HC_NOMEM, "out of memory");
             goto out;
         }
         m->n++;
-        CU(hc_cuda.malloc_(&L->w, t->length), "cudaMalloc(weights)");
-        CU(hc_cuda.memcpy_(L->w, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice),
+        CU(hc__cuda.malloc_(&L->w, t->length), "cudaMalloc(weights)");
+        CU(hc__cuda.memcpy_(L->w, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice),
            "upload of weights");
         m->bytes += t->length;
         if (perm) {
-            CU(hc_cuda.malloc_(&L->perm, L->p.K * 4), "cudaMalloc(perm)");
-            CU(hc_cuda.memcpy_(L->perm, perm, L->p.K * 4, cudaMemcpyHostToDevice),
+            CU(hc__cuda.malloc_(&L->perm, L->p.K * 4), "cudaMalloc(perm)");
+            CU(hc__cuda.memcpy_(L->perm, perm, L->p.K * 4, cudaMemcpyHostToDevice),
                "upload of perm");
             m->bytes += L->p.K * 4;
         }
-        st = hc_gpu_layer_module(g, k, &L->mod, &err);
+        st = hc__gpu_layer_module(g, k, &L->mod, &err);
         if (st) goto out;
-        const hc_layout_row *row = hc_layout_by_codec(k.codec);
+        const hc_layout_row *row = hc__layout_by_codec(k.codec);
         L->shape = (hc_gpu_shape){p->tiles_n, p->tiles_k, p->chunk_bytes, row ? row->families : 0,
                                   {0, 0, 0}};
-        hc_gpu_gemv_occupancy(g, L->mod, p, L->shape.gemv_occ);
+        hc__gpu_gemv_occupancy(g, L->mod, p, L->shape.gemv_occ);
     }
     m->seconds = wall_s() - t0;
-    qsort(m->l, m->n, sizeof *m->l, hc_gpu_layer_cmp); /* hc_gpu_linear finds layers by bsearch */
+    qsort(m->l, m->n, sizeof *m->l, hc__gpu_layer_cmp); /* hc_gpu_linear finds layers by bsearch */
     if (only && m->n == 0) {
-        st = hc_fail(&err, HC_NOTFOUND, "'%s' is not a tiled tensor of the container (the GPU "
+        st = hc__fail(&err, HC_NOTFOUND, "'%s' is not a tiled tensor of the container (the GPU "
                      "runs tiled layouts only)", only);
         goto out;
     }
@@ -177,9 +177,9 @@ hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *m
                                     size_t msg_len) {
     hc_err err = {0};
     int forced = HC_GPU_KERNEL_AUTO;
-    hc_gpu_caps dev = hc_gpu_caps_of(m->g);
-    hc_status st = hc_gpu_force_parse(kernel, &forced, &err);
-    if (!st) st = hc_gpu_force_check(&dev, forced, &err);
+    hc_gpu_caps dev = hc__gpu_caps_of(m->g);
+    hc_status st = hc__gpu_force_parse(kernel, &forced, &err);
+    if (!st) st = hc__gpu_force_check(&dev, forced, &err);
     if (!st) m->forced = forced;
     else if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;

@@ -5,16 +5,16 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
-hc_cuda_api hc_cuda;
+hc_cuda_api hc__cuda;
 static pthread_mutex_t cuda_mu = PTHREAD_MUTEX_INITIALIZER;
 
-hc_status hc_cuda_load(hc_err *err) {
-    hc_cuda_api *cu = &hc_cuda;
+hc_status hc__cuda_load(hc_err *err) {
+    hc_cuda_api *cu = &hc__cuda;
     pthread_mutex_lock(&cuda_mu);
     if (!cu->loaded && !cu->failed) {
         static const char *const names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so",
                                             "/usr/local/cuda/lib64/libcudart.so"};
-        void *h = hc_dlopen_first(names, sizeof names / sizeof names[0]);
+        void *h = hc__dlopen_first(names, sizeof names / sizeof names[0]);
         if (h) {
             *(void **)&cu->count = dlsym(h, "cudaGetDeviceCount");
             *(void **)&cu->attr = dlsym(h, "cudaDeviceGetAttribute");
@@ -49,5 +49,5 @@ hc_status hc_cuda_load(hc_err *err) {
     }
     pthread_mutex_unlock(&cuda_mu);
     return cu->loaded ? HC_OK
-                      : hc_fail(err, HC_UNSUPPORTED, "the CUDA runtime (libcudart.so) cannot be loaded");
+                      : hc__fail(err, HC_UNSUPPORTED, "the CUDA runtime (libcudart.so) cannot be loaded");
 }

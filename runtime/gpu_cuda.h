@@ -40,11 +40,11 @@ typedef struct {
                             CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 } hc_cuda_api;
 
-/* Filled by hc_cuda_load; read-only once loaded. */
-extern hc_cuda_api hc_cuda;
+/* Filled by hc__cuda_load; read-only once loaded. */
+extern hc_cuda_api hc__cuda;
 
 /* Loads the CUDA runtime once per process (thread-safe); HC_UNSUPPORTED when it cannot. */
-hc_status hc_cuda_load(hc_err *err);
+hc_status hc__cuda_load(hc_err *err);
 
 /* A CUDA call in a function with `hc_err err`, `hc_status st` and an `out:` label: on failure
  * the message names what was being done and CUDA's reason. */
@@ -52,7 +52,7 @@ hc_status hc_cuda_load(hc_err *err);
     do {                                                                                     \
         cudaError_t e_ = (call);                                                             \
         if (e_ != cudaSuccess) {                                                             \
-            st = hc_fail(&err, HC_IO, "CUDA: %s: %s", what, hc_cuda.errstr(e_));             \
+            st = hc__fail(&err, HC_IO, "CUDA: %s: %s", what, hc__cuda.errstr(e_));             \
             goto out;                                                                        \
         }                                                                                    \
     } while (0)

@@ -12,9 +12,9 @@ hc_status hc_gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t ms
     hc_status st = HC_OK;
     pthread_mutex_lock(&g->mu);
     if (mode > HC_GPU_DIAG_TIMELINE)
-        st = hc_fail(&err, HC_INVALID, "measurement mode %d is none of 0, 1, 2", (int)mode);
+        st = hc__fail(&err, HC_INVALID, "measurement mode %d is none of 0, 1, 2", (int)mode);
     else if (g->nmods && g->diag != (unsigned)mode)
-        st = hc_fail(&err, HC_INVALID, "the measurement mode is set before a model is loaded "
+        st = hc__fail(&err, HC_INVALID, "the measurement mode is set before a model is loaded "
                      "(%d kernel modules are built)", g->nmods);
     else
         g->diag = (unsigned)mode;
@@ -41,13 +41,13 @@ hc_status hc_gpu_diag_timeline(hc_gpu_model *md, uint64_t *rec, size_t cap, size
     hc_status st = HC_OK;
     *n = 0;
     if (md->g->diag != HC_GPU_DIAG_TIMELINE || !md->tl_blocks) {
-        st = hc_fail(&err, HC_INVALID, "no timeline: set HC_GPU_DIAG_TIMELINE (hc_gpu_diag_set) "
+        st = hc__fail(&err, HC_INVALID, "no timeline: set HC_GPU_DIAG_TIMELINE (hc_gpu_diag_set) "
                      "before loading the model and run a layer with M <= 16 first");
         goto out;
     }
     size_t want = md->tl_blocks * 5 < cap ? md->tl_blocks * 5 : cap / 5 * 5;
-    CU(hc_cuda.sync(), "synchronise before reading the timeline");
-    CU(hc_cuda.memcpy_(rec, (const char *)md->ws + md->tl_off, want * 8, cudaMemcpyDeviceToHost),
+    CU(hc__cuda.sync(), "synchronise before reading the timeline");
+    CU(hc__cuda.memcpy_(rec, (const char *)md->ws + md->tl_off, want * 8, cudaMemcpyDeviceToHost),
        "cudaMemcpy(timeline)");
     *n = want / 5;
 out:

@@ -45,12 +45,12 @@ static const hc_gpu_family families[] = {
 };
 #define NFAM (sizeof families / sizeof families[0])
 
-const hc_gpu_family *hc_gpu_families(size_t *n) {
+const hc_gpu_family *hc__gpu_families(size_t *n) {
     *n = NFAM;
     return families;
 }
 
-const hc_gpu_family *hc_gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant **v) {
+const hc_gpu_family *hc__gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant **v) {
     for (size_t i = 0; i < NFAM; i++)
         for (unsigned j = 0; j < families[i].nvar; j++)
             if (families[i].var[j].id == k) {
@@ -60,6 +60,6 @@ const hc_gpu_family *hc_gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant 
     return NULL;
 }
 
-bool hc_gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap) {
+bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap) {
     return (!f->arch || !strcmp(f->arch, arch)) && (!f->tmap || tmap);
 }

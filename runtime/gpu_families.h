@@ -55,11 +55,11 @@ typedef struct hc_gpu_family {
     hc_gpu_variant var[3]; /* GEMM: token tiles ascending */
 } hc_gpu_family;
 
-/* The families, in the chooser's order of preference (hc_gpu_families()[i], i < *n). */
-const hc_gpu_family *hc_gpu_families(size_t *n);
+/* The families, in the chooser's order of preference (hc__gpu_families()[i], i < *n). */
+const hc_gpu_family *hc__gpu_families(size_t *n);
 /* The family and variant of kernel k (NULL for an id out of range). */
-const hc_gpu_family *hc_gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant **v);
+const hc_gpu_family *hc__gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant **v);
 /* Whether family f can run on architecture arch with (tmap) or without the tensor-map encoder. */
-bool hc_gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap);
+bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap);
 
 #endif

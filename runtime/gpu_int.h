@@ -74,23 +74,23 @@ struct hc_gpu_model {
 #endif
 
 /* Orders layers by name (the model's layers are sorted: hc_gpu_linear finds them by bsearch). */
-int hc_gpu_layer_cmp(const void *a, const void *b);
+int hc__gpu_layer_cmp(const void *a, const void *b);
 /* The device as the chooser sees it. */
-hc_gpu_caps hc_gpu_caps_of(const hc_gpu *g);
+hc_gpu_caps hc__gpu_caps_of(const hc_gpu *g);
 /* The kind of tiled layer t (parameters p), or HC_UNSUPPORTED naming the layer and the reason
  * when no GPU kernel runs it. */
-hc_status hc_gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, hc_gpu_kind *k,
+hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, hc_gpu_kind *k,
                             hc_err *err);
 /* Builds (or loads from the NVRTC cache) the tile_mma.cu module of kind k for arch, with the
  * options of the measurement mode diag (0: none): the one place that says a module's options,
  * for hc_gpu_model_load and hc_gpu_precompile alike. */
-hc_status hc_gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, void **cubin,
+hc_status hc__gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, void **cubin,
                               size_t *size, hc_err *err);
 /* The module of g for layers of kind k, built and loaded on first use; *index is its place. */
-hc_status hc_gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *err);
+hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *err);
 /* The resident blocks per SM of the small-M kernels of module mod with layer p's shared memory
  * (hc_gpu_shape.gemv_occ; 2 where CUDA cannot tell). */
-void hc_gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]);
+void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]);
 
 #ifdef HC_BENCH_DIAG
 /* Bench builds (gpu_diag.c): the small-M workspace bytes of choice ch with the timeline's

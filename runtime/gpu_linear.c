@@ -13,13 +13,13 @@ static hc_status grow(void **buf, size_t *have, size_t want, bool zero, hc_err *
     hc_err err = {0};
     hc_status st = HC_OK;
     if (*have >= want) return HC_OK;
-    CU(hc_cuda.sync(), "synchronise before growing a workspace");
-    hc_cuda.free_(*buf);
+    CU(hc__cuda.sync(), "synchronise before growing a workspace");
+    hc__cuda.free_(*buf);
     *buf = NULL, *have = 0;
-    CU(hc_cuda.malloc_(buf, want), "cudaMalloc(workspace)");
+    CU(hc__cuda.malloc_(buf, want), "cudaMalloc(workspace)");
     if (zero) { /* (on the legacy stream: done before a kernel on any stream reads it) */
-        CU(hc_cuda.memset_(*buf, 0, want), "cudaMemset(workspace)");
-        CU(hc_cuda.sync(), "synchronise after clearing a workspace");
+        CU(hc__cuda.memset_(*buf, 0, want), "cudaMemset(workspace)");
+        CU(hc__cuda.sync(), "synchronise after clearing a workspace");
     }
     *have = want;
 out:
@@ -39,7 +39,7 @@ static hc_status launch(cudaKernel_t k, const hc_gpu_choice *ch, void **args, cu
     char what[64];
     /* (messages name the small-M variants by their common name, as they always have) */
     const char *entry = ch->family->args == HC_GPU_ARGS_GEMV ? "hc_mma_gemv" : ch->variant->entry;
-    if (ch->family->pdl && hc_cuda.launch_ex) {
+    if (ch->family->pdl && hc__cuda.launch_ex) {
         cudaLaunchAttribute at;
         memset(&at, 0, sizeof at);
         at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -48,10 +48,10 @@ static hc_status launch(cudaKernel_t k, const hc_gpu_choice *ch, void **args, cu
         cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = ch->smem, cfg.stream = s;
         cfg.attrs = &at, cfg.numAttrs = 1;
         snprintf(what, sizeof what, "launch %s (PDL)", entry);
-        CU(hc_cuda.launch_ex(&cfg, (const void *)k, args), what);
+        CU(hc__cuda.launch_ex(&cfg, (const void *)k, args), what);
     } else {
         snprintf(what, sizeof what, "launch %s", entry);
-        CU(hc_cuda.launch((const void *)k, grid, block, args, ch->smem, s), what);
+        CU(hc__cuda.launch((const void *)k, grid, block, args, ch->smem, s), what);
     }
 out:
     if (st) *perr = err;
@@ -66,14 +66,14 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     bool locked = false;
     hc_gpu *g = md->g;
     hc_gpu_layer key = {.name = (char *)name};
-    hc_gpu_layer *L = md->n ? bsearch(&key, md->l, md->n, sizeof *md->l, hc_gpu_layer_cmp) : NULL;
+    hc_gpu_layer *L = md->n ? bsearch(&key, md->l, md->n, sizeof *md->l, hc__gpu_layer_cmp) : NULL;
     if (!L) {
-        st = hc_fail(&err, HC_NOTFOUND, "'%s' is not a layer of this GPU model", name);
+        st = hc__fail(&err, HC_NOTFOUND, "'%s' is not a layer of this GPU model", name);
         goto out;
     }
     const hc_tile_params *p = &L->p;
     if (k != p->K || n != p->N || expert >= p->E) {
-        st = hc_fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
+        st = hc__fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
                      "N=%llu expert %u", name, (unsigned long long)p->N, (unsigned long long)p->K,
                      (unsigned long long)p->E, (unsigned long long)k, (unsigned long long)n,
                      expert);
@@ -81,16 +81,16 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     }
     if (m == 0) goto out;
     if (!x || !y) {
-        st = hc_fail(&err, HC_INVALID, "'%s': null activation or output pointer", name);
+        st = hc__fail(&err, HC_INVALID, "'%s': null activation or output pointer", name);
         goto out;
     }
     pthread_mutex_lock(&md->mu);
     locked = true;
-    hc_gpu_caps dev = hc_gpu_caps_of(g);
+    hc_gpu_caps dev = hc__gpu_caps_of(g);
     hc_gpu_choice ch;
-    st = hc_gpu_choose(&dev, &L->shape, m, md->forced, &ch, &err);
+    st = hc__gpu_choose(&dev, &L->shape, m, md->forced, &ch, &err);
     if (st) {
-        hc_err_prefix(&err, "'%s'", name);
+        hc__err_prefix(&err, "'%s'", name);
         goto out;
     }
     cudaStream_t s = (cudaStream_t)stream;
@@ -100,8 +100,8 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     const void *xin = x;
     if (L->perm || k % 8 || (uintptr_t)x % 16) {
         uint64_t xb;
-        if (!hc_mul_u64(m, p->Kp, &xb) || !hc_mul_u64(xb, 2, &xb)) {
-            st = hc_fail(&err, HC_INVALID, "'%s': M=%llu overflows the activation buffer", name,
+        if (!hc__mul_u64(m, p->Kp, &xb) || !hc__mul_u64(xb, 2, &xb)) {
+            st = hc__fail(&err, HC_INVALID, "'%s': M=%llu overflows the activation buffer", name,
                          (unsigned long long)m);
             goto out;
         }
@@ -111,7 +111,7 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         void *args[] = {(void *)&x, &mm, &kk, &L->perm, &md->xg, &ld};
         uint64_t blocks = (m * p->Kp + 255) / 256;
         dim3 grid = {(unsigned)(blocks < 4096 ? blocks : 4096), 1, 1}, block = {256, 1, 1};
-        CU(hc_cuda.launch((const void *)g->gather, grid, block, args, 0, s), "launch hc_gather_x");
+        CU(hc__cuda.launch((const void *)g->gather, grid, block, args, 0, s), "launch hc_gather_x");
         xin = md->xg;
         mp.ldx = p->Kp;
     }
@@ -134,13 +134,13 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     if (ch.tmap_toks) { /* the activation tiles, read by TMA: a tensor map of X for this call */
         cuuint64_t dims[2] = {p->K, m}, strides[1] = {mp.ldx * 2};
         cuuint32_t box[2] = {64, ch.tmap_toks}, estr[2] = {1, 1};
-        CUresult r = hc_cuda.tmap_encode(&tmx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)xin,
+        CUresult r = hc__cuda.tmap_encode(&tmx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)xin,
                                          dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                          CU_TENSOR_MAP_SWIZZLE_128B,
                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (r != CUDA_SUCCESS) {
-            st = hc_fail(&err, HC_IO, "'%s': cuTensorMapEncodeTiled of the activations "
+            st = hc__fail(&err, HC_IO, "'%s': cuTensorMapEncodeTiled of the activations "
                          "[%llu x %llu] failed (CUresult %d)", name, (unsigned long long)m,
                          (unsigned long long)p->K, (int)r);
             goto out;
@@ -169,31 +169,31 @@ hc_status hc_gpu_linear_host(hc_gpu_model *md, const char *name, uint32_t expert
     void *dx = NULL, *dy = NULL;
     uint16_t *hx = NULL, *hy = NULL;
     uint64_t xe, ye;
-    if (!hc_mul_u64(m, k, &xe) || !hc_mul_u64(m, n, &ye) || xe > (1ull << 40) ||
+    if (!hc__mul_u64(m, k, &xe) || !hc__mul_u64(m, n, &ye) || xe > (1ull << 40) ||
         ye > (1ull << 40)) {
-        st = hc_fail(&err, HC_INVALID, "'%s': M=%llu is too large", name, (unsigned long long)m);
+        st = hc__fail(&err, HC_INVALID, "'%s': M=%llu is too large", name, (unsigned long long)m);
         goto out;
     }
     hx = malloc(xe * 2 + 2), hy = malloc(ye * 2 + 2);
     if (!hx || !hy) {
-        st = hc_fail(&err, HC_NOMEM, "out of memory");
+        st = hc__fail(&err, HC_NOMEM, "out of memory");
         goto out;
     }
     for (uint64_t i = 0; i < xe; i++) hx[i] = bf16_rne(x[i]);
-    CU(hc_cuda.malloc_(&dx, xe * 2 + 16), "cudaMalloc(x)");
-    CU(hc_cuda.malloc_(&dy, ye * 2 + 16), "cudaMalloc(y)");
-    CU(hc_cuda.memcpy_(dx, hx, xe * 2, cudaMemcpyHostToDevice), "upload X");
-    CU(hc_cuda.memset_(dy, 0xFF, ye * 2), "poison Y"); /* NaN wherever nothing is written */
+    CU(hc__cuda.malloc_(&dx, xe * 2 + 16), "cudaMalloc(x)");
+    CU(hc__cuda.malloc_(&dy, ye * 2 + 16), "cudaMalloc(y)");
+    CU(hc__cuda.memcpy_(dx, hx, xe * 2, cudaMemcpyHostToDevice), "upload X");
+    CU(hc__cuda.memset_(dy, 0xFF, ye * 2), "poison Y"); /* NaN wherever nothing is written */
     st = hc_gpu_linear(md, name, expert, dx, m, k, dy, n, NULL, err.msg, sizeof err.msg);
     if (st) goto out;
-    CU(hc_cuda.sync(), name);
-    CU(hc_cuda.memcpy_(hy, dy, ye * 2, cudaMemcpyDeviceToHost), "download Y");
+    CU(hc__cuda.sync(), name);
+    CU(hc__cuda.memcpy_(hy, dy, ye * 2, cudaMemcpyDeviceToHost), "download Y");
     for (uint64_t i = 0; i < ye; i++) {
         uint32_t u = (uint32_t)hy[i] << 16;
         memcpy(&y[i], &u, 4);
     }
 out:
-    if (hc_cuda.loaded) hc_cuda.free_(dx), hc_cuda.free_(dy);
+    if (hc__cuda.loaded) hc__cuda.free_(dx), hc__cuda.free_(dy);
     free(hx), free(hy);
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;

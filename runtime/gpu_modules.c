@@ -1,7 +1,7 @@
 /* gpu_modules.c: the kernel modules -- one NVRTC build of kernels/tile_mma.cu per kind of layer
  * (codec, scale kind, group, zero points), loaded with the kernels of the families the device
  * runs (gpu_families.h) and their shared memory set. hc_gpu_model_load and hc_gpu_precompile
- * both go through hc_gpu_layer_kind and hc_gpu_kind_compile, so `convert --target` fills the
+ * both go through hc__gpu_layer_kind and hc__gpu_kind_compile, so `convert --target` fills the
  * cache with exactly the modules a model load asks for. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include "jit.h"
 
 static const char *codec_name(unsigned codec) {
-    const hc_layout_row *row = hc_layout_by_codec(codec);
+    const hc_layout_row *row = hc__layout_by_codec(codec);
     return row ? row->name : "?";
 }
 
@@ -20,27 +20,27 @@ static bool kind_eq(hc_gpu_kind a, hc_gpu_kind b) {
     return a.codec == b.codec && a.sk == b.sk && a.lgs == b.lgs && a.zp == b.zp;
 }
 
-hc_status hc_gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, hc_gpu_kind *k,
+hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, hc_gpu_kind *k,
                             hc_err *err) {
-    const hc_layout_row *row = hc_layout_row_of(p->kind, p->code_bits, p->sign_magnitude);
+    const hc_layout_row *row = hc__layout_row_of(p->kind, p->code_bits, p->sign_magnitude);
     hc_core_params cp;
-    hc_tile_core_params(p, &cp);
+    hc__tile_core_params(p, &cp);
     *k = (hc_gpu_kind){row ? row->codec : 0, cp.scale_kind, p->S == 1 ? 2u : p->S == 2 ? 1u : 0u,
                        p->zeros};
     if (!k->codec)
-        return hc_fail(err, HC_UNSUPPORTED, "'%s': layout %s has no GPU kernel", t->name,
+        return hc__fail(err, HC_UNSUPPORTED, "'%s': layout %s has no GPU kernel", t->name,
                        t->layout);
     if (p->S > 4) /* one scale per k16 step at most: groups of 16 columns or more */
-        return hc_fail(err, HC_UNSUPPORTED, "'%s': scale groups of %llu columns; the GPU "
+        return hc__fail(err, HC_UNSUPPORTED, "'%s': scale groups of %llu columns; the GPU "
                        "kernels need groups of at least 16 (the CPU executor runs it)", t->name,
                        (unsigned long long)p->g);
     if (k->codec == HC_CODEC_FP4 && k->sk != HC_SK_E4M3 && p->global_div != 0)
-        return hc_fail(err, HC_UNSUPPORTED, "'%s': an FP4 global divisor with non-E4M3 scales "
+        return hc__fail(err, HC_UNSUPPORTED, "'%s': an FP4 global divisor with non-E4M3 scales "
                        "(the CPU executor runs it)", t->name); /* kernels: E4M3 scales only */
     return HC_OK;
 }
 
-hc_status hc_gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, void **cubin,
+hc_status hc__gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, void **cubin,
                               size_t *size, hc_err *err) {
     char buf[5][32];
     const char *opts[5];
@@ -51,10 +51,10 @@ hc_status hc_gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, vo
     int no = 4;
     if (diag) snprintf(buf[no++], sizeof buf[0], "-DHC_GEMV_DIAG=%u", diag); /* bench builds */
     for (int i = 0; i < no; i++) opts[i] = buf[i];
-    return hc_jit_compile("tile_mma.cu", arch, opts, no, cubin, size, err);
+    return hc__jit_compile("tile_mma.cu", arch, opts, no, cubin, size, err);
 }
 
-hc_status hc_gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *perr) {
+hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
     void *cubin = NULL;
@@ -66,29 +66,29 @@ hc_status hc_gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *perr
             goto out;
         }
     if (g->nmods == HC_MODULES) {
-        st = hc_fail(&err, HC_UNSUPPORTED, "more than %d kinds of layers in one process",
+        st = hc__fail(&err, HC_UNSUPPORTED, "more than %d kinds of layers in one process",
                      HC_MODULES);
         goto out;
     }
     hc_gpu_module *M = &g->mods[g->nmods];
     memset(M, 0, sizeof *M);
     M->kind = k;
-    st = hc_gpu_kind_compile(g->arch, k, HC_GPU_DIAG(g), &cubin, &size, &err);
+    st = hc__gpu_kind_compile(g->arch, k, HC_GPU_DIAG(g), &cubin, &size, &err);
     if (st) goto out;
-    CU(hc_cuda.lib_load(&M->lib, cubin, NULL, NULL, 0, NULL, NULL, 0),
+    CU(hc__cuda.lib_load(&M->lib, cubin, NULL, NULL, 0, NULL, NULL, 0),
        "cudaLibraryLoadData(tile_mma)");
     size_t nf = 0;
-    const hc_gpu_family *fams = hc_gpu_families(&nf);
+    const hc_gpu_family *fams = hc__gpu_families(&nf);
     for (size_t i = 0; i < nf; i++) {
         const hc_gpu_family *f = &fams[i];
         if (f->arch && strcmp(f->arch, g->arch)) continue; /* (the tensor-map encoder: the chooser's) */
         for (unsigned j = 0; j < f->nvar; j++) {
             const hc_gpu_variant *v = &f->var[j];
             char what[64];
-            CU(hc_cuda.lib_kernel(&M->k[v->id], M->lib, v->entry), v->entry);
+            CU(hc__cuda.lib_kernel(&M->k[v->id], M->lib, v->entry), v->entry);
             /* every chunk size (at most HC_CHUNK_MAX bytes) fits */
             snprintf(what, sizeof what, "shared memory of %s", v->entry);
-            CU(hc_cuda.func_attr((const void *)M->k[v->id],
+            CU(hc__cuda.func_attr((const void *)M->k[v->id],
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)f->smem(v, HC_CHUNK_MAX)), what);
         }
@@ -96,24 +96,24 @@ hc_status hc_gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *perr
     *index = g->nmods++;
 out:
     if (st && g->nmods < HC_MODULES && g->mods[g->nmods].lib) {
-        hc_cuda.lib_unload(g->mods[g->nmods].lib);
+        hc__cuda.lib_unload(g->mods[g->nmods].lib);
         g->mods[g->nmods].lib = NULL;
     }
     pthread_mutex_unlock(&g->mu);
     free(cubin);
     if (st) {
         *perr = err;
-        hc_err_prefix(perr, "kernels for %s tiles", codec_name(k.codec));
+        hc__err_prefix(perr, "kernels for %s tiles", codec_name(k.codec));
     }
     return st;
 }
 
-void hc_gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]) {
-    const hc_gpu_family *f = hc_gpu_kernel_family(HC_GK_GEMV_T1, NULL);
+void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]) {
+    const hc_gpu_family *f = hc__gpu_kernel_family(HC_GK_GEMV_T1, NULL);
     for (unsigned i = 0; i < 3; i++) {
         const hc_gpu_variant *v = &f->var[i < f->nvar ? i : f->nvar - 1];
         int b = 0;
-        if (hc_cuda.occupancy(&b, (const void *)g->mods[mod].k[v->id], (int)f->block,
+        if (hc__cuda.occupancy(&b, (const void *)g->mods[mod].k[v->id], (int)f->block,
                               f->smem(v, p->chunk_bytes)) != cudaSuccess || b < 1)
             b = 2;
         occ[i] = (unsigned)b;
@@ -132,23 +132,23 @@ hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, 
         hc_tile_params p;
         const int32_t *perm;
         if (!t->layout_params) continue;
-        st = hc_tile_layer(c, t->name, &t, &p, &perm, &err);
+        st = hc__tile_layer(c, t->name, &t, &p, &perm, &err);
         if (st) break;
         hc_gpu_kind k;
         hc_err skip = {0};
-        bool dup = hc_gpu_layer_kind(t, &p, &k, &skip) != HC_OK; /* no GPU kernel: no module */
+        bool dup = hc__gpu_layer_kind(t, &p, &k, &skip) != HC_OK; /* no GPU kernel: no module */
         for (unsigned j = 0; j < n && !dup; j++) dup = kind_eq(seen[j], k);
         if (dup) continue;
         if (n == HC_MODULES) {
-            st = hc_fail(&err, HC_UNSUPPORTED, "more than %d kinds of layers", HC_MODULES);
+            st = hc__fail(&err, HC_UNSUPPORTED, "more than %d kinds of layers", HC_MODULES);
             break;
         }
         seen[n++] = k;
         void *cubin = NULL;
         size_t size = 0;
-        st = hc_gpu_kind_compile(arch, k, 0, &cubin, &size, &err);
+        st = hc__gpu_kind_compile(arch, k, 0, &cubin, &size, &err);
         free(cubin);
-        if (st) hc_err_prefix(&err, "kernels for '%s' (%s)", t->name, codec_name(k.codec));
+        if (st) hc__err_prefix(&err, "kernels for '%s' (%s)", t->name, codec_name(k.codec));
         else (*built)++;
     }
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);

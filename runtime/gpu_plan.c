@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-hc_status hc_gpu_force_parse(const char *name, int *forced, hc_err *err) {
+hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
     *forced = HC_GPU_KERNEL_AUTO;
     if (!name || !*name || !strcmp(name, "auto")) return HC_OK;
     char names[128] = "auto";
     size_t len = strlen(names);
     for (int k = 0; k < HC_GK_COUNT; k++) {
         const hc_gpu_variant *v = NULL;
-        if (!hc_gpu_kernel_family((hc_gpu_kernel)k, &v) || !v->forced) continue;
+        if (!hc__gpu_kernel_family((hc_gpu_kernel)k, &v) || !v->forced) continue;
         if (!strcmp(v->forced, name)) {
             *forced = k;
             return HC_OK;
@@ -21,18 +21,18 @@ hc_status hc_gpu_force_parse(const char *name, int *forced, hc_err *err) {
         int w = snprintf(names + len, sizeof names - len, ", %s", v->forced);
         if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     }
-    return hc_fail(err, HC_USAGE, "hc_gpu_model_force_kernel: '%s' is none of %s", name, names);
+    return hc__fail(err, HC_USAGE, "hc_gpu_model_force_kernel: '%s' is none of %s", name, names);
 }
 
-hc_status hc_gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err) {
+hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err) {
     if (forced == HC_GPU_KERNEL_AUTO) return HC_OK;
     const hc_gpu_variant *v = NULL;
     const hc_gpu_family *f =
-        forced >= 0 && forced < HC_GK_COUNT ? hc_gpu_kernel_family((hc_gpu_kernel)forced, &v) : NULL;
+        forced >= 0 && forced < HC_GK_COUNT ? hc__gpu_kernel_family((hc_gpu_kernel)forced, &v) : NULL;
     if (!f || !v->forced)
-        return hc_fail(err, HC_INVALID, "forced kernel %d is not a forcible kernel", forced);
-    if (!hc_gpu_family_runs_on(f, dev->arch, dev->tmap))
-        return hc_fail(err, HC_UNSUPPORTED, "hc_gpu_model_force_kernel(\"%s\"): that kernel is "
+        return hc__fail(err, HC_INVALID, "forced kernel %d is not a forcible kernel", forced);
+    if (!hc__gpu_family_runs_on(f, dev->arch, dev->tmap))
+        return hc__fail(err, HC_UNSUPPORTED, "hc_gpu_model_force_kernel(\"%s\"): that kernel is "
                        "not available here (%s%s)", v->forced, dev->arch,
                        dev->tmap ? "" : ", no cuTensorMapEncodeTiled");
     return HC_OK;
@@ -56,36 +56,36 @@ static const hc_gpu_variant *variant_for(const hc_gpu_family *f, const hc_gpu_ca
     return &f->var[i];
 }
 
-hc_status hc_gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m, int forced,
+hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m, int forced,
                         hc_gpu_choice *out, hc_err *err) {
     memset(out, 0, sizeof *out);
     if (m > HC_GPU_M_MAX)
-        return hc_fail(err, HC_INVALID, "M=%llu exceeds %llu tokens per call",
+        return hc__fail(err, HC_INVALID, "M=%llu exceeds %llu tokens per call",
                        (unsigned long long)m, HC_GPU_M_MAX);
     const hc_gpu_family *f = NULL;
     const hc_gpu_variant *v = NULL;
     if (forced != HC_GPU_KERNEL_AUTO) {
         const hc_gpu_family *ff = forced >= 0 && forced < HC_GK_COUNT
-                                      ? hc_gpu_kernel_family((hc_gpu_kernel)forced, &v)
+                                      ? hc__gpu_kernel_family((hc_gpu_kernel)forced, &v)
                                       : NULL;
         if (ff && !serves(ff, m)) { /* it applies to the calls its family serves (M > 16) */
             v = NULL;
         } else {
-            HC_TRY(hc_gpu_force_check(dev, forced, err));
+            HC_TRY(hc__gpu_force_check(dev, forced, err));
             if (!(l->families & ff->kf))
-                return hc_fail(err, HC_UNSUPPORTED, "hc_gpu_model_force_kernel(\"%s\"): the %s "
+                return hc__fail(err, HC_UNSUPPORTED, "hc_gpu_model_force_kernel(\"%s\"): the %s "
                                "kernels do not read this layer's layout", v->forced, ff->name);
             f = ff;
         }
     }
     size_t nf = 0;
-    const hc_gpu_family *fams = hc_gpu_families(&nf);
+    const hc_gpu_family *fams = hc__gpu_families(&nf);
     for (size_t i = 0; !f && i < nf; i++)
         if (serves(&fams[i], m) && (l->families & fams[i].kf) &&
-            hc_gpu_family_runs_on(&fams[i], dev->arch, dev->tmap))
+            hc__gpu_family_runs_on(&fams[i], dev->arch, dev->tmap))
             f = &fams[i];
     if (!f)
-        return hc_fail(err, HC_UNSUPPORTED, "no GPU kernel runs M=%llu of this layer's layout "
+        return hc__fail(err, HC_UNSUPPORTED, "no GPU kernel runs M=%llu of this layer's layout "
                        "on %s", (unsigned long long)m, dev->arch);
     if (!v) v = variant_for(f, dev, l, m);
     out->family = f, out->variant = v, out->kernel = v->id;
@@ -94,7 +94,7 @@ hc_status hc_gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t 
     out->ksplit = 1;
     if (f->args == HC_GPU_ARGS_GEMV) {
         unsigned occ = l->gemv_occ[v - f->var];
-        out->ksplit = hc_gemv_ksplit(l->tiles_n, l->tiles_k, dev->sms, occ);
+        out->ksplit = hc__gemv_ksplit(l->tiles_n, l->tiles_k, dev->sms, occ);
         out->grid[0] = (unsigned)l->tiles_n, out->grid[1] = out->ksplit;
         out->part_bytes = (uint64_t)out->ksplit * l->tiles_n * 64 * v->toks * 4;
         out->cnt_bytes = out->ksplit > 1 ? l->tiles_n * 4 : 0;
@@ -102,7 +102,7 @@ hc_status hc_gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t 
     }
     uint64_t tiles_m = (m + v->toks - 1) / v->toks;
     if (tiles_m > 65535)
-        return hc_fail(err, HC_UNSUPPORTED, "M=%llu needs more than 65535 blocks of %u tokens "
+        return hc__fail(err, HC_UNSUPPORTED, "M=%llu needs more than 65535 blocks of %u tokens "
                        "(grid.y)", (unsigned long long)m, v->toks);
     out->grid[0] = (unsigned)((l->tiles_n + 1) / 2), out->grid[1] = (unsigned)tiles_m;
     out->tmap_toks = f->tmap ? v->toks : 0;

@@ -1,6 +1,6 @@
 /* gpu_plan.h: the launch decisions of the GPU runtime that need no GPU, as pure functions, so
  * that tests check them on any machine (tests/t_plan.c, tests/t_jit.c): which kernel runs a
- * layer for M tokens on a device (hc_gpu_choose, over the family registry gpu_families.h), and
+ * layer for M tokens on a device (hc__gpu_choose, over the family registry gpu_families.h), and
  * the small-M kernels' K split. hc_gpu_linear is this choice plus its launch. */
 #ifndef HC_GPU_PLAN_H
 #define HC_GPU_PLAN_H
@@ -16,7 +16,7 @@
  * against a per-multiprocessor balance model (28672 rows split in 2: slower) and against
  * leaving resident places free for the next kernel under PDL (slower): bench/NOTES.md v24,
  * v28. */
-static inline unsigned hc_gemv_ksplit(uint64_t tiles_n, uint64_t tiles_k, uint64_t sms,
+static inline unsigned hc__gemv_ksplit(uint64_t tiles_n, uint64_t tiles_k, uint64_t sms,
                                       uint64_t occ) {
     uint64_t most = tiles_k / 8;
     if (most < 1) most = 1;
@@ -58,18 +58,18 @@ typedef struct {
 
 /* The forced kernel (HC_GPU_KERNEL_AUTO or an hc_gpu_kernel) a name stands for: NULL, "" or
  * "auto", "mma", "wgmma", "ws64", "ws128", "ws256". HC_USAGE naming it for any other. */
-hc_status hc_gpu_force_parse(const char *name, int *forced, hc_err *err);
+hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
-hc_status hc_gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
+hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
 
 /* The kernel for m tokens of a layer on dev: M <= 16 the small-M variant for M with the K
- * split of hc_gemv_ksplit; larger M the forced kernel, else the first family (in the
+ * split of hc__gemv_ksplit; larger M the forced kernel, else the first family (in the
  * registry's order: warp-specialised, wgmma, mma.sync) the device and the layout allow --
  * warp-specialised with the largest token tile at most half empty, made smaller while the grid
  * would leave a quarter of the SMs idle. Refusals (err, without the layer's name): M above
  * HC_GPU_M_MAX, a forced kernel the device or the layout does not have, a grid over 65535
  * blocks, no family for M. */
-hc_status hc_gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *layer, uint64_t m,
+hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *layer, uint64_t m,
                         int forced, hc_gpu_choice *out, hc_err *err);
 
 #endif

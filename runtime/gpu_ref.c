@@ -18,48 +18,48 @@ hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32
     const hc_tensor_info *t;
     hc_tile_params p;
     const int32_t *perm;
-    st = hc_tile_layer(c, name, &t, &p, &perm, &err);
+    st = hc__tile_layer(c, name, &t, &p, &perm, &err);
     if (st == HC_NOTFOUND)
-        st = hc_fail(&err, HC_UNSUPPORTED, "'%s' is not a tiled tensor (the GPU runs tiled "
+        st = hc__fail(&err, HC_UNSUPPORTED, "'%s' is not a tiled tensor (the GPU runs tiled "
                      "layouts only)", name);
     if (st) goto out;
     if (k != p.K || n != p.N || expert >= p.E) {
-        st = hc_fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
+        st = hc__fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
                      "N=%llu expert %u", name, (unsigned long long)p.N, (unsigned long long)p.K,
                      (unsigned long long)p.E, (unsigned long long)k, (unsigned long long)n, expert);
         goto out;
     }
     uint64_t xb, yb;
-    if (!hc_mul_u64(m, k, &xb) || !hc_mul_u64(xb, 4, &xb) || !hc_mul_u64(m, n, &yb) ||
-        !hc_mul_u64(yb, 4, &yb) || m > 65535) {
-        st = hc_fail(&err, HC_INVALID, "'%s': M=%llu is too large for the reference kernel",
+    if (!hc__mul_u64(m, k, &xb) || !hc__mul_u64(xb, 4, &xb) || !hc__mul_u64(m, n, &yb) ||
+        !hc__mul_u64(yb, 4, &yb) || m > 65535) {
+        st = hc__fail(&err, HC_INVALID, "'%s': M=%llu is too large for the reference kernel",
                      name, (unsigned long long)m);
         goto out;
     }
     xp = malloc(xb + 1);
     if (!xp) {
-        st = hc_fail(&err, HC_NOMEM, "out of memory");
+        st = hc__fail(&err, HC_NOMEM, "out of memory");
         goto out;
     }
     for (uint64_t i = 0; i < m; i++)
         for (uint64_t q = 0; q < k; q++) xp[i * k + q] = x[i * k + (perm ? (uint64_t)perm[q] : q)];
-    CU(hc_cuda.malloc_(&dw, t->length), "cudaMalloc(weights)");
-    CU(hc_cuda.malloc_(&dx, xb + 4), "cudaMalloc(x)");
-    CU(hc_cuda.malloc_(&dy, yb + 4), "cudaMalloc(y)");
-    CU(hc_cuda.memcpy_(dw, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice),
+    CU(hc__cuda.malloc_(&dw, t->length), "cudaMalloc(weights)");
+    CU(hc__cuda.malloc_(&dx, xb + 4), "cudaMalloc(x)");
+    CU(hc__cuda.malloc_(&dy, yb + 4), "cudaMalloc(y)");
+    CU(hc__cuda.memcpy_(dw, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice),
        "upload W");
-    CU(hc_cuda.memcpy_(dx, xp, xb, cudaMemcpyHostToDevice), "upload X");
-    CU(hc_cuda.memset_(dy, 0xFF, yb), "poison Y"); /* NaN wherever nothing is written */
+    CU(hc__cuda.memcpy_(dx, xp, xb, cudaMemcpyHostToDevice), "upload X");
+    CU(hc__cuda.memset_(dy, 0xFF, yb), "poison Y"); /* NaN wherever nothing is written */
     hc_core_params cp;
-    hc_tile_core_params(&p, &cp);
+    hc__tile_core_params(&p, &cp);
     unsigned long long e = expert, mm = m;
     void *args[] = {&dw, &cp, &e, &dx, &mm, &dy};
     dim3 grid = {(unsigned)((n + 127) / 128), (unsigned)m, 1}, block = {128, 1, 1};
-    CU(hc_cuda.launch((const void *)g->gemm_ref, grid, block, args, 0, 0), "launch");
-    CU(hc_cuda.sync(), "hc_tile_gemm_ref");
-    CU(hc_cuda.memcpy_(y, dy, yb, cudaMemcpyDeviceToHost), "download Y");
+    CU(hc__cuda.launch((const void *)g->gemm_ref, grid, block, args, 0, 0), "launch");
+    CU(hc__cuda.sync(), "hc_tile_gemm_ref");
+    CU(hc__cuda.memcpy_(y, dy, yb, cudaMemcpyDeviceToHost), "download Y");
 out:
-    if (hc_cuda.loaded) hc_cuda.free_(dw), hc_cuda.free_(dx), hc_cuda.free_(dy);
+    if (hc__cuda.loaded) hc__cuda.free_(dw), hc__cuda.free_(dx), hc__cuda.free_(dy);
     free(xp);
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
@@ -72,28 +72,28 @@ hc_status hc_gpu_stream_read(hc_gpu *g, uint64_t bytes, int reps, double *gbs, c
     void *buf = NULL, *out = NULL;
     cudaEvent_t e0 = NULL, e1 = NULL;
     unsigned long long n16 = bytes / 16;
-    CU(hc_cuda.malloc_(&buf, bytes), "cudaMalloc");
-    CU(hc_cuda.malloc_(&out, 1 << 20), "cudaMalloc");
-    CU(hc_cuda.memset_(buf, 1, bytes), "cudaMemset");
+    CU(hc__cuda.malloc_(&buf, bytes), "cudaMalloc");
+    CU(hc__cuda.malloc_(&out, 1 << 20), "cudaMalloc");
+    CU(hc__cuda.memset_(buf, 1, bytes), "cudaMemset");
     void *args[] = {&buf, &n16, &out};
     /* 8 blocks of 256 threads per multiprocessor: enough loads in flight to saturate memory */
     dim3 grid = {(unsigned)g->sms * 8, 1, 1}, block = {256, 1, 1};
-    CU(hc_cuda.launch((const void *)g->stream_read, grid, block, args, 0, 0), "launch");
-    CU(hc_cuda.ev_create(&e0), "event");
-    CU(hc_cuda.ev_create(&e1), "event");
-    CU(hc_cuda.ev_record(e0, 0), "event");
+    CU(hc__cuda.launch((const void *)g->stream_read, grid, block, args, 0, 0), "launch");
+    CU(hc__cuda.ev_create(&e0), "event");
+    CU(hc__cuda.ev_create(&e1), "event");
+    CU(hc__cuda.ev_record(e0, 0), "event");
     for (int r = 0; r < reps; r++)
-        CU(hc_cuda.launch((const void *)g->stream_read, grid, block, args, 0, 0), "launch");
-    CU(hc_cuda.ev_record(e1, 0), "event");
-    CU(hc_cuda.ev_sync(e1), "event");
+        CU(hc__cuda.launch((const void *)g->stream_read, grid, block, args, 0, 0), "launch");
+    CU(hc__cuda.ev_record(e1, 0), "event");
+    CU(hc__cuda.ev_sync(e1), "event");
     float ms = 0;
-    CU(hc_cuda.ev_elapsed(&ms, e0, e1), "event");
+    CU(hc__cuda.ev_elapsed(&ms, e0, e1), "event");
     *gbs = (double)bytes * reps / ((double)ms * 1e-3) / 1e9;
 out:
-    if (hc_cuda.loaded) {
-        hc_cuda.free_(buf), hc_cuda.free_(out);
-        if (e0) hc_cuda.ev_destroy(e0);
-        if (e1) hc_cuda.ev_destroy(e1);
+    if (hc__cuda.loaded) {
+        hc__cuda.free_(buf), hc__cuda.free_(out);
+        if (e0) hc__cuda.ev_destroy(e0);
+        if (e1) hc__cuda.ev_destroy(e1);
     }
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;

@@ -40,7 +40,7 @@ static hc_status load_nvrtc(hc_err *err) {
     if (!nv.loaded && !nv.failed) {
         static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
                                             "/usr/local/cuda/lib64/libnvrtc.so"};
-        void *h = hc_dlopen_first(names, sizeof names / sizeof names[0]);
+        void *h = hc__dlopen_first(names, sizeof names / sizeof names[0]);
         if (h) {
             *(void **)&nv.create = dlsym(h, "nvrtcCreateProgram");
             *(void **)&nv.compile = dlsym(h, "nvrtcCompileProgram");
@@ -57,10 +57,10 @@ static hc_status load_nvrtc(hc_err *err) {
         nv.failed = !nv.loaded;
     }
     pthread_mutex_unlock(&nv_mu);
-    return nv.loaded ? HC_OK : hc_fail(err, HC_UNSUPPORTED, "NVRTC (libnvrtc.so) cannot be loaded");
+    return nv.loaded ? HC_OK : hc__fail(err, HC_UNSUPPORTED, "NVRTC (libnvrtc.so) cannot be loaded");
 }
 
-hc_status hc_jit_version(int *major, int *minor, hc_err *err) {
+hc_status hc__jit_version(int *major, int *minor, hc_err *err) {
     HC_TRY(load_nvrtc(err));
     nv.version(major, minor);
     return HC_OK;
@@ -70,15 +70,15 @@ hc_status hc_jit_version(int *major, int *minor, hc_err *err) {
  * /tmp, never one shared with other users (who could plant cubins in it). */
 static char *cache_dir(void) {
     const char *d = getenv("HC_CACHE_DIR");
-    if (d && *d) return hc_strdup(d);
+    if (d && *d) return hc__strdup(d);
     const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (x && *x) return hc_asprintf("%s/hconvert", x);
-    if (home && *home) return hc_asprintf("%s/.cache/hconvert", home);
-    return hc_asprintf("/tmp/hconvert-cache-%u", (unsigned)geteuid());
+    if (x && *x) return hc__asprintf("%s/hconvert", x);
+    if (home && *home) return hc__asprintf("%s/.cache/hconvert", home);
+    return hc__asprintf("/tmp/hconvert-cache-%u", (unsigned)geteuid());
 }
 
 static void mkdirs(const char *path) {
-    char *p = hc_strdup(path);
+    char *p = hc__strdup(path);
     for (char *s = p ? p + 1 : NULL; s && *s; s++)
         if (*s == '/') {
             *s = 0;
@@ -102,7 +102,7 @@ static uint64_t cache_key(const char *main, const char *arch, const char *const 
                           int vmaj, int vmin) {
     XXH3_state_t *s = XXH3_createState();
     XXH3_64bits_reset(s);
-    for (const hc_kernel_source *k = hc_kernel_sources; k->name; k++) {
+    for (const hc_kernel_source *k = hc__kernel_sources; k->name; k++) {
         XXH3_64bits_update(s, k->name, strlen(k->name) + 1);
         XXH3_64bits_update(s, k->text, strlen(k->text) + 1);
     }
@@ -139,18 +139,18 @@ static int cache_read(const char *dir, const char *path, uint64_t key, void **cu
     size_t n = 0;
     hc_err e = {0};
     uint64_t len = 0;
-    if (hc_read_file(path, ENTRY_MAX_CUBIN + ENTRY_HEADER, &data, &n, &e))
+    if (hc__read_file(path, ENTRY_MAX_CUBIN + ENTRY_HEADER, &data, &n, &e))
         snprintf(bad, cap, "%s", e.msg);
     else if (n < ENTRY_HEADER)
         snprintf(bad, cap, "%zu bytes, less than the %u-byte entry header", n, ENTRY_HEADER);
     else if (memcmp(data, ENTRY_MAGIC, 8) != 0)
         snprintf(bad, cap, "not a cache entry (no \"" ENTRY_MAGIC "\" header)");
-    else if (hc_le64((unsigned char *)data + 8) != key)
+    else if (hc__le64((unsigned char *)data + 8) != key)
         snprintf(bad, cap, "the entry holds another key");
-    else if ((len = hc_le64((unsigned char *)data + 16)) != n - ENTRY_HEADER)
+    else if ((len = hc__le64((unsigned char *)data + 16)) != n - ENTRY_HEADER)
         snprintf(bad, cap, "the header says %llu cubin bytes, the file holds %zu",
                  (unsigned long long)len, n - ENTRY_HEADER);
-    else if (XXH3_64bits(data + ENTRY_HEADER, (size_t)len) != hc_le64((unsigned char *)data + 24))
+    else if (XXH3_64bits(data + ENTRY_HEADER, (size_t)len) != hc__le64((unsigned char *)data + 24))
         snprintf(bad, cap, "cubin hash mismatch");
     else {
         memmove(data, data + ENTRY_HEADER, (size_t)len);
@@ -161,10 +161,10 @@ static int cache_read(const char *dir, const char *path, uint64_t key, void **cu
     return -1;
 }
 
-/* hc_jit_set_cache: whether compiles use the cache (tests time and check cold builds). */
+/* hc__jit_set_cache: whether compiles use the cache (tests time and check cold builds). */
 static atomic_bool cache_on = true;
 
-void hc_jit_set_cache(bool on) { atomic_store(&cache_on, on); }
+void hc__jit_set_cache(bool on) { atomic_store(&cache_on, on); }
 
 /* The first reason this process could not store a cubin (hc_gpu_cache_unstored). */
 static struct {
@@ -200,19 +200,19 @@ static bool cache_write(const char *dir, const char *path, uint64_t key, const v
         snprintf(why, cap, "cannot write the kernel cache '%s': the folder is %s", dir, dbad);
         return false;
     }
-    char *tmp = hc_asprintf("%s.tmp-XXXXXX", path); /* unique across processes and hosts */
+    char *tmp = hc__asprintf("%s.tmp-XXXXXX", path); /* unique across processes and hosts */
     unsigned char hdr[ENTRY_HEADER];
     memcpy(hdr, ENTRY_MAGIC, 8);
-    hc_put_le64(hdr + 8, key);
-    hc_put_le64(hdr + 16, size);
-    hc_put_le64(hdr + 24, XXH3_64bits(cubin, size));
+    hc__put_le64(hdr + 8, key);
+    hc__put_le64(hdr + 16, size);
+    hc__put_le64(hdr + 24, XXH3_64bits(cubin, size));
     hc_err e = {0};
     int fd = tmp ? mkostemp(tmp, O_CLOEXEC) : -1;
     bool created = fd >= 0, ok = false;
     if (!tmp) snprintf(e.msg, sizeof e.msg, "out of memory");
     else if (fd < 0) snprintf(e.msg, sizeof e.msg, "cannot create a file there: %s", strerror(errno));
-    else if (!hc_pwrite_full(fd, hdr, sizeof hdr, 0, tmp, &e) &&
-             !hc_pwrite_full(fd, cubin, size, sizeof hdr, tmp, &e)) {
+    else if (!hc__pwrite_full(fd, hdr, sizeof hdr, 0, tmp, &e) &&
+             !hc__pwrite_full(fd, cubin, size, sizeof hdr, tmp, &e)) {
         int r = close(fd);
         fd = -1;
         if (r != 0) snprintf(e.msg, sizeof e.msg, "cannot close '%s': %s", tmp, strerror(errno));
@@ -241,25 +241,25 @@ static hc_status nvrtc_build(const char *main, const char *src, const char *arch
                              const char *const *opts, int nopts, void **cubin, size_t *size,
                              char **log_out, hc_err *err) {
     int nh = 0;
-    while (hc_kernel_sources[nh].name) nh++;
+    while (hc__kernel_sources[nh].name) nh++;
     const char **hnames = calloc((size_t)nh + 1, sizeof *hnames);
     const char **htexts = calloc((size_t)nh + 1, sizeof *htexts);
     const char **all = calloc((size_t)nopts + 4, sizeof *all);
-    char *archopt = hc_asprintf("--gpu-architecture=%s", arch);
+    char *archopt = hc__asprintf("--gpu-architecture=%s", arch);
     hc_status st = HC_OK;
     nvrtcProgram prog = NULL;
     if (!hnames || !htexts || !all || !archopt) {
-        st = hc_fail(err, HC_NOMEM, "out of memory");
+        st = hc__fail(err, HC_NOMEM, "out of memory");
         goto out;
     }
-    for (int i = 0; i < nh; i++) hnames[i] = hc_kernel_sources[i].name, htexts[i] = hc_kernel_sources[i].text;
+    for (int i = 0; i < nh; i++) hnames[i] = hc__kernel_sources[i].name, htexts[i] = hc__kernel_sources[i].text;
     int na = 0;
     all[na++] = archopt;
     all[na++] = "--std=c++17";
     for (int i = 0; i < nopts; i++) all[na++] = opts[i];
     nvrtcResult r = nv.create(&prog, src, main, nh, htexts, hnames);
     if (r != NVRTC_SUCCESS) {
-        st = hc_fail(err, HC_INTERNAL, "NVRTC: cannot create program '%s': %s", main, nv.errstr(r));
+        st = hc__fail(err, HC_INTERNAL, "NVRTC: cannot create program '%s': %s", main, nv.errstr(r));
         goto out;
     }
     r = nv.compile(prog, na, all);
@@ -271,7 +271,7 @@ static hc_status nvrtc_build(const char *main, const char *src, const char *arch
             for (char *line = strtok(log, "\n"); line; line = strtok(NULL, "\n"))
                 if (strstr(line, "error")) strcat(strcat(errs, line), "; ");
         }
-        st = hc_fail(err, HC_INTERNAL, "NVRTC: '%s' for %s does not compile: %s", main, arch,
+        st = hc__fail(err, HC_INTERNAL, "NVRTC: '%s' for %s does not compile: %s", main, arch,
                      errs && errs[0] ? errs : nv.errstr(r));
         free(log);
         free(errs);
@@ -281,7 +281,7 @@ static hc_status nvrtc_build(const char *main, const char *src, const char *arch
         nv.cubin(prog, *cubin) != NVRTC_SUCCESS) {
         free(*cubin);
         *cubin = NULL;
-        st = hc_fail(err, HC_INTERNAL, "NVRTC: no cubin for '%s' (%s)", main, arch);
+        st = hc__fail(err, HC_INTERNAL, "NVRTC: no cubin for '%s' (%s)", main, arch);
         goto out;
     }
     if (log_out) *log_out = program_log(prog);
@@ -305,9 +305,9 @@ static hc_status compile(const char *main, const char *arch, const char *const *
     int vmaj = 0, vmin = 0;
     nv.version(&vmaj, &vmin);
     const char *src = NULL;
-    for (const hc_kernel_source *k = hc_kernel_sources; k->name; k++)
+    for (const hc_kernel_source *k = hc__kernel_sources; k->name; k++)
         if (!strcmp(k->name, main)) src = k->text;
-    if (!src) return hc_fail(err, HC_INTERNAL, "no built-in kernel source '%s'", main);
+    if (!src) return hc__fail(err, HC_INTERNAL, "no built-in kernel source '%s'", main);
     bool use_cache = atomic_load(&cache_on) && !log_out; /* a cache hit has no log */
     char *dir = use_cache ? cache_dir() : NULL, *path = NULL;
     uint64_t key = 0;
@@ -315,8 +315,8 @@ static hc_status compile(const char *main, const char *arch, const char *const *
     if (dir) {
         char hex[17];
         key = cache_key(main, arch, opts, nopts, vmaj, vmin);
-        hc_hex64(key, hex);
-        path = hc_asprintf("%s/%s-%s.cubin", dir, arch, hex);
+        hc__hex64(key, hex);
+        path = hc__asprintf("%s/%s-%s.cubin", dir, arch, hex);
         int r = path ? cache_read(dir, path, key, cubin, size, note->bad, sizeof note->bad) : 0;
         if (r > 0) {
             note->state = HC_JIT_CACHE_HIT;
@@ -335,18 +335,18 @@ out:
     return st;
 }
 
-hc_status hc_jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
+hc_status hc__jit_compile(const char *main, const char *arch, const char *const *opts, int nopts,
                          void **cubin, size_t *size, hc_err *err) {
     return compile(main, arch, opts, nopts, cubin, size, NULL, NULL, err);
 }
 
-hc_status hc_jit_compile_note(const char *main, const char *arch, const char *const *opts,
+hc_status hc__jit_compile_note(const char *main, const char *arch, const char *const *opts,
                               int nopts, void **cubin, size_t *size, hc_jit_cache_note *note,
                               hc_err *err) {
     return compile(main, arch, opts, nopts, cubin, size, NULL, note, err);
 }
 
-hc_status hc_jit_compile_log(const char *main, const char *arch, const char *const *opts,
+hc_status hc__jit_compile_log(const char *main, const char *arch, const char *const *opts,
                              int nopts, void **cubin, size_t *size, char **log_out, hc_err *err) {
     return compile(main, arch, opts, nopts, cubin, size, log_out, NULL, err);
 }

@@ -7,30 +7,30 @@
 
 #include "tile_layer.h"
 
-hc_status hc_tile_layer(const hc_container *c, const char *name, const hc_tensor_info **t,
+hc_status hc__tile_layer(const hc_container *c, const char *name, const hc_tensor_info **t,
                         hc_tile_params *p, const int32_t **perm, hc_err *err) {
     *t = hc_container_find(c, name);
     *perm = NULL;
     if (!*t || !(*t)->layout_params)
-        return hc_fail(err, HC_NOTFOUND, "'%s' is not a tiled tensor of the container", name);
+        return hc__fail(err, HC_NOTFOUND, "'%s' is not a tiled tensor of the container", name);
     cJSON *j = cJSON_Parse((*t)->layout_params);
-    hc_status st = hc_tile_params_parse(j, (*t)->layout, p, name, err);
+    hc_status st = hc__tile_params_parse(j, (*t)->layout, p, name, err);
     cJSON_Delete(j);
     if (st) return st;
     if ((*t)->encoding != HC_ENC_RAW)
-        return hc_fail(err, HC_INVALID, "tensor '%s': tiled tensors are stored raw", name);
+        return hc__fail(err, HC_INVALID, "tensor '%s': tiled tensors are stored raw", name);
     if (!p->perm) return HC_OK;
     char pn[1100];
     snprintf(pn, sizeof pn, "%s.perm", name);
     const hc_tensor_info *pt = hc_container_find(c, pn);
     if (!pt || pt->dtype != HC_DT_I32 || pt->encoding != HC_ENC_RAW || pt->ndim != 1 ||
         pt->shape[0] != p->K)
-        return hc_fail(err, HC_INVALID, "tensor '%s': act-order permutation '%s' missing or not "
+        return hc__fail(err, HC_INVALID, "tensor '%s': act-order permutation '%s' missing or not "
                        "a raw I32 [%llu]", name, pn, (unsigned long long)p->K);
     const int32_t *pm = hc_container_stored(c, pt);
     for (uint64_t i = 0; i < p->K; i++)
         if (pm[i] < 0 || (uint64_t)pm[i] >= p->K)
-            return hc_fail(err, HC_INVALID, "tensor '%s': entry %llu out of range", pn,
+            return hc__fail(err, HC_INVALID, "tensor '%s': entry %llu out of range", pn,
                            (unsigned long long)i);
     *perm = pm;
     return HC_OK;

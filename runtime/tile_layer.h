@@ -8,7 +8,7 @@
  * its parsed layout_params, and for act-order its permutation NAME.perm (a raw I32 [K] whose
  * every entry is a column index < K; NULL without act-order). HC_NOTFOUND when NAME is not
  * a tiled tensor of the container. */
-hc_status hc_tile_layer(const hc_container *c, const char *name, const hc_tensor_info **t,
+hc_status hc__tile_layer(const hc_container *c, const char *name, const hc_tensor_info **t,
                         hc_tile_params *p, const int32_t **perm, hc_err *err);
 
 #endif

@@ -29,49 +29,49 @@ static void test_dtype_table(void) {
 
 static void test_checked_math(void) {
     uint64_t r = 0;
-    CHECK(hc_mul_u64(1ull << 32, 1ull << 31, &r) && r == 1ull << 63);
-    CHECK(!hc_mul_u64(1ull << 32, 1ull << 32, &r));
-    CHECK(!hc_add_u64(UINT64_MAX, 1, &r));
-    CHECK(hc_align_u64(4097, 4096, &r) && r == 8192);
-    CHECK(hc_align_u64(0, 4096, &r) && r == 0);
-    CHECK(!hc_align_u64(UINT64_MAX - 10, 4096, &r));
+    CHECK(hc__mul_u64(1ull << 32, 1ull << 31, &r) && r == 1ull << 63);
+    CHECK(!hc__mul_u64(1ull << 32, 1ull << 32, &r));
+    CHECK(!hc__add_u64(UINT64_MAX, 1, &r));
+    CHECK(hc__align_u64(4097, 4096, &r) && r == 8192);
+    CHECK(hc__align_u64(0, 4096, &r) && r == 0);
+    CHECK(!hc__align_u64(UINT64_MAX - 10, 4096, &r));
 }
 
 static void test_json_int_limit(void) {
     uint64_t v = 0;
-    CHECK(hc_double_to_u64(0.0, &v) && v == 0);
-    CHECK(hc_double_to_u64(9007199254740991.0, &v) && v == 9007199254740991ull);
-    CHECK(!hc_double_to_u64(9007199254740992.0, &v));
-    CHECK(!hc_double_to_u64(-1.0, &v));
-    CHECK(!hc_double_to_u64(2.5, &v));
-    CHECK(!hc_double_to_u64(NAN, &v));
-    CHECK(!hc_double_to_u64(INFINITY, &v));
+    CHECK(hc__double_to_u64(0.0, &v) && v == 0);
+    CHECK(hc__double_to_u64(9007199254740991.0, &v) && v == 9007199254740991ull);
+    CHECK(!hc__double_to_u64(9007199254740992.0, &v));
+    CHECK(!hc__double_to_u64(-1.0, &v));
+    CHECK(!hc__double_to_u64(2.5, &v));
+    CHECK(!hc__double_to_u64(NAN, &v));
+    CHECK(!hc__double_to_u64(INFINITY, &v));
 }
 
 static void test_utf8_and_escape(void) {
-    CHECK(hc_utf8_valid("abc", 3));
-    CHECK(hc_utf8_valid("\xc3\xa9", 2));        /* é */
-    CHECK(!hc_utf8_valid("\xff", 1));
-    CHECK(!hc_utf8_valid("\xc0\xaf", 2));       /* overlong '/' */
-    CHECK(!hc_utf8_valid("\xed\xa0\x80", 3));   /* surrogate */
-    CHECK(!hc_utf8_valid("\xe2\x82", 2));       /* truncated */
+    CHECK(hc__utf8_valid("abc", 3));
+    CHECK(hc__utf8_valid("\xc3\xa9", 2));        /* é */
+    CHECK(!hc__utf8_valid("\xff", 1));
+    CHECK(!hc__utf8_valid("\xc0\xaf", 2));       /* overlong '/' */
+    CHECK(!hc__utf8_valid("\xed\xa0\x80", 3));   /* surrogate */
+    CHECK(!hc__utf8_valid("\xe2\x82", 2));       /* truncated */
     char out[64];
-    CHECK_STR_EQ(hc_escape("evil\x1b[31mred\x07", out, sizeof out), "evil\\x1b[31mred\\x07");
-    CHECK_STR_EQ(hc_escape("a\\b", out, sizeof out), "a\\\\b");
-    CHECK_STR_EQ(hc_escape("caf\xc3\xa9", out, sizeof out), "caf\xc3\xa9");
-    CHECK_STR_EQ(hc_escape("\xff", out, sizeof out), "\\xff");
+    CHECK_STR_EQ(hc__escape("evil\x1b[31mred\x07", out, sizeof out), "evil\\x1b[31mred\\x07");
+    CHECK_STR_EQ(hc__escape("a\\b", out, sizeof out), "a\\\\b");
+    CHECK_STR_EQ(hc__escape("caf\xc3\xa9", out, sizeof out), "caf\xc3\xa9");
+    CHECK_STR_EQ(hc__escape("\xff", out, sizeof out), "\\xff");
     char small[6];
-    CHECK_STR_EQ(hc_escape("\x01\x02", small, sizeof small), "\\x01"); /* never overflows */
+    CHECK_STR_EQ(hc__escape("\x01\x02", small, sizeof small), "\\x01"); /* never overflows */
 }
 
 static void test_hex(void) {
     char h[17];
     uint64_t v = 0;
-    hc_hex64(0x0123456789abcdefull, h);
+    hc__hex64(0x0123456789abcdefull, h);
     CHECK_STR_EQ(h, "0123456789abcdef");
-    CHECK(hc_parse_hex64(h, &v) && v == 0x0123456789abcdefull);
-    CHECK(!hc_parse_hex64("0123456789ABCDEF", &v));
-    CHECK(!hc_parse_hex64("0123", &v));
+    CHECK(hc__parse_hex64(h, &v) && v == 0x0123456789abcdefull);
+    CHECK(!hc__parse_hex64("0123456789ABCDEF", &v));
+    CHECK(!hc__parse_hex64("0123", &v));
 }
 
 void suite_base(void) {

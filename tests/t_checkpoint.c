@@ -12,7 +12,7 @@
 static hc_ckpt *open_ok(const char *rel) {
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    hc_status st = hc_ckpt_open(fixture(rel), &c, &err);
+    hc_status st = hc__ckpt_open(fixture(rel), &c, &err);
     if (st) CHECK_FAIL_("open %s: %s", rel, err.msg);
     return c;
 }
@@ -21,13 +21,13 @@ static void expect_refused(const char *rel, hc_status want, const char *needle1,
                            const char *needle2) {
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    hc_status st = hc_ckpt_open(fixture(rel), &c, &err);
+    hc_status st = hc__ckpt_open(fixture(rel), &c, &err);
     if (st != want) CHECK_FAIL_("%s: status %s, expected %s (%s)", rel, hc_status_name(st),
                                 hc_status_name(want), err.msg);
     CHECK(c == NULL);
     if (needle1) CHECK_CONTAINS(err.msg, needle1);
     if (needle2) CHECK_CONTAINS(err.msg, needle2);
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 static void test_sharded_folder(void) {
@@ -37,26 +37,26 @@ static void test_sharded_folder(void) {
     CHECK_EQ_U64(c->nentries, 21);
     CHECK_STR_EQ(c->index_name, "model.safetensors.index.json");
     for (size_t i = 1; i < c->nentries; i++) CHECK(strcmp(c->entries[i - 1].name, c->entries[i].name) < 0);
-    const hc_ck_entry *e = hc_ckpt_find(c, "model.norm.weight");
+    const hc_ck_entry *e = hc__ckpt_find(c, "model.norm.weight");
     CHECK(e && e->t->ndim == 1 && e->t->shape[0] == 64);
-    CHECK(hc_ckpt_find(c, "model.nope") == NULL);
+    CHECK(hc__ckpt_find(c, "model.nope") == NULL);
     CHECK(c->config != NULL);
     CHECK(c->config_text && strstr(c->config_text, "9007199254740993")); /* verbatim */
     CHECK_STR_EQ(c->quant_config_name, "quantize_config.json");
     int64_t hs = 0;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_cfg_int(c->config, "config.json", "hidden_size", 1, 1 << 20, &hs, &err), HC_OK);
+    CHECK_EQ_INT(hc__cfg_int(c->config, "config.json", "hidden_size", 1, 1 << 20, &hs, &err), HC_OK);
     CHECK_EQ_INT(hs, 64);
-    CHECK_EQ_INT(hc_cfg_int(c->config, "config.json", "hidden_size", 128, 256, &hs, &err),
+    CHECK_EQ_INT(hc__cfg_int(c->config, "config.json", "hidden_size", 128, 256, &hs, &err),
                  HC_INVALID);
     CHECK_CONTAINS(err.msg, "hidden_size");
     hc_err e3 = {0};
-    CHECK_EQ_INT(hc_cfg_int(c->config, "config.json", "big_int", 0, INT64_MAX, &hs, &e3), HC_INVALID);
+    CHECK_EQ_INT(hc__cfg_int(c->config, "config.json", "big_int", 0, INT64_MAX, &hs, &e3), HC_INVALID);
     bool warned = false;
     for (size_t i = 0; i < c->nwarnings; i++) warned |= strstr(c->warnings[i], "big_int") != NULL;
     CHECK(warned);
     CHECK_EQ_U64(c->nextra, 6); /* config, generation_config, quantize_config, 3 tokenizer files */
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 static void test_single_file_and_folder(void) {
@@ -66,10 +66,10 @@ static void test_single_file_and_folder(void) {
         CHECK_EQ_U64(c->nshards, 1);
         CHECK_EQ_U64(c->nentries, 21);
     }
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
     c = open_ok("ckpt/single");
     if (c) CHECK(c->index_name == NULL && c->nshards == 1 && c->config != NULL);
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 /* The same checkpoint read from an archive holds the same bytes as read from the folder. */
@@ -79,20 +79,20 @@ static void compare_with_folder(const char *archive_rel) {
     if (a && f) {
         CHECK(a->is_archive);
         CHECK_EQ_U64(a->nentries, f->nentries);
-        CHECK_EQ_INT(hc_ckpt_map(a, &err), HC_OK);
-        CHECK_EQ_INT(hc_ckpt_map(f, &err), HC_OK);
+        CHECK_EQ_INT(hc__ckpt_map(a, &err), HC_OK);
+        CHECK_EQ_INT(hc__ckpt_map(f, &err), HC_OK);
         for (size_t i = 0; i < a->nentries && i < f->nentries; i++) {
             CHECK_STR_EQ(a->entries[i].name, f->entries[i].name);
             uint64_t n = a->entries[i].t->end - a->entries[i].t->begin;
-            CHECK(memcmp(hc_ckpt_data(a, &a->entries[i]), hc_ckpt_data(f, &f->entries[i]), n) == 0);
+            CHECK(memcmp(hc__ckpt_data(a, &a->entries[i]), hc__ckpt_data(f, &f->entries[i]), n) == 0);
         }
         CHECK_EQ_U64(a->nextra, f->nextra);
         CHECK(a->config != NULL);
     }
-    char *tmp = a && a->tmpdir ? hc_strdup(a->tmpdir) : NULL;
+    char *tmp = a && a->tmpdir ? hc__strdup(a->tmpdir) : NULL;
     CHECK(tmp != NULL);
-    hc_ckpt_close(a);
-    hc_ckpt_close(f);
+    hc__ckpt_close(a);
+    hc__ckpt_close(f);
     struct stat sb;
     if (tmp) CHECK(stat(tmp, &sb) != 0); /* extraction folder removed at close */
     free(tmp);
@@ -105,7 +105,7 @@ static void test_archives(void) {
     compare_with_folder("archives/sharded.zip");
     hc_ckpt *c = open_ok("archives/flat.tar");
     if (c) CHECK_EQ_U64(c->nentries, 21);
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 static bool dir_is_empty(const char *dir) {
@@ -122,7 +122,7 @@ static bool dir_is_empty(const char *dir) {
 static void test_hostile_archives(void) {
     /* extraction happens under TMPDIR: point it at an empty folder and check it stays so */
     const char *tmp = test_tmpdir();
-    char *old = getenv("TMPDIR") ? hc_strdup(getenv("TMPDIR")) : NULL;
+    char *old = getenv("TMPDIR") ? hc__strdup(getenv("TMPDIR")) : NULL;
     setenv("TMPDIR", tmp, 1);
     expect_refused("archives/evil_dotdot.tar", HC_INVALID, "../../escape.txt", "unsafe");
     expect_refused("archives/evil_abs.tar", HC_INVALID, "/tmp/hconvert-evil-abs.txt", "unsafe");

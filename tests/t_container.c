@@ -76,13 +76,13 @@ static hc_status write_set(const tensor_set *s, const char *path, int threads, h
     static const char cfg[] = "{\"hidden_size\": 64, \"big\": 9007199254740993}";
     hc_cw_options o = {.source_format = "safetensors", .target = "passthrough", .tp_size = 1,
                        .config_json = cfg, .config_len = sizeof cfg - 1, .threads = threads};
-    return hc_container_write(path, s->t, NT, &o, err);
+    return hc__container_write(path, s->t, NT, &o, err);
 }
 
 static unsigned char *slurp(const char *path, size_t *n) {
     char *d = NULL;
     hc_err err = {0};
-    hc_read_file(path, 1ull << 30, &d, n, &err);
+    hc__read_file(path, 1ull << 30, &d, n, &err);
     return (unsigned char *)d;
 }
 
@@ -141,12 +141,12 @@ static void test_round_trip(void) {
     unsigned char *b = slurp(path, &n);
     CHECK(b && memcmp(b, "\x89HCVT\r\n\x1a", 8) == 0);
     if (b) {
-        CHECK_EQ_U64(hc_le16(b + 8), 1);
-        CHECK_EQ_U64(hc_le64(b + 16), 64);
-        CHECK_EQ_U64(hc_le64(b + 40), n);
-        CHECK_EQ_U64(hc_le64(b + 32) % 4096, 0);
-        CHECK_EQ_U64(hc_le64(b + 48), XXH3_64bits(b + 64, hc_le64(b + 24)));
-        CHECK_EQ_U64(hc_le64(b + 56), XXH3_64bits(b, 56));
+        CHECK_EQ_U64(hc__le16(b + 8), 1);
+        CHECK_EQ_U64(hc__le64(b + 16), 64);
+        CHECK_EQ_U64(hc__le64(b + 40), n);
+        CHECK_EQ_U64(hc__le64(b + 32) % 4096, 0);
+        CHECK_EQ_U64(hc__le64(b + 48), XXH3_64bits(b + 64, hc__le64(b + 24)));
+        CHECK_EQ_U64(hc__le64(b + 56), XXH3_64bits(b, 56));
     }
     free(b);
     free_set(&s);
@@ -200,7 +200,7 @@ static void test_every_byte_flip_detected(void) {
     unsigned char *orig = slurp(path, &n);
     int fd = open(path, O_RDWR);
     CHECK(orig && fd >= 0);
-    uint64_t hdr_end = orig ? 64 + hc_le64(orig + 24) : 0;
+    uint64_t hdr_end = orig ? 64 + hc__le64(orig + 24) : 0;
     int tried = 0, missed = 0;
     for (size_t pos = 0; orig && pos < n; pos += pos < hdr_end ? 1 : 1 + rnd() % 97) {
         unsigned char v = orig[pos] ^ (unsigned char)(1 + rnd() % 255);
@@ -254,16 +254,16 @@ static hc_status open_built(const char *header, unsigned major, char *msg, size_
     size_t total = data_off + sizeof payload;
     unsigned char *b = calloc(1, total);
     memcpy(b, HC_CT_MAGIC, 8);
-    hc_put_le16(b + 8, (uint16_t)major);
-    hc_put_le32(b + 12, 64);
-    hc_put_le64(b + 16, 64);
-    hc_put_le64(b + 24, hl);
-    hc_put_le64(b + 32, data_off);
-    hc_put_le64(b + 40, total);
+    hc__put_le16(b + 8, (uint16_t)major);
+    hc__put_le32(b + 12, 64);
+    hc__put_le64(b + 16, 64);
+    hc__put_le64(b + 24, hl);
+    hc__put_le64(b + 32, data_off);
+    hc__put_le64(b + 40, total);
     memcpy(b + 64, header, hl);
     memcpy(b + data_off, payload, sizeof payload);
-    hc_put_le64(b + 48, XXH3_64bits(header, hl));
-    hc_put_le64(b + 56, XXH3_64bits(b, 56));
+    hc__put_le64(b + 48, XXH3_64bits(header, hl));
+    hc__put_le64(b + 56, XXH3_64bits(b, 56));
     FILE *fp = fopen(path, "wb");
     fwrite(b, 1, total, fp);
     fclose(fp);
@@ -289,7 +289,7 @@ static const char *hdr_with(const char *features, const char *model, const char 
 static const char *good_tensor(char *buf, size_t cap, const char *offset, const char *length,
                                const char *extra) {
     char hex[17];
-    hc_hex64(XXH3_64bits(payload, sizeof payload), hex);
+    hc__hex64(XXH3_64bits(payload, sizeof payload), hex);
     snprintf(buf, cap, "{\"name\":\"a\",\"dtype\":\"U8\",\"shape\":[16],\"padded_shape\":[16],"
              "\"layout\":\"source\",\"layout_version\":1,\"offset\":%s,\"length\":%s,"
              "\"encoding\":\"raw\",\"raw_length\":16,\"hash\":\"%s\"%s}", offset, length, hex,
@@ -421,7 +421,7 @@ static void test_hash_text_in_metadata(void) {
     hc_cw_options o = {.source_format = "t", .target = "t", .tp_size = 1, .tile_config = tile,
                        .threads = 2};
     hc_err err = {0};
-    CHECK_EQ_INT(hc_container_write(path, s.t, NT, &o, &err), HC_OK);
+    CHECK_EQ_INT(hc__container_write(path, s.t, NT, &o, &err), HC_OK);
     CHECK_EQ_INT(verify_file(path), HC_OK);
     hc_container *c = NULL;
     char msg[1024];
@@ -452,7 +452,7 @@ static void test_writer_keeps_the_expansion_bound(void) {
     hc_cw_options o = {.source_format = "t", .target = "t", .tp_size = 1, .threads = 2};
     hc_err err = {0};
     CHECK(zeros != NULL);
-    CHECK_EQ_INT(hc_container_write(path, t, NZ, &o, &err), HC_OK);
+    CHECK_EQ_INT(hc__container_write(path, t, NZ, &o, &err), HC_OK);
     hc_container *c = NULL;
     if (hc_container_open(path, 0, &c, msg, sizeof msg)) CHECK_FAIL_("open: %s", msg);
     uint64_t zraw = 0, fsize = 0;
@@ -473,19 +473,19 @@ static void test_divisors_need_version_2(void) {
     hc_tile_params p = {.kind = HC_TL_FP8, .code_bits = 8, .src_bits = 8, .E = 1, .N = 64,
                         .K = 64, .Np = 64, .Kp = 64, .g = 64, .scale_dtype = HC_DT_F32,
                         .scale_divides = true};
-    CHECK(hc_tile_geometry(&p));
-    uint8_t *d = calloc(1, hc_tile_bytes_of(&p));
-    cJSON *lp = hc_tile_params_json(&p);
+    CHECK(hc__tile_geometry(&p));
+    uint8_t *d = calloc(1, hc__tile_bytes_of(&p));
+    cJSON *lp = hc__tile_params_json(&p);
     for (unsigned v = 1; v <= 2; v++) {
         hc_cw_tensor t = {.name = "w", .dtype = HC_DT_U8, .ndim = 4,
                           .shape = {1, 1, 1, p.chunk_bytes}, .padded_shape = {1, 1, 1, p.chunk_bytes},
                           .layout = HC_LAYOUT_FP8, .layout_version = v, .data = d,
-                          .size = hc_tile_bytes_of(&p), .layout_params = lp};
+                          .size = hc__tile_bytes_of(&p), .layout_params = lp};
         char path[600], msg[1024] = "";
         snprintf(path, sizeof path, "%s/div%u.hconvert", test_tmpdir(), v);
         hc_cw_options o = {.source_format = "t", .target = "t", .tp_size = 1};
         hc_err err = {0};
-        CHECK_EQ_INT(hc_container_write(path, &t, 1, &o, &err), HC_OK);
+        CHECK_EQ_INT(hc__container_write(path, &t, 1, &o, &err), HC_OK);
         hc_container *c = NULL;
         CHECK_EQ_INT(hc_container_open(path, 0, &c, msg, sizeof msg), v == 1 ? HC_INVALID : HC_OK);
         if (v == 1) CHECK_CONTAINS(msg, "need layout version 2 (scale_divides)");

@@ -45,8 +45,8 @@ static void test_container_dequant_matches_source(void) {
         hc_err err = {0};
         const char *paths[2] = {src, out};
         for (int i = 0; i < 2; i++)
-            if (hc_ckpt_open(paths[i], &ck[i], &err) || hc_ckpt_map(ck[i], &err) ||
-                hc_model_open(ck[i], &md[i], &err))
+            if (hc__ckpt_open(paths[i], &ck[i], &err) || hc__ckpt_map(ck[i], &err) ||
+                hc__model_open(ck[i], &md[i], &err))
                 CHECK_FAIL_("%s: %s", paths[i], err.msg);
         if (md[0] && md[1]) {
             CHECK(ck[1]->is_container);
@@ -54,7 +54,7 @@ static void test_container_dequant_matches_source(void) {
                 hc_qtensor q[2];
                 hc_findings f = {0};
                 float *v[2] = {NULL, NULL};
-                const hc_module *mods[2] = {&md[0]->m[i], hc_model_find(md[1], md[0]->m[i].name)};
+                const hc_module *mods[2] = {&md[0]->m[i], hc__model_find(md[1], md[0]->m[i].name)};
                 bool ok = mods[1] != NULL;
                 if (!ok) CHECK_FAIL_("%s: module '%s' missing from the container", cases[c],
                                      mods[0]->name);
@@ -66,23 +66,23 @@ static void test_container_dequant_matches_source(void) {
                     tiled++;
                 }
                 for (int k = 0; k < 2 && ok; k++) {
-                    ok &= hc_module_decode(md[k], mods[k], 0, &q[k], &f, &err) == HC_OK;
+                    ok &= hc__module_decode(md[k], mods[k], 0, &q[k], &f, &err) == HC_OK;
                     if (!ok) break;
-                    v[k] = malloc(hc_qtensor_numel(&q[k]) * 4 + 4);
-                    hc_qtensor_dequant(&q[k], v[k]);
+                    v[k] = malloc(hc__qtensor_numel(&q[k]) * 4 + 4);
+                    hc__qtensor_dequant(&q[k], v[k]);
                 }
                 CHECK(ok);
                 if (ok) {
-                    CHECK_EQ_U64(hc_qtensor_numel(&q[0]), hc_qtensor_numel(&q[1]));
-                    CHECK(memcmp(v[0], v[1], hc_qtensor_numel(&q[0]) * 4) == 0);
+                    CHECK_EQ_U64(hc__qtensor_numel(&q[0]), hc__qtensor_numel(&q[1]));
+                    CHECK(memcmp(v[0], v[1], hc__qtensor_numel(&q[0]) * 4) == 0);
                     compared++;
                 }
                 for (int k = 0; k < 2; k++) free(v[k]);
-                if (ok) hc_qtensor_free(&q[0]), hc_qtensor_free(&q[1]);
-                hc_findings_free(&f);
+                if (ok) hc__qtensor_free(&q[0]), hc__qtensor_free(&q[1]);
+                hc__findings_free(&f);
             }
         }
-        for (int i = 0; i < 2; i++) hc_model_free(md[i]), hc_ckpt_close(ck[i]);
+        for (int i = 0; i < 2; i++) hc__model_free(md[i]), hc__ckpt_close(ck[i]);
     }
     free(all);
     free(list);
@@ -130,7 +130,7 @@ static void count_modules(const char *path, uint64_t *decoded, uint64_t *tiles) 
     hc_model *md = NULL;
     hc_err err = {0};
     *decoded = *tiles = 0;
-    if (hc_ckpt_open(path, &ck, &err) || hc_model_open(ck, &md, &err)) {
+    if (hc__ckpt_open(path, &ck, &err) || hc__model_open(ck, &md, &err)) {
         CHECK_FAIL_("%s: %s", path, err.msg);
     } else {
         for (size_t i = 0; i < md->n; i++) {
@@ -138,8 +138,8 @@ static void count_modules(const char *path, uint64_t *decoded, uint64_t *tiles) 
             *tiles += md->m[i].scheme.fmt == HC_FMT_TILES;
         }
     }
-    hc_model_free(md);
-    hc_ckpt_close(ck);
+    hc__model_free(md);
+    hc__ckpt_close(ck);
 }
 
 /* A container's bytes (a malloc'd copy, *n bytes), or NULL. */
@@ -147,7 +147,7 @@ static char *container_bytes(const char *dir, size_t *n) {
     char path[1200], *d = NULL;
     hc_err err = {0};
     snprintf(path, sizeof path, "%s/" HC_CONTAINER_FILE, dir);
-    if (hc_read_file(path, 1 << 28, &d, n, &err)) CHECK_FAIL_("%s: %s", path, err.msg);
+    if (hc__read_file(path, 1 << 28, &d, n, &err)) CHECK_FAIL_("%s: %s", path, err.msg);
     return d;
 }
 
@@ -220,7 +220,7 @@ static void test_hold_budget_option(void) {
 /* gpt-oss fused experts, two zero-size bias tensors and a router in each of 15000 layers:
  * validate counts 15000 MoE layers, not 30000, in under a second (each fused module scanned
  * all earlier ones: 80k such tensors took 46 s, these about 8 s). The routers keep findings
- * to one: hc_findings_add grows its array by one, quadratic under ASan. */
+ * to one: hc__findings_add grows its array by one, quadratic under ASan. */
 static void test_many_fused_moe_layers_fast(void) {
     enum { LAYERS = 15000 };
     const char *dir = test_tmpdir();
@@ -259,7 +259,7 @@ static void test_many_fused_moe_layers_fast(void) {
     hc_err err = {0};
     struct timespec t0, t1; /* CPU time (before the fix: 10.9 s) */
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
-    CHECK_EQ_INT(hc_validate(dir, &o, mem, &errors, &err), HC_OK);
+    CHECK_EQ_INT(hc__validate(dir, &o, mem, &errors, &err), HC_OK);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     fclose(mem);
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -342,7 +342,7 @@ static void test_regex_budget_bounds_hostile_ignore(void) {
 #endif
     struct timespec t0, t1;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
-    bool opened = !hc_ckpt_open(dir, &ck, &err) && !hc_model_open(ck, &md, &err);
+    bool opened = !hc__ckpt_open(dir, &ck, &err) && !hc__model_open(ck, &md, &err);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     CHECK(opened);
@@ -357,8 +357,8 @@ static void test_regex_budget_bounds_hostile_ignore(void) {
     }
     CHECK(named);
     printf("     (1,000 modules x 100 hostile patterns: refused in %.2f s of CPU)\n", s);
-    hc_model_free(md);
-    hc_ckpt_close(ck);
+    hc__model_free(md);
+    hc__ckpt_close(ck);
 }
 
 void suite_convert(void) {

@@ -82,7 +82,7 @@ static hc_status convert(const char *src, const char *out, unsigned tp, hc_fault
     hc_converter *cv = hc_converter_create();
     hc_converter_set(cv, HC_CONV_THREADS, 1);
     hc_converter_set(cv, HC_CONV_TP_SIZE, tp);
-    hc_converter_out_options(cv)->fault = fault;
+    hc__converter_out_options(cv)->fault = fault;
     if (limit) CHECK_EQ_INT(hc_converter_set(cv, HC_CONV_SIDE_FILE_LIMIT, (int64_t)limit), HC_OK);
     hc_status st = hc_converter_run(cv, src, out);
     snprintf(msg, cap, "%s", hc_converter_errmsg(cv));
@@ -101,9 +101,9 @@ static void test_tmp_name_pattern(void) {
         ".model.hconvert.tmp-Ab-2Cd", ".tokenizer.json.tmp-Ab12Cd", "..hconvert-tmp-Ab12Cd",
         ".hconvert-tmp-Ab12Cd", ".hconvert.lock", "", ".", "x.hconvert-tmp-Ab12Cd"};
     for (size_t i = 0; i < sizeof ours / sizeof *ours; i++)
-        if (!hc_out_is_tmp_name(ours[i])) CHECK_FAIL_("'%s' should be ours", ours[i]);
+        if (!hc__out_is_tmp_name(ours[i])) CHECK_FAIL_("'%s' should be ours", ours[i]);
     for (size_t i = 0; i < sizeof others / sizeof *others; i++)
-        if (hc_out_is_tmp_name(others[i])) CHECK_FAIL_("'%s' should not be ours", others[i]);
+        if (hc__out_is_tmp_name(others[i])) CHECK_FAIL_("'%s' should not be ours", others[i]);
 }
 
 static void test_stale_tmp_removed(void) {
@@ -257,11 +257,11 @@ static hc_status copy_expect(const char *src, const char *dst, uint64_t limit,
                              const hc_file_id *expect, char *msg, size_t cap) {
     hc_err err = {0};
     hc_atomic_file af;
-    hc_status st = hc_out_open(&af, dst, NULL, &err);
+    hc_status st = hc__out_open(&af, dst, NULL, &err);
     if (!st) {
-        st = hc_atomic_copy(&af, src, limit, expect, &err);
-        if (st) hc_atomic_abort(&af);
-        else st = hc_atomic_commit(&af, &err);
+        st = hc__atomic_copy(&af, src, limit, expect, &err);
+        if (st) hc__atomic_abort(&af);
+        else st = hc__atomic_commit(&af, &err);
     }
     snprintf(msg, cap, "%s", err.msg);
     return st;
@@ -282,12 +282,12 @@ static void test_copy_refuses_swapped_side_file(void) {
     touch(ck, "../secret.txt");
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_ckpt_open(ck, &c, &err), HC_OK);
+    CHECK_EQ_INT(hc__ckpt_open(ck, &c, &err), HC_OK);
     size_t k = 0;
     while (c && k < c->nextra && strcmp(c->extra_files[k], "tokenizer.json")) k++;
     if (!c || k == c->nextra || !c->extra_ids) {
         CHECK_FAIL_("%s", "tokenizer.json is not a side file of the demo");
-        hc_ckpt_close(c);
+        hc__ckpt_close(c);
         return;
     }
     snprintf(src, sizeof src, "%s/tokenizer.json", ck);
@@ -310,7 +310,7 @@ static void test_copy_refuses_swapped_side_file(void) {
                      HC_INVALID);
         CHECK_CONTAINS(msg, "changed after the checkpoint was checked");
     }
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 static void test_sparse_copy_stays_sparse(void) {

@@ -41,13 +41,13 @@ static void expect_npy(const char *path, hc_npy_kind kind, hc_status want, const
     uint64_t shape[2] = {0, 0};
     void *data = NULL;
     hc_err err = {0};
-    hc_status st = hc_npy_read_2d(path, kind, shape, &data, &err);
+    hc_status st = hc__npy_read_2d(path, kind, shape, &data, &err);
     if (st != want)
         CHECK_FAIL_("'%s': status %s, expected %s: %s", path, hc_status_name(st),
                     hc_status_name(want), err.msg);
     if (st && needle) {
         CHECK_CONTAINS(err.msg, needle);
-        CHECK_CONTAINS(err.msg, hc_basename(path));
+        CHECK_CONTAINS(err.msg, hc__basename(path));
     }
     free(data);
 }
@@ -68,7 +68,7 @@ static void test_npy_crafted_headers(void) {
     uint64_t shape[2] = {0, 0};
     void *data = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_npy_read_2d(write_npy("max0.npy", 1, NPY_F4("(2147483647, 0)"), 0),
+    CHECK_EQ_INT(hc__npy_read_2d(write_npy("max0.npy", 1, NPY_F4("(2147483647, 0)"), 0),
                                 HC_NPY_F32, shape, &data, &err), HC_OK);
     CHECK_EQ_U64(shape[0], 2147483647u);
     CHECK_EQ_U64(shape[1], 0);
@@ -136,7 +136,7 @@ static void test_npy_numpy_files(void) {
         uint64_t shape[2] = {0, 0};
         float *a = NULL;
         hc_err err = {0};
-        CHECK_EQ_INT(hc_npy_read_2d(fixture(rel), HC_NPY_F32, shape, (void **)&a, &err), HC_OK);
+        CHECK_EQ_INT(hc__npy_read_2d(fixture(rel), HC_NPY_F32, shape, (void **)&a, &err), HC_OK);
         if (!a) {
             CHECK_FAIL_("%s: %s", rel, err.msg);
             continue;
@@ -160,7 +160,7 @@ static void test_npy_numpy_files(void) {
         uint64_t shape[2] = {0, 0};
         int32_t *a = NULL;
         hc_err err = {0};
-        CHECK_EQ_INT(hc_npy_read_2d(fixture(rel), HC_NPY_I32, shape, (void **)&a, &err), HC_OK);
+        CHECK_EQ_INT(hc__npy_read_2d(fixture(rel), HC_NPY_I32, shape, (void **)&a, &err), HC_OK);
         if (!a) continue;
         CHECK_EQ_U64(shape[0], ints[f].rows);
         CHECK_EQ_U64(shape[1], ints[f].cols);
@@ -229,9 +229,9 @@ static uint64_t peak_growth(void (*fn)(void *), void *arg) {
 static unsigned char *rle_frame(uint64_t n, uint64_t declared, size_t *len) {
     uint64_t blocks = n ? (n + (128u << 10) - 1) / (128u << 10) : 1;
     unsigned char *f = malloc(13 + 4 * blocks), *p = f;
-    hc_put_le32(p, 0xFD2FB528u);
+    hc__put_le32(p, 0xFD2FB528u);
     p[4] = 0xE0; /* content size field of 8 bytes, single segment */
-    hc_put_le64(p + 5, declared);
+    hc__put_le64(p + 5, declared);
     p += 13;
     for (uint64_t b = 0; b < blocks; b++) {
         uint64_t sz = n - b * (128u << 10) < (128u << 10) ? n - b * (128u << 10) : (128u << 10);
@@ -265,7 +265,7 @@ static const char *write_container(const char *file, const ct_tensor *t, int n) 
     uint64_t off = 4096, end = 4096;
     for (int i = 0; i < n; i++) {
         char hex[17];
-        hc_hex64(XXH3_64bits(t[i].bytes, t[i].length), hex);
+        hc__hex64(XXH3_64bits(t[i].bytes, t[i].length), hex);
         hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, "%s{\"name\":\"%s\",\"dtype\":\"U8\","
                        "\"shape\":[%llu],\"padded_shape\":[%llu],\"layout\":\"source\","
                        "\"layout_version\":1,\"offset\":%llu,\"length\":%zu,\"encoding\":\"%s\","
@@ -279,20 +279,20 @@ static const char *write_container(const char *file, const ct_tensor *t, int n) 
     hl += snprintf(hdr + hl, sizeof hdr - (size_t)hl, "]}");
     unsigned char *b = calloc(1, end);
     memcpy(b, HC_CT_MAGIC, 8);
-    hc_put_le16(b + HC_PRE_MAJOR, HC_CT_MAJOR);
-    hc_put_le32(b + HC_PRE_SIZE, 64);
-    hc_put_le64(b + HC_PRE_HEADER_OFFSET, 64);
-    hc_put_le64(b + HC_PRE_HEADER_LENGTH, (uint64_t)hl);
-    hc_put_le64(b + HC_PRE_DATA_OFFSET, 4096);
-    hc_put_le64(b + HC_PRE_FILE_SIZE, end);
-    hc_put_le64(b + HC_PRE_HEADER_HASH, XXH3_64bits(hdr, (size_t)hl));
+    hc__put_le16(b + HC_PRE_MAJOR, HC_CT_MAJOR);
+    hc__put_le32(b + HC_PRE_SIZE, 64);
+    hc__put_le64(b + HC_PRE_HEADER_OFFSET, 64);
+    hc__put_le64(b + HC_PRE_HEADER_LENGTH, (uint64_t)hl);
+    hc__put_le64(b + HC_PRE_DATA_OFFSET, 4096);
+    hc__put_le64(b + HC_PRE_FILE_SIZE, end);
+    hc__put_le64(b + HC_PRE_HEADER_HASH, XXH3_64bits(hdr, (size_t)hl));
     memcpy(b + 64, hdr, (size_t)hl);
     off = 4096;
     for (int i = 0; i < n; i++) {
         memcpy(b + off, t[i].bytes, t[i].length);
         off = (off + t[i].length + 4095) / 4096 * 4096;
     }
-    hc_put_le64(b + HC_PRE_PREAMBLE_HASH, XXH3_64bits(b, HC_PRE_PREAMBLE_HASH));
+    hc__put_le64(b + HC_PRE_PREAMBLE_HASH, XXH3_64bits(b, HC_PRE_PREAMBLE_HASH));
     FILE *fp = fopen(path, "wb");
     fwrite(b, 1, end, fp);
     fclose(fp);
@@ -303,8 +303,8 @@ static const char *write_container(const char *file, const ct_tensor *t, int n) 
 static void open_as_checkpoint(void *path) {
     hc_ckpt *ck = NULL;
     hc_err err = {0};
-    hc_ckpt_open(path, &ck, &err);
-    hc_ckpt_close(ck);
+    hc__ckpt_open(path, &ck, &err);
+    hc__ckpt_close(ck);
 }
 
 /* One 4 GiB zstd tensor in a 135 KB container, sizes honest and every hash valid: refused at
@@ -325,9 +325,9 @@ static void test_zstd_expansion_refused(void) {
     hc_container_free(c);
     hc_ckpt *ck = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_ckpt_open(path, &ck, &err), HC_INVALID);
+    CHECK_EQ_INT(hc__ckpt_open(path, &ck, &err), HC_INVALID);
     CHECK_CONTAINS(err.msg, "tensor 'big'");
-    hc_ckpt_close(ck);
+    hc__ckpt_close(ck);
     uint64_t grew = peak_growth(open_as_checkpoint, (void *)path);
     if (grew > (64u << 20)) CHECK_FAIL_("opening it grew memory by %llu bytes", (unsigned long long)grew);
     free(frame);
@@ -405,9 +405,9 @@ static void open_safetensors(void *arg) {
     st_job *j = arg;
     hc_st_file *f = NULL;
     hc_err err = {0};
-    j->st = hc_st_open(j->path, &f, &err);
+    j->st = hc__st_open(j->path, &f, &err);
     if (j->st == HC_OK && f->ntensors != 100000) j->st = HC_INTERNAL;
-    hc_st_close(f);
+    hc__st_close(f);
     if (j->st) _exit(2);
 }
 
@@ -425,7 +425,7 @@ static void test_safetensors_header_memory(void) {
                              "\"data_offsets\":[0,0]}", i ? "," : "", i);
     h[n++] = '}';
     unsigned char len8[8];
-    hc_put_le64(len8, n);
+    hc__put_le64(len8, n);
     FILE *fp = fopen(path, "wb");
     fwrite(len8, 1, 8, fp);
     fwrite(h, 1, n, fp);
@@ -449,9 +449,9 @@ static void test_fifo_inputs_refused(void) {
     alarm(20); /* a blocking open would hang here: the alarm ends the run instead */
     hc_st_file *f = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_st_open(path, &f, &err), HC_INVALID);
+    CHECK_EQ_INT(hc__st_open(path, &f, &err), HC_INVALID);
     CHECK_CONTAINS(err.msg, "model.safetensors' is a FIFO");
-    hc_st_close(f);
+    hc__st_close(f);
     hc_container *c = NULL;
     char msg[1024] = "";
     CHECK_EQ_INT(hc_container_open(path, 0, &c, msg, sizeof msg), HC_INVALID);

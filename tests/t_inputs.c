@@ -82,7 +82,7 @@ static size_t check_same_files(const hc_ckpt *c, const char *folder, uint64_t *t
 static hc_ckpt *open_like(const char *src, const char *folder, const hc_ckpt_opts *o) {
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    if (hc_ckpt_open_opts(src, o, &c, &err)) {
+    if (hc__ckpt_open_opts(src, o, &c, &err)) {
         CHECK_FAIL_("open '%s': %s", src, err.msg);
         return NULL;
     }
@@ -96,13 +96,13 @@ static void expect_refused(const char *src, const hc_ckpt_opts *o, const char *n
                            const char *n2, const char *n3) {
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    hc_status st = hc_ckpt_open_opts(src, o, &c, &err);
+    hc_status st = hc__ckpt_open_opts(src, o, &c, &err);
     if (st == HC_OK) CHECK_FAIL_("'%s' was accepted", src);
     CHECK(c == NULL);
     if (n1) CHECK_CONTAINS(err.msg, n1);
     if (n2) CHECK_CONTAINS(err.msg, n2);
     if (n3) CHECK_CONTAINS(err.msg, n3);
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 /* The way people pack a folder: `tar -C dir .` ("./" and "./name" entries), a folder
@@ -135,7 +135,7 @@ static void test_archives_made_by_tools(void) {
         }
         hc_ckpt *c = open_like(src, sharded, NULL);
         if (c) CHECK_EQ_U64(c->nentries, 21);
-        hc_ckpt_close(c);
+        hc__ckpt_close(c);
     }
     free(sharded);
     free(ckdir);
@@ -147,10 +147,10 @@ static void test_entry_names(void) {
     char *single = abs_fixture("ckpt/single");
     hc_ckpt *c = single ? open_like(fixture("archives/dot_entries.tar"), single, NULL) : NULL;
     if (c) CHECK_EQ_U64(c->nentries, 21);
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
     free(single);
     const char *tmp = test_tmpdir();
-    char *old = getenv("TMPDIR") ? hc_strdup(getenv("TMPDIR")) : NULL;
+    char *old = getenv("TMPDIR") ? hc__strdup(getenv("TMPDIR")) : NULL;
     setenv("TMPDIR", tmp, 1);
     expect_refused(fixture("archives/evil_dup.tar"), NULL, "evil_dup.tar",
                    "entry 'config.json' appears twice", NULL);
@@ -189,14 +189,14 @@ static void test_extract_limits(void) {
         hc_ckpt_opts big = {.max_extract_ratio = 100000};
         hc_ckpt *c = NULL;
         hc_err err = {0};
-        CHECK_EQ_INT(hc_ckpt_open_opts(fixture(bombs[i]), &big, &c, &err), HC_OK);
+        CHECK_EQ_INT(hc__ckpt_open_opts(fixture(bombs[i]), &big, &c, &err), HC_OK);
         if (c) {
             char path[2048];
             snprintf(path, sizeof path, "%s/tokenizer.json", c->root);
             CHECK_EQ_U64(file_size(path), 8 << 20);
             CHECK_EQ_U64(c->nentries, 1);
         }
-        hc_ckpt_close(c);
+        hc__ckpt_close(c);
     }
     /* sharded.tar.zst (the folder "sharded/" and its files) costs the bytes of the folder it
      * was made from, 512 per file and 4096 for the folder (docs/inputs.md) */
@@ -213,7 +213,7 @@ static void test_extract_limits(void) {
     CHECK(total > file_size(zst)); /* so that a ratio of 1 is too small */
     hc_ckpt_opts exact = {.max_extract_bytes = total}, less = {.max_extract_bytes = total - 1};
     hc_ckpt *c = sharded ? open_like(zst, sharded, &exact) : NULL;
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
     char want[64];
     snprintf(want, sizeof want, "limit of %llu bytes", (unsigned long long)total - 1);
     expect_refused(zst, &less, "sharded.tar.zst", want, "raise it with --max-extract-bytes");
@@ -251,7 +251,7 @@ static void test_sparse_entry(void) {
     hc_ckpt_opts o = {.max_extract_ratio = 1000};
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_ckpt_open_opts(tar, &o, &c, &err), HC_OK);
+    CHECK_EQ_INT(hc__ckpt_open_opts(tar, &o, &c, &err), HC_OK);
     if (!c) return;
     char out[2048];
     snprintf(out, sizeof out, "%s/tokenizer.json", c->root);
@@ -266,7 +266,7 @@ static void test_sparse_entry(void) {
     CHECK(memcmp(buf, "\0hello", 6) == 0);
     if (g) CHECK(fseek(g, (long)logical - 1, SEEK_SET) == 0 && fgetc(g) == 0);
     if (g) fclose(g);
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 /* Folders cost 4096 bytes each against the extraction limit and count as entries, whether
@@ -378,14 +378,14 @@ static void test_fifo_members(void) {
         CHECK(unlink(path) == 0 && mkfifo(path, 0600) == 0);
         hc_ckpt *c = NULL;
         hc_err err = {0};
-        CHECK_EQ_INT(hc_ckpt_open(dir, &c, &err), HC_OK);
+        CHECK_EQ_INT(hc__ckpt_open(dir, &c, &err), HC_OK);
         bool listed = false, warned = false;
         for (size_t i = 0; c && i < c->nextra; i++)
             listed |= !strcmp(c->extra_files[i], "tokenizer.json");
         for (size_t i = 0; c && i < c->nwarnings; i++)
             warned |= strstr(c->warnings[i], "tokenizer.json") && strstr(c->warnings[i], "FIFO");
         CHECK(c && !listed && warned && c->nextra == 4);
-        hc_ckpt_close(c);
+        hc__ckpt_close(c);
     }
     alarm(0);
 }
@@ -406,12 +406,12 @@ static void test_links(void) {
              "ln -s / root_link", d));
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_ckpt_open(d, &c, &err), HC_OK);
+    CHECK_EQ_INT(hc__ckpt_open(d, &c, &err), HC_OK);
     bool alias = false;
     for (size_t i = 0; c && i < c->nextra; i++) alias |= !strcmp(c->extra_files[i], "alias.json");
     CHECK(c && alias && c->nentries == 21 && c->nextra == 6);
     size_t nextra = c ? c->nextra : 0;
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
     /* leaving: a side file, config.json, through '..'; dangling: a shard, config.json */
     const char *cases[][3] = { /* link, its target (NULL: the outside file), the reason */
         {"notes.json", NULL, "outside.json"},
@@ -434,14 +434,14 @@ static void test_links(void) {
     snprintf(p, sizeof p, "%s/gone.json", d);
     CHECK(symlink("nowhere.json", p) == 0);
     c = NULL;
-    CHECK_EQ_INT(hc_ckpt_open(d, &c, &err), HC_OK);
+    CHECK_EQ_INT(hc__ckpt_open(d, &c, &err), HC_OK);
     bool listed = false, warned = false;
     for (size_t i = 0; c && i < c->nextra; i++) listed |= !strcmp(c->extra_files[i], "gone.json");
     for (size_t i = 0; c && i < c->nwarnings; i++)
         warned |= strstr(c->warnings[i], "gone.json") && strstr(c->warnings[i], "left out");
     CHECK(c && !listed && warned);
     CHECK_EQ_U64(c ? c->nextra : 0, nextra - 1); /* config.json was removed above */
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 /* A Hugging Face cache snapshot (hub/models--ORG--NAME/snapshots/REV) links every file to
@@ -458,9 +458,9 @@ static void test_hf_cache_snapshot(void) {
                     hub, src ? src : "/nonexistent"));
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    if (hc_ckpt_open(snap, &c, &err)) CHECK_FAIL_("snapshot refused: %s", err.msg);
+    if (hc__ckpt_open(snap, &c, &err)) CHECK_FAIL_("snapshot refused: %s", err.msg);
     CHECK(c && c->nentries == 21);
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
     /* the same links outside a "snapshots" folder leave the checkpoint */
     char moved[1300];
     snprintf(moved, sizeof moved, "%s/models--org--name/other", hub);
@@ -489,9 +489,9 @@ static void test_tensor_limit(void) {
     o.max_tensors = 11;
     hc_ckpt *c = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_ckpt_open_opts(path, &o, &c, &err), HC_OK);
+    CHECK_EQ_INT(hc__ckpt_open_opts(path, &o, &c, &err), HC_OK);
     CHECK(c && c->nentries == 11);
-    hc_ckpt_close(c);
+    hc__ckpt_close(c);
 }
 
 void suite_inputs(void) {

@@ -30,7 +30,7 @@ static void kind_options(int i, char o[4][24]) {
 static void test_every_kernel_compiles(void) {
     int maj = 0, min = 0;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_jit_version(&maj, &min, &err), HC_OK);
+    CHECK_EQ_INT(hc__jit_version(&maj, &min, &err), HC_OK);
     if (err.code) {
         CHECK_FAIL_("%s", err.msg);
         return;
@@ -65,19 +65,19 @@ static void test_every_kernel_compiles(void) {
     hc_status st[NBUILDS];
     size_t size[NBUILDS] = {0};
     char msg[NBUILDS][160];
-    hc_jit_set_cache(false);
+    hc__jit_set_cache(false);
 #pragma omp parallel for schedule(dynamic)
     for (int i = 0; i < nb; i++) {
         int no = 0;
         while (no < 5 && list[i].opt[no]) no++;
         void *cubin = NULL;
         hc_err e = {0};
-        st[i] = hc_jit_compile(list[i].file, list[i].arch, list[i].opt, no, &cubin, &size[i], &e);
+        st[i] = hc__jit_compile(list[i].file, list[i].arch, list[i].opt, no, &cubin, &size[i], &e);
         snprintf(msg[i], sizeof msg[i], "%s", e.msg);
         if (st[i] == HC_OK && (size[i] < 1000 || memcmp(cubin, "\x7f" "ELF", 4))) st[i] = HC_INTERNAL;
         free(cubin);
     }
-    hc_jit_set_cache(true);
+    hc__jit_set_cache(true);
     int built = 0;
     for (int i = 0; i < nb; i++) {
         if (st[i]) {
@@ -111,7 +111,7 @@ static void test_kind_options_required(void) {
         size_t size = 0;
         char *log = NULL;
         hc_err e = {0};
-        CHECK_EQ_INT(hc_jit_compile_log("tile_mma.cu", "sm_80", cases[i].opts, cases[i].n, &cubin,
+        CHECK_EQ_INT(hc__jit_compile_log("tile_mma.cu", "sm_80", cases[i].opts, cases[i].n, &cubin,
                                         &size, &log, &e),
                      HC_INTERNAL);
         CHECK(cubin == NULL);
@@ -150,7 +150,7 @@ static void test_hot_kernels_do_not_regress(void) {
         char *log = NULL;
         hc_err e = {0};
         why[i][0] = 0;
-        if (hc_jit_compile_log("tile_mma.cu", "sm_90a", opts, 5, &cubin, &size, &log, &e)) {
+        if (hc__jit_compile_log("tile_mma.cu", "sm_90a", opts, 5, &cubin, &size, &log, &e)) {
             snprintf(why[i], sizeof why[i], "does not compile: %s", e.msg);
         } else if (!log) {
             snprintf(why[i], sizeof why[i], "no NVRTC log");
@@ -185,8 +185,8 @@ static void test_cache_returns_the_same_cubin(void) {
     void *a = NULL, *b = NULL;
     size_t na = 0, nb = 0;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_jit_compile("tile_gemm.cu", "sm_90a", opts, 1, &a, &na, &err), HC_OK);
-    CHECK_EQ_INT(hc_jit_compile("tile_gemm.cu", "sm_90a", opts, 1, &b, &nb, &err), HC_OK);
+    CHECK_EQ_INT(hc__jit_compile("tile_gemm.cu", "sm_90a", opts, 1, &a, &na, &err), HC_OK);
+    CHECK_EQ_INT(hc__jit_compile("tile_gemm.cu", "sm_90a", opts, 1, &b, &nb, &err), HC_OK);
     CHECK(a && b && na == nb && memcmp(a, b, na) == 0);
     char path[700];
     int files = 0;
@@ -234,7 +234,7 @@ static hc_jit_cache_note build_small(const char *dir, void **c, size_t *nc) {
     hc_err err = {0};
     memset(&note, 0, sizeof note);
     *c = NULL, *nc = 0;
-    CHECK_EQ_INT(hc_jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, c, nc, &note, &err),
+    CHECK_EQ_INT(hc__jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, c, nc, &note, &err),
                  HC_OK);
     return note;
 }
@@ -265,14 +265,14 @@ static void test_cache_entry_damage_rebuilds(void) {
     size_t nref = 0;
     hc_jit_cache_note note;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &ref, &nref, &note, &err),
+    CHECK_EQ_INT(hc__jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &ref, &nref, &note, &err),
                  HC_OK);
     CHECK_EQ_INT(note.state, HC_JIT_CACHE_STORED);
     char path[1024];
     CHECK(only_entry(dir, path, sizeof path));
     char *ent = NULL;
     size_t n = 0;
-    CHECK_EQ_INT(hc_read_file(path, 1 << 30, &ent, &n, &err), HC_OK);
+    CHECK_EQ_INT(hc__read_file(path, 1 << 30, &ent, &n, &err), HC_OK);
     if (!ref || !ent || n != 32 + nref) {
         CHECK_FAIL_("entry of %zu bytes for a %zu-byte cubin: %s", n, nref, err.msg);
         goto out;
@@ -303,7 +303,7 @@ static void test_cache_entry_damage_rebuilds(void) {
             void *c = NULL;
             size_t nc = 0;
             hc_err e = {0};
-            CHECK_EQ_INT(hc_jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &c, &nc, &note, &e),
+            CHECK_EQ_INT(hc__jit_compile_note("tile_gemm.cu", "sm_90a", opts, 1, &c, &nc, &note, &e),
                          HC_OK);
             CHECK(c && nc == nref && memcmp(c, ref, nref) == 0);
             CHECK_EQ_INT(note.state, pass ? HC_JIT_CACHE_HIT : HC_JIT_CACHE_STORED);
@@ -313,7 +313,7 @@ static void test_cache_entry_damage_rebuilds(void) {
         }
         char *again = NULL;
         size_t na = 0;
-        CHECK_EQ_INT(hc_read_file(path, 1 << 30, &again, &na, &err), HC_OK);
+        CHECK_EQ_INT(hc__read_file(path, 1 << 30, &again, &na, &err), HC_OK);
         CHECK(again && na == n && memcmp(again, ent, n) == 0); /* rewritten whole */
         free(again);
     }
@@ -381,17 +381,17 @@ static void test_gpu_absent_is_clean(void) {
 /* The small-M K split (runtime/gpu_plan.h) on the H200's 132 SMs x 4 resident blocks: one wave
  * (values worked out by hand from the rule), always within [1, tiles_k / 8]. */
 static void test_gemv_ksplit_plan(void) {
-    CHECK_EQ_INT(hc_gemv_ksplit(448, 128, 132, 4), 1);  /* 28672 x 8192 */
-    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 132, 4), 4);  /* 8192 x 8192 */
-    CHECK_EQ_INT(hc_gemv_ksplit(64, 128, 132, 4), 8);   /* 4096 x 8192 */
-    CHECK_EQ_INT(hc_gemv_ksplit(10, 45, 132, 4), 5);    /* 640 x 2880: two tiles a warp */
-    CHECK_EQ_INT(hc_gemv_ksplit(896, 128, 132, 4), 1);  /* 57344 x 8192 */
-    CHECK_EQ_INT(hc_gemv_ksplit(4, 2, 132, 4), 1);      /* 200 x 70 */
-    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 132, 2), 2);  /* 2 resident blocks: half the split */
-    CHECK_EQ_INT(hc_gemv_ksplit(128, 128, 0, 4), 1);    /* no SMs reported */
+    CHECK_EQ_INT(hc__gemv_ksplit(448, 128, 132, 4), 1);  /* 28672 x 8192 */
+    CHECK_EQ_INT(hc__gemv_ksplit(128, 128, 132, 4), 4);  /* 8192 x 8192 */
+    CHECK_EQ_INT(hc__gemv_ksplit(64, 128, 132, 4), 8);   /* 4096 x 8192 */
+    CHECK_EQ_INT(hc__gemv_ksplit(10, 45, 132, 4), 5);    /* 640 x 2880: two tiles a warp */
+    CHECK_EQ_INT(hc__gemv_ksplit(896, 128, 132, 4), 1);  /* 57344 x 8192 */
+    CHECK_EQ_INT(hc__gemv_ksplit(4, 2, 132, 4), 1);      /* 200 x 70 */
+    CHECK_EQ_INT(hc__gemv_ksplit(128, 128, 132, 2), 2);  /* 2 resident blocks: half the split */
+    CHECK_EQ_INT(hc__gemv_ksplit(128, 128, 0, 4), 1);    /* no SMs reported */
     for (uint64_t tn = 1; tn < 3000; tn += 37)
         for (uint64_t tk = 1; tk < 400; tk += 29) {
-            unsigned ks = hc_gemv_ksplit(tn, tk, 132, 4);
+            unsigned ks = hc__gemv_ksplit(tn, tk, 132, 4);
             uint64_t most = tk / 8 ? tk / 8 : 1;
             CHECK(ks >= 1 && ks <= most);
             CHECK(ks == 1 || tn * ks <= 132 * 4); /* one wave */

@@ -19,7 +19,7 @@ static void test_code_positions_are_a_bijection(void) {
             for (unsigned c = 0; c < HC_TILE_K; c++) {
                 uint64_t b;
                 unsigned sh;
-                hc_tile_code_pos(bits, r, c, &b, &sh);
+                hc__tile_code_pos(bits, r, c, &b, &sh);
                 uint64_t slot = bits == 4 ? b * 2 + sh / 4 : b;
                 if (slot >= slots || seen[slot]++) dup++;
             }
@@ -30,13 +30,13 @@ static void test_code_positions_are_a_bijection(void) {
      * nibble of the first word; (r=8, c=0) is a2, the low half-word's second nibble */
     uint64_t b;
     unsigned sh;
-    hc_tile_code_pos(4, 0, 1, &b, &sh);
+    hc__tile_code_pos(4, 0, 1, &b, &sh);
     CHECK(b == 2 && sh == 0);
-    hc_tile_code_pos(4, 8, 0, &b, &sh);
+    hc__tile_code_pos(4, 8, 0, &b, &sh);
     CHECK(b == 0 && sh == 4);
-    hc_tile_code_pos(8, 0, 8, &b, &sh); /* a4 of lane 0: byte 4 */
+    hc__tile_code_pos(8, 0, 8, &b, &sh); /* a4 of lane 0: byte 4 */
     CHECK(b == 4);
-    hc_tile_code_pos(8, 1, 0, &b, &sh); /* lane 4 */
+    hc__tile_code_pos(8, 1, 0, &b, &sh); /* lane 4 */
     CHECK(b == 4 * 16);
 }
 
@@ -44,14 +44,14 @@ static void test_e4m3_of_fp4_exact_and_complete(void) {
     int exact = 0;
     for (unsigned u = 0; u < 16; u++)
         for (int d = -14; d <= 12; d++) {
-            double want = hc_fp4_e2m1(u) * ldexp(1.0, d);
+            double want = hc__fp4_e2m1(u) * ldexp(1.0, d);
             int found = -1;
             for (unsigned b = 0; b < 256 && found < 0; b++)
-                if (hc_fp8_e4m3(b) == want && signbit(hc_fp8_e4m3(b)) == signbit(want)) found = (int)b;
+                if (hc__fp8_e4m3(b) == want && signbit(hc__fp8_e4m3(b)) == signbit(want)) found = (int)b;
             uint8_t got;
-            bool ok = hc_e4m3_of_fp4(u, d, &got);
+            bool ok = hc__e4m3_of_fp4(u, d, &got);
             if (ok != (found >= 0)) CHECK_FAIL_("u=%u d=%d: converter %d, search %d", u, d, ok, found);
-            if (ok && hc_fp8_e4m3(got) != want) CHECK_FAIL_("u=%u d=%d: wrong byte", u, d);
+            if (ok && hc__fp8_e4m3(got) != want) CHECK_FAIL_("u=%u d=%d: wrong byte", u, d);
             exact += ok;
         }
     CHECK(exact >= 280); /* 16 codes x 27 offsets, minus the values E4M3 cannot hold */
@@ -75,26 +75,26 @@ static void fold_round_trip(int (*gen)(uint64_t n, uint64_t g), uint64_t N, uint
     for (uint64_t n = 0; n < N; n++)
         for (uint64_t g = 0; g < K / 32; g++) q.scales[n * (K / 32) + g] = ldexp(1.0, gen(n, g) - 127);
     hc_tile_plan pl;
-    CHECK(hc_tile_plan_make(&q, &pl));
+    CHECK(hc__tile_plan_make(&q, &pl));
     CHECK_EQ_INT(pl.p.kind, HC_TL_MXFOLD);
     uint8_t *buf = malloc(hc_tile_bytes(&pl.p));
     hc_tile_stats st = {0};
     hc_err err = {0};
-    CHECK_EQ_INT(hc_tile_pack(&q, &pl, buf, &st, &err), HC_OK);
+    CHECK_EQ_INT(hc__tile_pack(&q, &pl, buf, &st, &err), HC_OK);
     uint64_t diff = 0;
     for (uint64_t n = 0; n < N; n++)
         for (uint64_t k = 0; k < K; k++) {
-            const uint8_t *chunk = buf + hc_tile_offset(&pl.p, 0, n / 64, k / 64);
-            double got = hc_tile_value(&pl.p, chunk, (unsigned)(n % 64), (unsigned)(k % 64));
-            double want = hc_fp4_e2m1(q.codes[n * K + k]) * q.scales[n * (K / 32) + k / 32];
+            const uint8_t *chunk = buf + hc__tile_offset(&pl.p, 0, n / 64, k / 64);
+            double got = hc__tile_value(&pl.p, chunk, (unsigned)(n % 64), (unsigned)(k % 64));
+            double want = hc__fp4_e2m1(q.codes[n * K + k]) * q.scales[n * (K / 32) + k / 32];
             if (got != want || signbit(got) != signbit(want)) diff++;
         }
     CHECK_EQ_U64(diff, 0);
     *unfolded += st.mx_unfolded;
     *tiles += st.tiles * 64;
     free(buf);
-    hc_tile_plan_free(&pl);
-    hc_qtensor_free(&q);
+    hc__tile_plan_free(&pl);
+    hc__qtensor_free(&q);
 }
 
 static int gen_narrow(uint64_t n, uint64_t g) { (void)n, (void)g; return 120 + (int)(rnd() % 8); }
@@ -127,10 +127,10 @@ static void test_mxfold_boundary(void) {
     for (int c = 0; c < 64; c++) codes[c] = 7; /* 6.0 everywhere */
     codes[0] = 1;                              /* and one 0.5 */
     uint8_t e[2] = {100, 114};
-    hc_mxfold_row(e, codes, rec);
+    hc__mxfold_row(e, codes, rec);
     CHECK(rec[0] != HC_MXFOLD_UNFOLDED);
     e[1] = 116; /* 16 apart: 0.5 x 2^-10 is below E4M3's smallest step */
-    hc_mxfold_row(e, codes, rec);
+    hc__mxfold_row(e, codes, rec);
     CHECK(rec[0] == HC_MXFOLD_UNFOLDED);
     CHECK(rec[1] == 100 && rec[2] == 116);
 }
@@ -149,40 +149,40 @@ static void test_int4_sign_magnitude(void) {
         q.code_min = with_min ? 0 : 1;
         for (uint64_t i = 0; i < N * 4; i++) q.scales[i] = (double)(float)(0.01 + (double)(rnd() % 1000) / 1e4);
         hc_tile_plan pl;
-        CHECK(hc_tile_plan_make(&q, &pl));
+        CHECK(hc__tile_plan_make(&q, &pl));
         CHECK_EQ_INT(pl.p.sign_magnitude, !with_min);
         uint8_t *buf = malloc(hc_tile_bytes(&pl.p));
         hc_err err = {0};
-        CHECK_EQ_INT(hc_tile_pack(&q, &pl, buf, NULL, &err), HC_OK);
+        CHECK_EQ_INT(hc__tile_pack(&q, &pl, buf, NULL, &err), HC_OK);
         uint64_t diff = 0;
         for (uint64_t n = 0; n < N; n++)
             for (uint64_t k = 0; k < K; k++) {
-                double got = hc_tile_value(&pl.p, buf + hc_tile_offset(&pl.p, 0, n / 64, k / 64),
+                double got = hc__tile_value(&pl.p, buf + hc__tile_offset(&pl.p, 0, n / 64, k / 64),
                                            (unsigned)(n % 64), (unsigned)(k % 64));
                 diff += got != ((double)q.codes[n * K + k] - 8) * q.scales[n * 4 + k / 64];
             }
         CHECK_EQ_U64(diff, 0);
         free(buf);
-        hc_qtensor_free(&q);
+        hc__qtensor_free(&q);
     }
 }
 
 /* The shuffle emitter writes the same bytes as the portable one, and both match the reader's
- * addressing (hc_tile_code_pos). */
+ * addressing (hc__tile_code_pos). */
 static void test_nibble_emitters_agree(void) {
     uint64_t strides[] = {32, 48, 160};
     for (size_t si = 0; si < 3; si++) {
         uint64_t stride = strides[si];
         uint8_t *nib = malloc(64 * stride), a[2048], b[2048];
         for (uint64_t i = 0; i < 64 * stride; i++) nib[i] = (uint8_t)rnd();
-        hc_emit_nibbles_both(nib, stride, a, b);
+        hc__emit_nibbles_both(nib, stride, a, b);
         CHECK(memcmp(a, b, sizeof a) == 0);
         uint64_t bad = 0;
         for (unsigned r = 0; r < 64; r++)
             for (unsigned c = 0; c < 64; c++) {
                 uint64_t byte;
                 unsigned sh;
-                hc_tile_code_pos(4, r, c, &byte, &sh);
+                hc__tile_code_pos(4, r, c, &byte, &sh);
                 unsigned want = c % 2 ? nib[r * stride + c / 2] >> 4 : nib[r * stride + c / 2] & 15;
                 bad += ((b[byte] >> sh) & 15u) != want;
             }

@@ -29,7 +29,7 @@ static hc_gpu_choice choose_ok(const hc_gpu_caps *dev, const hc_gpu_shape *l, ui
                                int forced) {
     hc_gpu_choice c;
     hc_err err = {0};
-    hc_status st = hc_gpu_choose(dev, l, m, forced, &c, &err);
+    hc_status st = hc__gpu_choose(dev, l, m, forced, &c, &err);
     if (st) CHECK_FAIL_("M=%llu: %s", (unsigned long long)m, err.msg);
     return c;
 }
@@ -52,7 +52,7 @@ static void test_registry_entries(void) {
     CHECK_EQ_INT(sizeof want / sizeof want[0], HC_GK_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const hc_gpu_variant *v = NULL;
-        const hc_gpu_family *f = hc_gpu_kernel_family(want[i].k, &v);
+        const hc_gpu_family *f = hc__gpu_kernel_family(want[i].k, &v);
         CHECK(f != NULL);
         if (!f) continue;
         CHECK_STR_EQ(v->entry, want[i].entry);
@@ -62,9 +62,9 @@ static void test_registry_entries(void) {
         CHECK_EQ_INT(f->tmap, want[i].tmap);
         CHECK_EQ_INT(f->pdl, want[i].k <= HC_GK_GEMV_T16 && HC_GEMV_PDL);
     }
-    CHECK(hc_gpu_kernel_family(HC_GK_COUNT, NULL) == NULL);
+    CHECK(hc__gpu_kernel_family(HC_GK_COUNT, NULL) == NULL);
     size_t n = 0;
-    const hc_gpu_family *fams = hc_gpu_families(&n);
+    const hc_gpu_family *fams = hc__gpu_families(&n);
     CHECK_EQ_INT(n, 4);
     unsigned kf = 0;
     for (size_t i = 0; i < n; i++) kf |= fams[i].kf;
@@ -89,7 +89,7 @@ static void test_registry_shared_memory(void) {
             HC_GEMM_STAGES * (2 * c + 16384)};
         for (int k = 0; k < HC_GK_COUNT; k++) {
             const hc_gpu_variant *v = NULL;
-            const hc_gpu_family *f = hc_gpu_kernel_family((hc_gpu_kernel)k, &v);
+            const hc_gpu_family *f = hc__gpu_kernel_family((hc_gpu_kernel)k, &v);
             CHECK_EQ_U64(f->smem(v, c), want[k]);
             CHECK(f->smem(v, c) <= 227 * 1024); /* what an H200 block may have */
         }
@@ -97,9 +97,9 @@ static void test_registry_shared_memory(void) {
     /* the figures of the defaults (bench/NOTES.md), by hand */
     if (HC_GEMV1_STAGES == 6 && HC_GEMV_STAGES == 4 && HC_WIDE_STAGES == 5) {
         const hc_gpu_variant *v;
-        const hc_gpu_family *f = hc_gpu_kernel_family(HC_GK_GEMV_T1, &v);
+        const hc_gpu_family *f = hc__gpu_kernel_family(HC_GK_GEMV_T1, &v);
         CHECK_EQ_U64(f->smem(v, 2176), 55808);
-        f = hc_gpu_kernel_family(HC_GK_WS256, &v);
+        f = hc__gpu_kernel_family(HC_GK_WS256, &v);
         CHECK_EQ_U64(f->smem(v, 2176), 190464);
     }
 }
@@ -215,9 +215,9 @@ static void test_forced_kernels(void) {
                                         HC_GK_WS256};
     hc_gpu_shape l = layer(8192, 8192, 2176);
     for (int i = 0; i < 5; i++) {
-        CHECK_EQ_INT(hc_gpu_force_parse(names[i], &f, &err), HC_OK);
+        CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, ids[i]);
-        CHECK_EQ_INT(hc_gpu_force_check(&h200, f, &err), HC_OK);
+        CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);
         hc_gpu_choice c = choose_ok(&h200, &l, 4096, f);
         CHECK_EQ_INT(c.kernel, ids[i]);
         unsigned toks = i < 2 ? 128 : 64u << (i - 2);
@@ -227,36 +227,36 @@ static void test_forced_kernels(void) {
     static const char *const autos[] = {"auto", ""};
     for (int i = 0; i < 2; i++) {
         f = 0;
-        CHECK_EQ_INT(hc_gpu_force_parse(autos[i], &f, &err), HC_OK);
+        CHECK_EQ_INT(hc__gpu_force_parse(autos[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     }
-    CHECK_EQ_INT(hc_gpu_force_parse(NULL, &f, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_force_parse(NULL, &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
-    CHECK_EQ_INT(hc_gpu_force_parse("ws32", &f, &err), HC_USAGE);
+    CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
     CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, ws64, ws128, "
                           "ws256, wgmma, mma");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
     hc_gpu_caps a100 = {"sm_80", 108, false}, notmap = {"sm_90a", 132, false};
     hc_err e2 = {0};
-    CHECK_EQ_INT(hc_gpu_force_check(&a100, HC_GK_WS256, &e2), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_force_check(&a100, HC_GK_WS256, &e2), HC_UNSUPPORTED);
     CHECK_STR_EQ(e2.msg, "hc_gpu_model_force_kernel(\"ws256\"): that kernel is not available "
                          "here (sm_80, no cuTensorMapEncodeTiled)");
     hc_err e3 = {0};
-    CHECK_EQ_INT(hc_gpu_force_check(&notmap, HC_GK_WS64, &e3), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_force_check(&notmap, HC_GK_WS64, &e3), HC_UNSUPPORTED);
     CHECK_CONTAINS(e3.msg, "(sm_90a, no cuTensorMapEncodeTiled)");
     hc_err e4 = {0};
     a100.tmap = true;
-    CHECK_EQ_INT(hc_gpu_force_check(&a100, HC_GK_WGMMA, &e4), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_force_check(&a100, HC_GK_WGMMA, &e4), HC_UNSUPPORTED);
     CHECK_CONTAINS(e4.msg, "\"wgmma\"): that kernel is not available here (sm_80)");
-    CHECK_EQ_INT(hc_gpu_force_check(&a100, HC_GK_MMA, &e4), HC_OK);
-    CHECK_EQ_INT(hc_gpu_force_check(&notmap, HC_GK_WGMMA, &e4), HC_OK);
+    CHECK_EQ_INT(hc__gpu_force_check(&a100, HC_GK_MMA, &e4), HC_OK);
+    CHECK_EQ_INT(hc__gpu_force_check(&notmap, HC_GK_WGMMA, &e4), HC_OK);
     hc_gpu_choice c;
     hc_err e5 = {0};
-    CHECK_EQ_INT(hc_gpu_choose(&a100, &l, 64, HC_GK_WS128, &c, &e5), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_choose(&a100, &l, 64, HC_GK_WS128, &c, &e5), HC_UNSUPPORTED);
     CHECK_CONTAINS(e5.msg, "\"ws128\"");
     hc_err e6 = {0}; /* the small-M kernels are not forcible */
-    CHECK_EQ_INT(hc_gpu_force_check(&h200, HC_GK_GEMV_T1, &e6), HC_INVALID);
+    CHECK_EQ_INT(hc__gpu_force_check(&h200, HC_GK_GEMV_T1, &e6), HC_INVALID);
 }
 
 /* The M limits: 65535 blocks of 128 tokens per call; a forced 64-token tile 65535 of 64. */
@@ -266,18 +266,18 @@ static void test_m_limits(void) {
     CHECK_EQ_INT(c.kernel, HC_GK_WS256);
     CHECK_EQ_INT(c.grid[1], 32768); /* 8388480 / 256 */
     hc_err err = {0};
-    CHECK_EQ_INT(hc_gpu_choose(&h200, &l, 65535ull * 128 + 1, HC_GPU_KERNEL_AUTO, &c, &err),
+    CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 65535ull * 128 + 1, HC_GPU_KERNEL_AUTO, &c, &err),
                  HC_INVALID);
     CHECK_STR_EQ(err.msg, "M=8388481 exceeds 8388480 tokens per call");
     hc_gpu_caps a100 = {"sm_80", 108, false};
     CHECK_EQ_INT(choose_ok(&a100, &l, 65535ull * 128, HC_GPU_KERNEL_AUTO).grid[1], 65535);
     CHECK_EQ_INT(choose_ok(&h200, &l, 65535ull * 64, HC_GK_WS64).grid[1], 65535);
     hc_err e2 = {0};
-    CHECK_EQ_INT(hc_gpu_choose(&h200, &l, 65535ull * 64 + 1, HC_GK_WS64, &c, &e2),
+    CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 65535ull * 64 + 1, HC_GK_WS64, &c, &e2),
                  HC_UNSUPPORTED);
     CHECK_STR_EQ(e2.msg, "M=4194241 needs more than 65535 blocks of 64 tokens (grid.y)");
     hc_err e3 = {0};
-    CHECK(hc_gpu_choose(&h200, &l, 0, HC_GPU_KERNEL_AUTO, &c, &e3) != HC_OK); /* no kernel */
+    CHECK(hc__gpu_choose(&h200, &l, 0, HC_GPU_KERNEL_AUTO, &c, &e3) != HC_OK); /* no kernel */
 }
 
 /* A family runs only the layouts whose row carries its bit (contract/layouts.h). */
@@ -288,15 +288,15 @@ static void test_layout_families(void) {
     CHECK_EQ_INT(choose_ok(&h200, &l, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T1);
     hc_gpu_choice c;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_gpu_choose(&h200, &l, 64, HC_GK_WS64, &c, &err), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 64, HC_GK_WS64, &c, &err), HC_UNSUPPORTED);
     CHECK_CONTAINS(err.msg, "warp-specialised kernels do not read this layer's layout");
     l.families = HC_KF_WS | HC_KF_WGMMA | HC_KF_MMA;
     hc_err e2 = {0};
-    CHECK_EQ_INT(hc_gpu_choose(&h200, &l, 1, HC_GPU_KERNEL_AUTO, &c, &e2), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 1, HC_GPU_KERNEL_AUTO, &c, &e2), HC_UNSUPPORTED);
     CHECK_CONTAINS(e2.msg, "no GPU kernel runs M=1");
     /* every layout of the table is read by every family today */
     for (unsigned codec = 1; codec < HC_CODEC_COUNT; codec++) {
-        const hc_layout_row *row = hc_layout_by_codec(codec);
+        const hc_layout_row *row = hc__layout_by_codec(codec);
         CHECK(row && row->families == HC_KF_ALL);
     }
 }
@@ -312,9 +312,9 @@ static void test_message_prefix_once(void) {
     CHECK_EQ_INT(hc_container_open(path, 1, &c, msg, sizeof msg), HC_OK);
     if (!c) return;
     unsigned built = 7;
-    hc_jit_set_cache(false);
+    hc__jit_set_cache(false);
     hc_status st = hc_gpu_precompile(c, "sm_nonesuch", &built, msg, sizeof msg);
-    hc_jit_set_cache(true);
+    hc__jit_set_cache(true);
     CHECK(st == HC_INTERNAL || st == HC_UNSUPPORTED);
     CHECK_EQ_INT(built, 0);
     CHECK(strncmp(msg, "kernels for 'w' (int4): ", 24) == 0);

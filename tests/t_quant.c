@@ -1,6 +1,6 @@
 /* t_quant.c: every decoder against float64-derived values written by the Python generator
  * (tests/fixtures/gen_quant.py, an independent implementation of FORMATS.md), bit for bit,
- * through hc_module_decode and through hc_dequant; validate's findings against each problem
+ * through hc__module_decode and through hc_dequant; validate's findings against each problem
  * fixture's expectations; the scale-sanity rule on scales built by hand. What convert makes of
  * the fixtures is t_convert.c's. */
 #include <cjson/cJSON.h>
@@ -18,7 +18,7 @@ static float *load_npy(const char *path, uint64_t *shape, int *ndim) {
     char *t = NULL;
     size_t n = 0;
     hc_err err = {0};
-    if (hc_read_file(path, 1 << 28, &t, &n, &err) || n < 10 || memcmp(t, "\x93NUMPY", 6)) {
+    if (hc__read_file(path, 1 << 28, &t, &n, &err) || n < 10 || memcmp(t, "\x93NUMPY", 6)) {
         free(t);
         return NULL;
     }
@@ -61,7 +61,7 @@ static int cases_done, modules_done, findings_checked;
 
 static void check_module(const char *cas, const hc_model *md, const char *name, const cJSON *m) {
     char path[1024];
-    const hc_module *mod = hc_model_find(md, name);
+    const hc_module *mod = hc__model_find(md, name);
     if (!mod) {
         CHECK_FAIL_("%s: module '%s' not found", cas, name);
         return;
@@ -69,9 +69,9 @@ static void check_module(const char *cas, const hc_model *md, const char *name, 
     hc_qtensor q;
     hc_findings f = {0};
     hc_err err = {0};
-    if (hc_module_decode(md, mod, 0, &q, &f, &err)) {
+    if (hc__module_decode(md, mod, 0, &q, &f, &err)) {
         CHECK_FAIL_("%s: decode '%s': %s", cas, name, f.n ? f.v[0].message : err.msg);
-        hc_findings_free(&f);
+        hc__findings_free(&f);
         return;
     }
     snprintf(path, sizeof path, "%s/%s", fixture("quant"), cas);
@@ -81,13 +81,13 @@ static void check_module(const char *cas, const hc_model *md, const char *name, 
     int nd = 0;
     float *want = load_npy(npy, shape, &nd);
     CHECK(want != NULL);
-    uint64_t numel = hc_qtensor_numel(&q), wn = 1;
+    uint64_t numel = hc__qtensor_numel(&q), wn = 1;
     for (int d = 0; d < nd; d++) wn *= shape[d];
     const cJSON *es = cJSON_GetObjectItem(m, "shape");
     CHECK_EQ_INT(nd, cJSON_GetArraySize(es));
     if (want && numel == wn) {
         float *got = malloc(numel * 4 + 1);
-        hc_qtensor_dequant(&q, got);
+        hc__qtensor_dequant(&q, got);
         uint64_t diff = 0, first = 0;
         for (uint64_t i = 0; i < numel; i++) {
             uint32_t a, b;
@@ -106,8 +106,8 @@ static void check_module(const char *cas, const hc_model *md, const char *name, 
                     (unsigned long long)wn);
     }
     free(want);
-    hc_qtensor_free(&q);
-    hc_findings_free(&f);
+    hc__qtensor_free(&q);
+    hc__findings_free(&f);
 }
 
 static bool finding_matches(const cJSON *got, const cJSON *want) {
@@ -144,7 +144,7 @@ static void check_validate(const char *cas, const cJSON *v) {
     hc_validate_opts o = {.json = true, .threads = 2};
     size_t errors = 0;
     hc_err err = {0};
-    hc_status st = hc_validate(path, &o, mem, &errors, &err);
+    hc_status st = hc__validate(path, &o, mem, &errors, &err);
     fclose(mem);
     CHECK_EQ_INT(st, HC_OK);
     cJSON *r = cJSON_Parse(buf);
@@ -199,14 +199,14 @@ static void test_every_format_fixture(void) {
             hc_ckpt *ck = NULL;
             hc_model *md = NULL;
             hc_err e2 = {0};
-            if (hc_ckpt_open(path, &ck, &e2) || hc_ckpt_map(ck, &e2) || hc_model_open(ck, &md, &e2)) {
+            if (hc__ckpt_open(path, &ck, &e2) || hc__ckpt_map(ck, &e2) || hc__model_open(ck, &md, &e2)) {
                 CHECK_FAIL_("%s: %s", cas, e2.msg);
             } else {
                 const cJSON *m;
                 cJSON_ArrayForEach(m, mods) check_module(cas, md, m->string, m);
             }
-            hc_model_free(md);
-            hc_ckpt_close(ck);
+            hc__model_free(md);
+            hc__ckpt_close(ck);
         }
         cJSON_Delete(e);
     }
@@ -220,23 +220,23 @@ static void test_every_format_fixture(void) {
 
 static void test_element_decoders(void) {
     /* E2M1: sign bit 3, magnitudes 0, .5, 1, 1.5, 2, 3, 4, 6 */
-    CHECK(hc_fp4_e2m1(0x7) == 6.0 && hc_fp4_e2m1(0xF) == -6.0 && hc_fp4_e2m1(0x1) == 0.5);
+    CHECK(hc__fp4_e2m1(0x7) == 6.0 && hc__fp4_e2m1(0xF) == -6.0 && hc__fp4_e2m1(0x1) == 0.5);
     /* E4M3: max 448 (0x7E), NaN 0x7F/0xFF, min subnormal 2^-9 */
-    CHECK(hc_fp8_e4m3(0x7E) == 448.0);
-    CHECK(isnan(hc_fp8_e4m3(0x7F)) && isnan(hc_fp8_e4m3(0xFF)));
-    CHECK(hc_fp8_e4m3(0x01) == ldexp(1, -9));
-    CHECK(hc_fp8_e4m3(0x38) == 1.0);
+    CHECK(hc__fp8_e4m3(0x7E) == 448.0);
+    CHECK(isnan(hc__fp8_e4m3(0x7F)) && isnan(hc__fp8_e4m3(0xFF)));
+    CHECK(hc__fp8_e4m3(0x01) == ldexp(1, -9));
+    CHECK(hc__fp8_e4m3(0x38) == 1.0);
     /* E5M2: inf 0x7C, NaN 0x7D */
-    CHECK(isinf(hc_fp8_e5m2(0x7C)) && isnan(hc_fp8_e5m2(0x7D)) && hc_fp8_e5m2(0x3C) == 1.0);
+    CHECK(isinf(hc__fp8_e5m2(0x7C)) && isnan(hc__fp8_e5m2(0x7D)) && hc__fp8_e5m2(0x3C) == 1.0);
     /* E8M0: 127 = 1, 0 = 2^-127, 0xFF = NaN */
-    CHECK(hc_e8m0(127) == 1.0 && hc_e8m0(0) == ldexp(1, -127) && isnan(hc_e8m0(0xFF)));
+    CHECK(hc__e8m0(127) == 1.0 && hc__e8m0(0) == ldexp(1, -127) && isnan(hc__e8m0(0xFF)));
     uint16_t h[3] = {0x3C00, 0xC000, 0x0001}; /* f16: 1, -2, 2^-24 */
     double v;
-    CHECK(hc_read_scalar(h, HC_DT_F16, 0, &v) && v == 1.0);
-    CHECK(hc_read_scalar(h, HC_DT_F16, 1, &v) && v == -2.0);
-    CHECK(hc_read_scalar(h, HC_DT_F16, 2, &v) && v == ldexp(1, -24));
+    CHECK(hc__read_scalar(h, HC_DT_F16, 0, &v) && v == 1.0);
+    CHECK(hc__read_scalar(h, HC_DT_F16, 1, &v) && v == -2.0);
+    CHECK(hc__read_scalar(h, HC_DT_F16, 2, &v) && v == ldexp(1, -24));
     uint16_t bf = 0x3FC0; /* bf16 1.5 */
-    CHECK(hc_read_scalar(&bf, HC_DT_BF16, 0, &v) && v == 1.5);
+    CHECK(hc__read_scalar(&bf, HC_DT_BF16, 0, &v) && v == 1.5);
 }
 
 /* ---- robustness: hostile quantization configs never crash validate or dequant ---- */
@@ -245,7 +245,7 @@ static void copy_file(const char *from, const char *to) {
     char *d = NULL;
     size_t n = 0;
     hc_err err = {0};
-    if (hc_read_file(from, 1 << 28, &d, &n, &err)) return;
+    if (hc__read_file(from, 1 << 28, &d, &n, &err)) return;
     FILE *f = fopen(to, "wb");
     if (f) {
         fwrite(d, 1, n, f);
@@ -279,7 +279,7 @@ static int run_validate_quiet(const char *dir) {
     hc_validate_opts o = {.json = true, .threads = 1};
     size_t errors = 0;
     hc_err err = {0};
-    hc_status st = hc_validate(dir, &o, mem, &errors, &err);
+    hc_status st = hc__validate(dir, &o, mem, &errors, &err);
     fclose(mem);
     free(buf);
     return st;

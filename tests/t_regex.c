@@ -198,7 +198,7 @@ static const struct {
 static void test_regex_python_table(void) {
     for (size_t i = 0; i < sizeof py_cases / sizeof py_cases[0]; i++) {
         char msg[128] = "";
-        int got = hc_pyre_match(py_cases[i].pattern, py_cases[i].text, msg, sizeof msg);
+        int got = hc__pyre_match(py_cases[i].pattern, py_cases[i].text, msg, sizeof msg);
         if (got != py_cases[i].match)
             fprintf(stderr, "  case %zu: '%s' on '%s': %s\n", i, py_cases[i].pattern,
                     py_cases[i].text, msg);
@@ -245,7 +245,7 @@ static void test_regex_backtracking_bombs(void) {
         for (int t = 0; t < 2; t++) {
             char msg[128] = "";
             double t0 = now_s();
-            int got = hc_pyre_match(bombs[i].pattern, t ? as_bang : as, msg, sizeof msg);
+            int got = hc__pyre_match(bombs[i].pattern, t ? as_bang : as, msg, sizeof msg);
             double dt = now_s() - t0;
             int want = t ? bombs[i].on_as_bang : bombs[i].on_as;
             if (got != want || dt >= 1.0)
@@ -311,14 +311,14 @@ static void test_regex_refusals(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char msg[128] = "";
-        int got = hc_pyre_match(cases[i].pattern, cases[i].text, msg, sizeof msg);
+        int got = hc__pyre_match(cases[i].pattern, cases[i].text, msg, sizeof msg);
         if (got != -1)
             fprintf(stderr, "  '%s' on '%s' gave %d\n", cases[i].pattern, cases[i].text, got);
         CHECK_EQ_INT(got, -1);
         CHECK_CONTAINS(msg, cases[i].msg);
     }
-    CHECK_EQ_INT(hc_pyre_match("(?=a)", "a", NULL, 0), -1); /* no message buffer: no crash */
-    CHECK_EQ_INT(hc_pyre_match(NULL, "a", NULL, 0), -1);
+    CHECK_EQ_INT(hc__pyre_match("(?=a)", "a", NULL, 0), -1); /* no message buffer: no crash */
+    CHECK_EQ_INT(hc__pyre_match(NULL, "a", NULL, 0), -1);
 }
 
 /* Each bound: the largest accepted pattern matches as Python would, one more is refused. */
@@ -327,30 +327,30 @@ static void test_regex_bounds(void) {
     if (!p || !t) goto out;
     memset(p, 'a', 1024), p[1024] = 0;
     memset(t, 'a', 1024), t[1024] = 0;
-    CHECK_EQ_INT(hc_pyre_match(p, t, msg, sizeof msg), 1); /* 1024 bytes: the bound */
+    CHECK_EQ_INT(hc__pyre_match(p, t, msg, sizeof msg), 1); /* 1024 bytes: the bound */
     p[1024] = 'a', p[1025] = 0;
-    CHECK_EQ_INT(hc_pyre_match(p, t, msg, sizeof msg), -1);
+    CHECK_EQ_INT(hc__pyre_match(p, t, msg, sizeof msg), -1);
     CHECK_CONTAINS(msg, "longer than the bound of 1024 bytes");
 
     strcpy(p, repeat_unit("(", 32, "a"));
     strcat(p, repeat_unit(")", 32, ""));
-    CHECK_EQ_INT(hc_pyre_match(p, "a", msg, sizeof msg), 1); /* 32 nested groups */
+    CHECK_EQ_INT(hc__pyre_match(p, "a", msg, sizeof msg), 1); /* 32 nested groups */
     strcpy(p, repeat_unit("(?:", 33, "a"));
     strcat(p, repeat_unit(")", 33, ""));
-    CHECK_EQ_INT(hc_pyre_match(p, "a", msg, sizeof msg), -1);
+    CHECK_EQ_INT(hc__pyre_match(p, "a", msg, sizeof msg), -1);
     CHECK_CONTAINS(msg, "groups nest deeper than the bound of 32");
 
     memset(t, 'a', 4094), t[4094] = 0; /* a{4094}, $ and MATCH: 4096 states */
-    CHECK_EQ_INT(hc_pyre_match("a{4094}$", t, msg, sizeof msg), 1);
+    CHECK_EQ_INT(hc__pyre_match("a{4094}$", t, msg, sizeof msg), 1);
     t[4093] = 0;
-    CHECK_EQ_INT(hc_pyre_match("a{4094}$", t, msg, sizeof msg), 0);
-    CHECK_EQ_INT(hc_pyre_match("a{4095}$", t, msg, sizeof msg), -1);
+    CHECK_EQ_INT(hc__pyre_match("a{4094}$", t, msg, sizeof msg), 0);
+    CHECK_EQ_INT(hc__pyre_match("a{4095}$", t, msg, sizeof msg), -1);
     static const char *const too_big[] = {"a{4096}", "(a{100}){100}", "a{0,5000}", "(){4294967294}",
                                           "(?:(?:(?:){1000}){1000}){1000}", "(a*){2,}(b{99}){99}"};
     for (size_t i = 0; i < sizeof too_big / sizeof too_big[0]; i++) {
         double t0 = now_s();
         msg[0] = 0;
-        CHECK_EQ_INT(hc_pyre_match(too_big[i], "a", msg, sizeof msg), -1);
+        CHECK_EQ_INT(hc__pyre_match(too_big[i], "a", msg, sizeof msg), -1);
         CHECK_CONTAINS(msg, "more than 4096 NFA states");
         CHECK(now_s() - t0 < 1.0);
     }
@@ -365,34 +365,34 @@ out:
 static void test_regex_compiled_and_budget(void) {
     for (size_t i = 0; i < sizeof py_cases / sizeof py_cases[0]; i++) {
         char msg[128] = "";
-        hc_pyre *re = hc_pyre_compile(py_cases[i].pattern, msg, sizeof msg);
+        hc_pyre *re = hc__pyre_compile(py_cases[i].pattern, msg, sizeof msg);
         CHECK(re != NULL);
         for (int round = 0; re && round < 2; round++)
             for (size_t k = 0; k < sizeof py_cases / sizeof py_cases[0]; k++) {
                 if (strcmp(py_cases[k].pattern, py_cases[i].pattern)) continue;
                 uint64_t budget = 1000000;
-                int got = hc_pyre_exec(re, py_cases[k].text, &budget, msg, sizeof msg);
+                int got = hc__pyre_exec(re, py_cases[k].text, &budget, msg, sizeof msg);
                 if (got != py_cases[k].match)
                     fprintf(stderr, "  round %d: '%s' on '%s': %d %s\n", round,
                             py_cases[k].pattern, py_cases[k].text, got, msg);
                 CHECK_EQ_INT(got, py_cases[k].match);
                 CHECK(budget < 1000000);
             }
-        hc_pyre_free(re);
+        hc__pyre_free(re);
     }
     char msg[128] = "";
-    hc_pyre *re = hc_pyre_compile("(?:.?){2040}Q", msg, sizeof msg);
-    CHECK(re && hc_pyre_states(re) == 2 * 2040 + 2);
+    hc_pyre *re = hc__pyre_compile("(?:.?){2040}Q", msg, sizeof msg);
+    CHECK(re && hc__pyre_states(re) == 2 * 2040 + 2);
     uint64_t budget = 100000; /* less than one run on this name needs (about 40 x 4,000) */
-    CHECK_EQ_INT(hc_pyre_exec(re, "model.layers.0.mlp.experts.1.down_proj", &budget, msg,
+    CHECK_EQ_INT(hc__pyre_exec(re, "model.layers.0.mlp.experts.1.down_proj", &budget, msg,
                               sizeof msg), HC_PYRE_OVER_BUDGET);
     CHECK_CONTAINS(msg, "budget");
     CHECK(budget == 0);
     budget = 100000000;
-    CHECK_EQ_INT(hc_pyre_exec(re, "model.layers.0.mlp.experts.1.down_proj", &budget, msg,
+    CHECK_EQ_INT(hc__pyre_exec(re, "model.layers.0.mlp.experts.1.down_proj", &budget, msg,
                               sizeof msg), 0);
-    hc_pyre_free(re);
-    CHECK(hc_pyre_compile("(?=a)", msg, sizeof msg) == NULL);
+    hc__pyre_free(re);
+    CHECK(hc__pyre_compile("(?=a)", msg, sizeof msg) == NULL);
     CHECK_CONTAINS(msg, "lookahead");
 }
 

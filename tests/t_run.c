@@ -19,21 +19,21 @@
 /* W of module name (expert e of a fused tensor, or the module itself) as float64 [N][K]. */
 static double *weights_of(const hc_model *md, const char *name, uint64_t e, uint64_t *N,
                           uint64_t *K) {
-    const hc_module *m = hc_model_find(md, name);
+    const hc_module *m = hc__model_find(md, name);
     hc_qtensor q;
     hc_findings f = {0};
     hc_err err = {0};
-    if (!m || hc_module_decode(md, m, 0, &q, &f, &err)) {
-        hc_findings_free(&f);
+    if (!m || hc__module_decode(md, m, 0, &q, &f, &err)) {
+        hc__findings_free(&f);
         return NULL;
     }
-    hc_findings_free(&f);
+    hc__findings_free(&f);
     uint64_t n = q.kind == HC_Q_PLAIN && q.ndim == 2 ? q.plain_shape[0] : q.N;
     uint64_t k = q.kind == HC_Q_PLAIN && q.ndim == 2 ? q.plain_shape[1] : q.K;
     double *w = malloc(n * k * sizeof *w);
     for (uint64_t i = 0; i < n; i++)
-        for (uint64_t j = 0; j < k; j++) w[i * k + j] = hc_qtensor_value(&q, e, i, j);
-    hc_qtensor_free(&q);
+        for (uint64_t j = 0; j < k; j++) w[i * k + j] = hc__qtensor_value(&q, e, i, j);
+    hc__qtensor_free(&q);
     *N = n, *K = k;
     return w;
 }
@@ -71,7 +71,7 @@ static void run_case(const char *cas) {
     hc_model *md = NULL;
     hc_err err = {0};
     CHECK_EQ_INT(hc_container_open(cfile, 1, &c, msg, sizeof msg), HC_OK);
-    if (hc_ckpt_open(out, &ck, &err) || hc_ckpt_map(ck, &err) || hc_model_open(ck, &md, &err))
+    if (hc__ckpt_open(out, &ck, &err) || hc__ckpt_map(ck, &err) || hc__model_open(ck, &md, &err))
         CHECK_FAIL_("%s: %s", cas, err.msg);
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItem(idx, "gemm")) {
@@ -80,9 +80,9 @@ static void run_case(const char *cas) {
         uint64_t xs[2], ys[2], N, K;
         float *x = NULL, *ref = NULL;
         snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetObjectItem(g, "x")->valuestring);
-        CHECK_EQ_INT(hc_npy_read_2d(path, HC_NPY_F32, xs, (void **)&x, &err), HC_OK);
+        CHECK_EQ_INT(hc__npy_read_2d(path, HC_NPY_F32, xs, (void **)&x, &err), HC_OK);
         snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetObjectItem(g, "y")->valuestring);
-        CHECK_EQ_INT(hc_npy_read_2d(path, HC_NPY_F32, ys, (void **)&ref, &err), HC_OK);
+        CHECK_EQ_INT(hc__npy_read_2d(path, HC_NPY_F32, ys, (void **)&ref, &err), HC_OK);
         double *w = weights_of(md, name, 0, &N, &K);
         CHECK(w != NULL);
         if (x && ref && w && ys[1] == N && xs[1] == K) {
@@ -114,7 +114,7 @@ static void run_case(const char *cas) {
         uint64_t *shapes[4] = {xs, is, ws, ys};
         for (int i = 0; i < 4; i++) {
             snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetObjectItem(g, keys[i])->valuestring);
-            CHECK_EQ_INT(hc_npy_read_2d(path, i == 1 ? HC_NPY_I32 : HC_NPY_F32, shapes[i], bufs[i],
+            CHECK_EQ_INT(hc__npy_read_2d(path, i == 1 ? HC_NPY_I32 : HC_NPY_F32, shapes[i], bufs[i],
                                         &err), HC_OK);
         }
         if (x && ids && wt && ref &&
@@ -124,7 +124,7 @@ static void run_case(const char *cas) {
             for (uint64_t i = 0; i < xs[0] * is[1] && N == ys[1]; i++) {
                 uint64_t wn, wk;
                 double *w = NULL;
-                const hc_module *fused = hc_model_find(md, name);
+                const hc_module *fused = hc__model_find(md, name);
                 if (fused) {
                     w = weights_of(md, name, (uint64_t)ids[i], &wn, &wk);
                 } else {
@@ -146,8 +146,8 @@ static void run_case(const char *cas) {
         }
         free(x), free(ids), free(wt), free(ref), free(y);
     }
-    hc_model_free(md);
-    hc_ckpt_close(ck);
+    hc__model_free(md);
+    hc__ckpt_close(ck);
     hc_container_free(c);
     cJSON_Delete(idx);
 }
@@ -170,7 +170,7 @@ static hc_container *perm_container(const char *file, const int32_t *perm, uint8
     *p = (hc_tile_params){.kind = HC_TL_INT, .code_bits = 4, .src_bits = 4, .E = 1, .N = 64,
                           .K = 64, .Np = 64, .Kp = 64, .g = 64, .scale_dtype = HC_DT_F32,
                           .zero_const = 8, .perm = true};
-    if (!hc_tile_geometry(p) || hc_tile_bytes_of(p) > 4096) return NULL;
+    if (!hc__tile_geometry(p) || hc__tile_bytes_of(p) > 4096) return NULL;
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (uint64_t i = 0; i < p->code_bytes; i++) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
@@ -180,11 +180,11 @@ static hc_container *perm_container(const char *file, const int32_t *perm, uint8
         float f = ldexpf(1.0f, -(int)(r % 5));
         memcpy(tiles + p->code_bytes + 4 * r, &f, 4);
     }
-    cJSON *lp = hc_tile_params_json(p);
+    cJSON *lp = hc__tile_params_json(p);
     hc_cw_tensor t[2] = {
         {.name = "w", .dtype = HC_DT_U8, .ndim = 4, .shape = {1, 1, 1, p->chunk_bytes},
          .padded_shape = {1, 1, 1, p->chunk_bytes}, .layout = HC_LAYOUT_INT,
-         .layout_version = hc_tile_layout_version(p), .data = tiles, .size = p->chunk_bytes,
+         .layout_version = hc__tile_layout_version(p), .data = tiles, .size = p->chunk_bytes,
          .layout_params = lp},
         {.name = "w.perm", .dtype = HC_DT_I32, .ndim = 1, .shape = {64}, .padded_shape = {64},
          .layout = "source", .layout_version = 1, .data = perm, .size = 256},
@@ -194,7 +194,7 @@ static hc_container *perm_container(const char *file, const int32_t *perm, uint8
     snprintf(path, sizeof path, "%s/%s", test_tmpdir(), file);
     hc_err err = {0};
     hc_container *c = NULL;
-    if (hc_container_write(path, t, perm ? 2 : 1, &o, &err) ||
+    if (hc__container_write(path, t, perm ? 2 : 1, &o, &err) ||
         hc_container_open(path, 1, &c, msg, sizeof msg))
         CHECK_FAIL_("%s: %s%s", file, err.msg, msg);
     cJSON_Delete(lp);
@@ -218,7 +218,7 @@ static void test_act_order_permutation(void) {
         for (unsigned n = 0; n < 64; n++) { /* stored column kp holds source column perm[kp] */
             double ref = 0, mag = 0;
             for (unsigned kp = 0; kp < 64; kp++) {
-                double w = hc_tile_value(&p, tiles, n, kp);
+                double w = hc__tile_value(&p, tiles, n, kp);
                 ref += w * x[perm[kp]], mag += fabs(w * x[perm[kp]]);
             }
             if (fabs(y[n] - ref) > 66 * ldexp(mag, -24)) bad++;
@@ -242,7 +242,7 @@ static void test_act_order_permutation(void) {
 }
 
 /* The synthetic layers of the GPU tests and benchmarks (tests/gpu/tile_synth.h): the weights
- * read back through the layout (hc_tile_value, the GPU tests' float64 reference) equal, bit for
+ * read back through the layout (hc__tile_value, the GPU tests' float64 reference) equal, bit for
  * bit, the values the generator computed from the codes and scales it drew; the CPU executor is
  * within the float32 bound of them. Every layout kind the GPU kernels take, two shapes (one
  * with two experts, padding and an act-order permutation). */
@@ -270,7 +270,7 @@ static void test_synthetic_layers(void) {
             hc_tile_params p;
             const int32_t *perm;
             hc_err err = {0};
-            CHECK_EQ_INT(hc_tile_layer(c, "w", &t, &p, &perm, &err), HC_OK);
+            CHECK_EQ_INT(hc__tile_layer(c, "w", &t, &p, &perm, &err), HC_OK);
             const uint8_t *wb = hc_container_stored(c, t);
             uint64_t differ = 0, bad = 0;
             float *x = malloc(3 * K * sizeof *x), *y = malloc(3 * N * sizeof *y);
@@ -278,7 +278,7 @@ static void test_synthetic_layers(void) {
             for (uint64_t e = 0; e < E; e++) {
                 for (uint64_t r = 0; r < N; r++)
                     for (uint64_t q = 0; q < K; q++) {
-                        double v = hc_tile_value(&p, wb + hc_tile_offset(&p, e, r / 64, q / 64),
+                        double v = hc__tile_value(&p, wb + hc__tile_offset(&p, e, r / 64, q / 64),
                                                  (unsigned)(r % 64), (unsigned)(q % 64));
                         uint64_t col = perm ? (uint64_t)perm[q] : q;
                         differ += memcmp(&v, &ref[(e * N + r) * K + col], sizeof v) != 0;

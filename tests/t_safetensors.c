@@ -12,7 +12,7 @@ static cJSON *load_expected(void) {
     char *text = NULL;
     size_t len = 0;
     hc_err err = {0};
-    if (hc_read_file(fixture("st/expected.json"), 1 << 24, &text, &len, &err)) return NULL;
+    if (hc__read_file(fixture("st/expected.json"), 1 << 24, &text, &len, &err)) return NULL;
     cJSON *j = cJSON_ParseWithLength(text, len);
     free(text);
     return j;
@@ -34,13 +34,13 @@ static void test_valid_files_match_numpy(void) {
     cJSON_ArrayForEach(file, exp) {
         hc_st_file *f = NULL;
         hc_err err = {0};
-        hc_status st = hc_st_open(fixture(file->string), &f, &err);
+        hc_status st = hc__st_open(fixture(file->string), &f, &err);
         if (st) {
             CHECK_FAIL_("open %s: %s", file->string, err.msg);
             continue;
         }
         files++;
-        CHECK_EQ_INT(hc_st_map(f, &err), HC_OK);
+        CHECK_EQ_INT(hc__st_map(f, &err), HC_OK);
         CHECK_EQ_U64(f->ntensors, cJSON_GetArraySize(file));
         const cJSON *e;
         cJSON_ArrayForEach(e, file) {
@@ -59,10 +59,10 @@ static void test_valid_files_match_numpy(void) {
             uint64_t nbytes = (uint64_t)cJSON_GetObjectItem(e, "nbytes")->valuedouble;
             CHECK_EQ_U64(t->end - t->begin, nbytes);
             char hex[17];
-            hc_hex64(fnv1a64(hc_st_data(f, t), (size_t)nbytes), hex);
+            hc__hex64(fnv1a64(hc__st_data(f, t), (size_t)nbytes), hex);
             CHECK_STR_EQ(hex, cJSON_GetObjectItem(e, "fnv1a64")->valuestring);
         }
-        hc_st_close(f);
+        hc__st_close(f);
     }
     CHECK(files >= 19);
     CHECK(tensors >= 100);
@@ -72,7 +72,7 @@ static void test_valid_files_match_numpy(void) {
 static void test_metadata_and_special_shapes(void) {
     hc_st_file *f = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_st_open(fixture("st/dtypes.safetensors"), &f, &err), HC_OK);
+    CHECK_EQ_INT(hc__st_open(fixture("st/dtypes.safetensors"), &f, &err), HC_OK);
     if (!f) return;
     CHECK_EQ_U64(f->nmeta, 1);
     if (f->nmeta) {
@@ -84,14 +84,14 @@ static void test_metadata_and_special_shapes(void) {
     CHECK(empty && empty->numel == 0 && empty->end == empty->begin);
     /* the header is read by pread alone: nothing mapped until asked */
     CHECK(f->map == NULL);
-    hc_st_close(f);
+    hc__st_close(f);
 }
 
 static char *read_text(const char *path) {
     char *t = NULL;
     size_t n = 0;
     hc_err err = {0};
-    hc_read_file(path, 1 << 20, &t, &n, &err);
+    hc__read_file(path, 1 << 20, &t, &n, &err);
     return t;
 }
 
@@ -114,11 +114,11 @@ static void test_corrupt_goldens(void) {
         CHECK(expect != NULL);
         hc_st_file *f = NULL;
         hc_err err = {0};
-        hc_status st = hc_st_open(path, &f, &err);
+        hc_status st = hc__st_open(path, &f, &err);
         cases++;
         if (st != HC_INVALID) {
             CHECK_FAIL_("%s: status %s, expected HC_INVALID", base, hc_status_name(st));
-            hc_st_close(f);
+            hc__st_close(f);
             free(expect);
             continue;
         }
@@ -146,10 +146,10 @@ static uint64_t rng(void) {
 static void test_header_mutations_never_crash(void) {
     hc_st_file *orig = NULL;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_st_open(fixture("st/dtypes.safetensors"), &orig, &err), HC_OK);
+    CHECK_EQ_INT(hc__st_open(fixture("st/dtypes.safetensors"), &orig, &err), HC_OK);
     if (!orig) return;
     char *hdr = malloc(orig->header_len + 1);
-    hc_pread_full(orig->fd, hdr, orig->header_len, 8, "dtypes", &err);
+    hc__pread_full(orig->fd, hdr, orig->header_len, 8, "dtypes", &err);
     char *m = malloc(orig->header_len + 1);
     int accepted = 0;
     for (int iter = 0; iter < 3000; iter++) {
@@ -165,7 +165,7 @@ static void test_header_mutations_never_crash(void) {
         hc_st_file f = {.path = "mutant", .fd = -1, .file_size = orig->file_size,
                         .header_len = len, .data_start = 8 + len};
         hc_err e2 = {0};
-        hc_status st = hc_st_parse_header(&f, m, len, &e2);
+        hc_status st = hc__st_parse_header(&f, m, len, &e2);
         CHECK(st == HC_OK || st == HC_INVALID);
         if (st == HC_OK) {
             accepted++;
@@ -187,7 +187,7 @@ static void test_header_mutations_never_crash(void) {
     (void)accepted;
     free(m);
     free(hdr);
-    hc_st_close(orig);
+    hc__st_close(orig);
 }
 
 /* Every truncation of a valid file is refused with a message, never a crash. */
@@ -195,7 +195,7 @@ static void test_every_truncation_refused(void) {
     char *data = NULL;
     size_t n = 0;
     hc_err err = {0};
-    CHECK_EQ_INT(hc_read_file(fixture("st/dtypes.safetensors"), 1 << 24, &data, &n, &err), HC_OK);
+    CHECK_EQ_INT(hc__read_file(fixture("st/dtypes.safetensors"), 1 << 24, &data, &n, &err), HC_OK);
     const char *dir = test_tmpdir();
     char path[600];
     snprintf(path, sizeof path, "%s/cut.safetensors", dir);
@@ -206,11 +206,11 @@ static void test_every_truncation_refused(void) {
         fclose(fp);
         hc_st_file *f = NULL;
         hc_err e2 = {0};
-        hc_status st = hc_st_open(path, &f, &e2);
+        hc_status st = hc__st_open(path, &f, &e2);
         refused += st == HC_INVALID;
         CHECK_EQ_INT(st, HC_INVALID);
         CHECK_CONTAINS(e2.msg, "cut.safetensors");
-        hc_st_close(f);
+        hc__st_close(f);
     }
     CHECK(refused > 10);
     free(data);
@@ -224,7 +224,7 @@ static hc_status parse_text(const char *json, uint64_t data, char *msg, size_t c
     hc_st_file f = {.path = "t.safetensors", .fd = -1, .header_len = len, .data_start = 8 + len,
                     .file_size = 8 + len + data};
     hc_err err = {0};
-    hc_status st = hc_st_parse_header(&f, json, len, &err);
+    hc_status st = hc__st_parse_header(&f, json, len, &err);
     snprintf(msg, cap, "%s", err.msg);
     if (first_name && name_cap) snprintf(first_name, name_cap, "%s", f.ntensors ? f.tensors[0].name : "");
     for (size_t i = 0; i < f.ntensors; i++) free(f.tensors[i].name);

@@ -12,15 +12,15 @@
 #include "test.h"
 
 static double *values(const hc_model *md, const char *name, hc_qtensor *q) {
-    const hc_module *m = hc_model_find(md, name);
+    const hc_module *m = hc__model_find(md, name);
     hc_findings f = {0};
     hc_err err = {0};
-    if (!m || hc_module_decode(md, m, 0, q, &f, &err)) {
-        hc_findings_free(&f);
+    if (!m || hc__module_decode(md, m, 0, q, &f, &err)) {
+        hc__findings_free(&f);
         return NULL;
     }
-    hc_findings_free(&f);
-    uint64_t n = hc_qtensor_numel(q);
+    hc__findings_free(&f);
+    uint64_t n = hc__qtensor_numel(q);
     double *v = malloc(n * sizeof *v + 8);
     if (q->kind == HC_Q_PLAIN) {
         memcpy(v, q->plain, n * sizeof *v);
@@ -28,7 +28,7 @@ static double *values(const hc_model *md, const char *name, hc_qtensor *q) {
         for (uint64_t e = 0; e < q->E; e++)
             for (uint64_t i = 0; i < q->N; i++)
                 for (uint64_t k = 0; k < q->K; k++)
-                    v[(e * q->N + i) * q->K + k] = hc_qtensor_value(q, e, i, k);
+                    v[(e * q->N + i) * q->K + k] = hc__qtensor_value(q, e, i, k);
     }
     return v;
 }
@@ -48,7 +48,7 @@ static void check_tp(const char *cas, unsigned tp) {
     hc_ckpt *sck = NULL;
     hc_model *smd = NULL;
     hc_err err = {0};
-    if (hc_ckpt_open(src, &sck, &err) || hc_ckpt_map(sck, &err) || hc_model_open(sck, &smd, &err)) {
+    if (hc__ckpt_open(src, &sck, &err) || hc__ckpt_map(sck, &err) || hc__model_open(sck, &smd, &err)) {
         CHECK_FAIL_("%s: %s", cas, err.msg);
         return;
     }
@@ -57,9 +57,9 @@ static void check_tp(const char *cas, unsigned tp) {
         snprintf(rd, sizeof rd, "%s/rank%u", out, r);
         hc_ckpt *ck = NULL;
         hc_model *md = NULL;
-        if (hc_ckpt_open(rd, &ck, &err) || hc_ckpt_map(ck, &err) || hc_model_open(ck, &md, &err)) {
+        if (hc__ckpt_open(rd, &ck, &err) || hc__ckpt_map(ck, &err) || hc__model_open(ck, &md, &err)) {
             CHECK_FAIL_("%s rank %u: %s", cas, r, err.msg);
-            hc_ckpt_close(ck);
+            hc__ckpt_close(ck);
             continue;
         }
         for (size_t i = 0; i < smd->n; i++) {
@@ -68,17 +68,17 @@ static void check_tp(const char *cas, unsigned tp) {
                 continue;
             hc_qtensor qs, qr;
             double *full = values(smd, m->name, &qs), *part = values(md, m->name, &qr);
-            char role = hc_tp_role(m->name);
+            char role = hc__tp_role(m->name);
             uint64_t E = qs.E, N = qs.kind == HC_Q_PLAIN ? qs.plain_shape[0] : qs.N;
             uint64_t K = qs.kind == HC_Q_PLAIN ? qs.plain_shape[1] : qs.K;
             uint64_t n0 = 0, n1 = N, k0 = 0, k1 = K;
-            if (role == 'c') hc_shard_range(N, tp, r, &n0, &n1);
-            if (role == 'r') hc_shard_range(K, tp, r, &k0, &k1);
+            if (role == 'c') hc__shard_range(N, tp, r, &n0, &n1);
+            if (role == 'r') hc__shard_range(K, tp, r, &k0, &k1);
             if (!full || !part) {
                 CHECK_FAIL_("%s rank %u: '%s' missing", cas, r, m->name);
-            } else if (hc_qtensor_numel(&qr) != E * (n1 - n0) * (k1 - k0)) {
+            } else if (hc__qtensor_numel(&qr) != E * (n1 - n0) * (k1 - k0)) {
                 CHECK_FAIL_("%s rank %u: '%s' has %llu values, its slice %llu", cas, r, m->name,
-                            (unsigned long long)hc_qtensor_numel(&qr),
+                            (unsigned long long)hc__qtensor_numel(&qr),
                             (unsigned long long)(E * (n1 - n0) * (k1 - k0)));
             } else {
                 uint64_t bad = 0, W = k1 - k0, H = n1 - n0;
@@ -92,13 +92,13 @@ static void check_tp(const char *cas, unsigned tp) {
                 checked_slices++;
             }
             free(full), free(part);
-            hc_qtensor_free(&qs), hc_qtensor_free(&qr);
+            hc__qtensor_free(&qs), hc__qtensor_free(&qr);
         }
-        hc_model_free(md);
-        hc_ckpt_close(ck);
+        hc__model_free(md);
+        hc__ckpt_close(ck);
     }
-    hc_model_free(smd);
-    hc_ckpt_close(sck);
+    hc__model_free(smd);
+    hc__ckpt_close(sck);
 }
 
 static void test_tp_shards_are_exact_slices(void) {
@@ -165,15 +165,15 @@ static void test_tp_actorder_group_rule(void) {
         q.kind = HC_Q_INT, q.bits = 4, q.E = 1, q.N = 2, q.K = 8, q.gn = 1, q.gk = 4;
         q.sn = 2, q.sk = 2, q.g_idx = g, q.scales = sc, q.scale_dtype = HC_DT_F16;
         for (unsigned r = 0; r < cases[i].tp; r++) {
-            CHECK_EQ_U64(hc_shard_group_k(&q, 'r', r, cases[i].tp), cases[i].want[r]);
+            CHECK_EQ_U64(hc__shard_group_k(&q, 'r', r, cases[i].tp), cases[i].want[r]);
             hc_qtensor out;
             char why[128];
-            if (!hc_qtensor_shard(&q, 'r', r, cases[i].tp, &out, why, sizeof why)) {
+            if (!hc__qtensor_shard(&q, 'r', r, cases[i].tp, &out, why, sizeof why)) {
                 CHECK_FAIL_("case %zu rank %u: %s", i, r, why);
                 continue;
             }
             uint64_t k0, k1;
-            hc_shard_range(8, cases[i].tp, r, &k0, &k1);
+            hc__shard_range(8, cases[i].tp, r, &k0, &k1);
             /* every column keeps its source scale, and each new group has gk columns */
             uint64_t count[8] = {0};
             for (uint64_t n = 0; n < 2; n++)
@@ -181,18 +181,18 @@ static void test_tp_actorder_group_rule(void) {
                     CHECK(out.scales[n * out.sk + (uint64_t)out.g_idx[k]] == sc[n * 2 + g[k0 + k]]);
             for (uint64_t k = 0; k < out.K; k++) count[out.g_idx[k]]++;
             for (uint64_t j = 0; j < out.sk; j++) CHECK_EQ_U64(count[j], out.gk);
-            hc_qtensor_free(&out);
+            hc__qtensor_free(&out);
         }
         hc_tp_plan p;
-        hc_tp_shard(&q, 'r', cases[i].tp, NULL, &p);
+        hc__tp_shard(&q, 'r', cases[i].tp, NULL, &p);
         CHECK_EQ_U64(p.regroup, cases[i].regroup);
         CHECK(p.group_aligned == (cases[i].regroup == 0));
     }
 }
 
-/* validate's prediction of a cut (hc_tp_shard: part sizes, evenness, regrouped scale group)
- * is the cut convert makes (hc_qtensor_shard), rank by rank. families.c computed the part
- * size with its own ceil(d / tp) beside hc_shard_range; both now take the one rule. */
+/* validate's prediction of a cut (hc__tp_shard: part sizes, evenness, regrouped scale group)
+ * is the cut convert makes (hc__qtensor_shard), rank by rank. families.c computed the part
+ * size with its own ceil(d / tp) beside hc__shard_range; both now take the one rule. */
 static void test_tp_plan_is_the_cut(void) {
     static const struct {
         uint64_t N, K, gk;
@@ -213,16 +213,16 @@ static void test_tp_plan_is_the_cut(void) {
             double *sc = calloc(q.sn * q.sk, sizeof *sc);
             q.scales = sc;
             hc_tp_plan p;
-            hc_tp_shard(&q, shapes[i].role, tp, NULL, &p);
+            hc__tp_shard(&q, shapes[i].role, tp, NULL, &p);
             uint64_t largest = 0, smallest = UINT64_MAX, group = 0;
             for (unsigned r = 0; r < tp; r++) {
                 hc_qtensor out;
                 char why[128];
                 uint64_t part = 0, gk = q.gk;
-                if (hc_qtensor_shard(&q, shapes[i].role, r, tp, &out, why, sizeof why)) {
+                if (hc__qtensor_shard(&q, shapes[i].role, r, tp, &out, why, sizeof why)) {
                     part = shapes[i].role == 'c' ? out.N : out.K;
                     gk = out.gk;
-                    hc_qtensor_free(&out);
+                    hc__qtensor_free(&out);
                 }
                 largest = part > largest ? part : largest;
                 smallest = part < smallest ? part : smallest;
@@ -280,7 +280,7 @@ static void test_families_match_the_kernels(void) {
         q.scale_dtype = cases[i].sd, q.global_div = cases[i].gdiv;
         const hc_family *f[8];
         char why[256];
-        size_t n = hc_families_for(NULL, &q, f, 8, why, sizeof why);
+        size_t n = hc__families_for(NULL, &q, f, 8, why, sizeof why);
         size_t gpu = 0;
         for (size_t j = 0; j < n; j++) {
             if (!strcmp(f[j]->name, "cpu")) continue;

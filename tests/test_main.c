@@ -61,7 +61,7 @@ struct cJSON *test_load_json(const char *path) {
     char *t = NULL;
     size_t n = 0;
     hc_err err = {0};
-    if (hc_read_file(path, 1 << 24, &t, &n, &err)) return NULL;
+    if (hc__read_file(path, 1 << 24, &t, &n, &err)) return NULL;
     cJSON *j = cJSON_ParseWithLength(t, n);
     free(t);
     return j;
@@ -73,7 +73,7 @@ char **fixture_cases(char **buf) {
     char path[1024];
     snprintf(path, sizeof path, "%s/cases.txt", fixture("quant"));
     *buf = NULL;
-    if (hc_read_file(path, 1 << 20, buf, &n, &err)) return calloc(1, sizeof(char *));
+    if (hc__read_file(path, 1 << 20, buf, &n, &err)) return calloc(1, sizeof(char *));
     char **v = calloc(n + 1, sizeof *v);
     size_t k = 0;
     for (char *save = NULL, *c = strtok_r(*buf, "\n", &save); v && c; c = strtok_r(NULL, "\n", &save))
@@ -111,7 +111,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_unit: no suite named '%s'\n", argc > 1 ? argv[1] : "");
         return 2;
     }
-    if (tmp_root[0]) hc_remove_tree(tmp_root);
+    if (tmp_root[0]) hc__remove_tree(tmp_root);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

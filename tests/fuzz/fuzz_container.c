@@ -16,13 +16,13 @@ static void decode_tiles(hc_container *c, const hc_tensor_info *t) {
     hc_tile_params p;
     const int32_t *perm;
     hc_err err = {0};
-    if (hc_tile_layer(c, t->name, &lt, &p, &perm, &err) != HC_OK) return;
+    if (hc__tile_layer(c, t->name, &lt, &p, &perm, &err) != HC_OK) return;
     uint64_t cnt;
-    if (!hc_mul_u64(HC_TILE_N, p.Kp, &cnt)) return;
+    if (!hc__mul_u64(HC_TILE_N, p.Kp, &cnt)) return;
     float *out = malloc((cnt ? cnt : 1) * sizeof *out);
     const uint8_t *bytes = hc_container_stored(c, lt);
     for (uint64_t e = 0; out && e < p.E; e++)
-        for (uint64_t nb = 0; nb < p.tiles_n; nb++) hc_tile_decode_stripe(&p, bytes, e, nb, out);
+        for (uint64_t nb = 0; nb < p.tiles_n; nb++) hc__tile_decode_stripe(&p, bytes, e, nb, out);
     free(out);
 }
 

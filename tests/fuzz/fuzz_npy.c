@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n) {
         uint64_t shape[2];
         void *v = NULL;
         hc_err e = {0};
-        if (hc_npy_read_2d(path, kinds[k], shape, &v, &e) == HC_OK) any = true, free(v);
+        if (hc__npy_read_2d(path, kinds[k], shape, &v, &e) == HC_OK) any = true, free(v);
         else if (!err.code) err = e;
     }
     fz_expect(any, err.msg); /* one of the two kinds fits an accepted file */

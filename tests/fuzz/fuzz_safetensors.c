@@ -25,19 +25,19 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t n) {
     free(file);
     hc_st_file *f = NULL;
     hc_err err = {0};
-    if (!ok || hc_st_open(path, &f, &err) != HC_OK) {
+    if (!ok || hc__st_open(path, &f, &err) != HC_OK) {
         fz_expect(false, err.msg);
         return 0;
     }
-    if (hc_st_map(f, &err) == HC_OK) {
+    if (hc__st_map(f, &err) == HC_OK) {
         volatile unsigned char sink = 0;
         for (size_t i = 0; i < f->ntensors; i++) {
-            const unsigned char *d = hc_st_data(f, &f->tensors[i]);
+            const unsigned char *d = hc__st_data(f, &f->tensors[i]);
             uint64_t bytes = f->tensors[i].end - f->tensors[i].begin;
             if (bytes) sink ^= d[0] ^ d[bytes - 1];
         }
         (void)sink;
     }
-    hc_st_close(f);
+    hc__st_close(f);
     return 0;
 }

@@ -126,16 +126,16 @@ static inline void fz_decode_module(const hc_model *md, size_t i, hc_moe_shape *
     hc_qtensor q = {0};
     hc_findings f = {0};
     hc_err err = {0};
-    if (hc_module_decode(md, &md->m[i], 0, &q, &f, &err) == HC_OK) {
-        uint64_t numel = hc_qtensor_numel(&q);
+    if (hc__module_decode(md, &md->m[i], 0, &q, &f, &err) == HC_OK) {
+        uint64_t numel = hc__qtensor_numel(&q);
         float *out = malloc((numel ? numel : 1) * sizeof *out);
-        if (out) hc_qtensor_dequant(&q, out);
+        if (out) hc__qtensor_dequant(&q, out);
         free(out);
         *shape = (hc_moe_shape){true, q.kind, q.bits, q.N, q.K, q.gk};
-        hc_qtensor_free(&q);
+        hc__qtensor_free(&q);
     }
-    hc_findings_free(&f);
-    hc_module_release(md, &md->m[i]);
+    hc__findings_free(&f);
+    hc__module_release(md, &md->m[i]);
 }
 
 /* The checkpoint at path through everything validate and convert read: open, map, resolve
@@ -144,19 +144,19 @@ static inline void fz_decode_module(const hc_model *md, size_t i, hc_moe_shape *
 static inline bool fz_checkpoint_pass(const char *path, hc_err *err) {
     hc_ckpt *ck = NULL;
     hc_model *md = NULL;
-    if (hc_ckpt_open(path, &ck, err) != HC_OK) return false;
-    bool ok = hc_ckpt_map(ck, err) == HC_OK && hc_model_open(ck, &md, err) == HC_OK;
+    if (hc__ckpt_open(path, &ck, err) != HC_OK) return false;
+    bool ok = hc__ckpt_map(ck, err) == HC_OK && hc__model_open(ck, &md, err) == HC_OK;
     if (ok) {
         hc_moe_shape *shapes = calloc(md->n ? md->n : 1, sizeof *shapes);
         for (size_t i = 0; shapes && i < md->n; i++) fz_decode_module(md, i, &shapes[i]);
         hc_findings moe = {0};
         int layers = 0;
-        if (shapes) hc_model_check_moe(md, shapes, &moe, &layers);
-        hc_findings_free(&moe);
+        if (shapes) hc__model_check_moe(md, shapes, &moe, &layers);
+        hc__findings_free(&moe);
         free(shapes);
-        hc_model_free(md);
+        hc__model_free(md);
     }
-    hc_ckpt_close(ck);
+    hc__ckpt_close(ck);
     return ok;
 }
 

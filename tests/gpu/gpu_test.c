@@ -29,16 +29,16 @@ static void jit_time(const char *arch, const char *file, const char *const *opts
     void *cubin = NULL;
     size_t size = 0;
     hc_err err = {0};
-    hc_jit_set_cache(false);
+    hc__jit_set_cache(false);
     double t0 = now_s();
-    hc_status st = hc_jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
+    hc_status st = hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
     double cold = now_s() - t0;
-    hc_jit_set_cache(true);
+    hc__jit_set_cache(true);
     free(cubin);
-    hc_jit_compile(file, arch, opts, nopts, &cubin, &size, &err); /* fill the cache */
+    hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err); /* fill the cache */
     free(cubin);
     t0 = now_s();
-    st |= hc_jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
+    st |= hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
     double warm = now_s() - t0;
     free(cubin);
     printf("jit: %s %s for %s: cold compile %.1f ms, warm cache load %.3f ms (%zu-byte cubin)%s\n",
@@ -69,14 +69,14 @@ static double *dense_weights(hc_container *c, const char *name, uint32_t e, hc_t
     const hc_tensor_info *t;
     const int32_t *perm;
     hc_err err = {0};
-    if (hc_tile_layer(c, name, &t, p, &perm, &err)) return NULL;
+    if (hc__tile_layer(c, name, &t, p, &perm, &err)) return NULL;
     double *w = calloc(p->N * p->K + 1, sizeof *w);
     const uint8_t *wb = hc_container_stored(c, t);
     for (uint64_t r = 0; w && r < p->N; r++)
         for (uint64_t q = 0; q < p->K; q++) {
-            const uint8_t *ch = wb + hc_tile_offset(p, e, r / 64, q / 64);
+            const uint8_t *ch = wb + hc__tile_offset(p, e, r / 64, q / 64);
             w[r * p->K + (perm ? (uint64_t)perm[q] : q)] =
-                hc_tile_value(p, ch, (unsigned)(r % 64), (unsigned)(q % 64));
+                hc__tile_value(p, ch, (unsigned)(r % 64), (unsigned)(q % 64));
         }
     return w;
 }
@@ -388,7 +388,7 @@ int main(void) {
         char *text = NULL;
         size_t tn = 0;
         hc_err err = {0};
-        if (hc_read_file(path, 1 << 24, &text, &tn, &err)) continue;
+        if (hc__read_file(path, 1 << 24, &text, &tn, &err)) continue;
         cJSON *idx = cJSON_ParseWithLength(text, tn);
         free(text);
         snprintf(out, sizeof out, "/tmp/hc-gpu-test-%d-%s", (int)getpid(), cas);
@@ -410,7 +410,7 @@ int main(void) {
                              cJSON_GetObjectItem(e, "x")->valuestring);
                     uint64_t xs[2];
                     float *x = NULL;
-                    if (hc_npy_read_2d(xp, HC_NPY_F32, xs, (void **)&x, &err) == HC_OK)
+                    if (hc__npy_read_2d(xp, HC_NPY_F32, xs, (void **)&x, &err) == HC_OK)
                         check_layer(g, c, cas, cJSON_GetObjectItem(e, "name")->valuestring, x,
                                     xs[0], xs[1]);
                     free(x);

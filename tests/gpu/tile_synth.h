@@ -105,11 +105,11 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                         .zeros = s->zeros, .zero_const = s->code_bits == 4 ? 8 : 128,
                         .global_div = s->global_div, .perm = perm,
                         .sign_magnitude = s->sign_magnitude, .scale_divides = s->divides};
-    if (!hc_tile_geometry(&p)) {
+    if (!hc__tile_geometry(&p)) {
         snprintf(msg, msg_len, "%s: bad geometry", s->label);
         return -1;
     }
-    uint64_t bytes = hc_tile_bytes_of(&p), rng = seed * 0x9e3779b97f4a7c15ull + 1;
+    uint64_t bytes = hc__tile_bytes_of(&p), rng = seed * 0x9e3779b97f4a7c15ull + 1;
     uint8_t *d = calloc(1, bytes);
     int32_t *pm = perm ? malloc(K * 4) : NULL;
     if (!d || (perm && !pm)) {
@@ -128,7 +128,7 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
     for (uint64_t e = 0; e < E; e++)
         for (uint64_t nb = 0; nb < p.tiles_n; nb++)
             for (uint64_t kb = 0; kb < p.tiles_k; kb++) {
-                uint8_t *ch = d + hc_tile_offset(&p, e, nb, kb);
+                uint8_t *ch = d + hc__tile_offset(&p, e, nb, kb);
                 for (unsigned r = 0; r < 64; r++)
                     for (unsigned c = 0; c < 64; c++) {
                         if (nb * 64 + r >= N || kb * 64 + c >= K) continue; /* padding: 0 */
@@ -136,7 +136,7 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                         if (s->kind == HC_TL_FP8 && (u & 0x7F) == 0x7F) u--; /* not NaN */
                         hc_u64 b;
                         unsigned sh;
-                        hc_core_code_pos(s->code_bits, r, c, &b, &sh);
+                        hc__core_code_pos(s->code_bits, r, c, &b, &sh);
                         ch[b] |= (uint8_t)(u << sh);
                     }
                 for (unsigned r = 0; r < 64 && nb * 64 + r < N; r++) {
@@ -165,7 +165,7 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                     for (unsigned c = 0; c < 64 && kb * 64 + c < K; c++) {
                         hc_u64 b;
                         unsigned sh, j = p.S > 1 ? c / (unsigned)p.g : 0;
-                        hc_core_code_pos(s->code_bits, r, c, &b, &sh);
+                        hc__core_code_pos(s->code_bits, r, c, &b, &sh);
                         unsigned u = s->code_bits == 4 ? (ch[b] >> sh) & 15u : ch[b];
                         double sc;
                         unsigned z = (unsigned)p.zero_const;
@@ -188,17 +188,17 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
             }
     static const char *const ids[] = {NULL, HC_LAYOUT_INT, HC_LAYOUT_FP4, HC_LAYOUT_MXFOLD,
                                       HC_LAYOUT_FP8};
-    cJSON *lp = hc_tile_params_json(&p);
+    cJSON *lp = hc__tile_params_json(&p);
     hc_cw_tensor t[2] = {{.name = "w", .dtype = HC_DT_U8, .ndim = 4,
                           .shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
                           .padded_shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
-                          .layout = ids[s->kind], .layout_version = hc_tile_layout_version(&p), .data = d,
+                          .layout = ids[s->kind], .layout_version = hc__tile_layout_version(&p), .data = d,
                           .size = bytes, .layout_params = lp},
                          {.name = "w.perm", .dtype = HC_DT_I32, .ndim = 1, .shape = {K},
                           .padded_shape = {K}, .layout = "source", .data = pm, .size = K * 4}};
     hc_cw_options o = {.source_format = "synthetic", .target = "tiles", .tp_size = 1};
     hc_err err = {0};
-    hc_status st = hc_container_write(path, t, perm ? 2 : 1, &o, &err);
+    hc_status st = hc__container_write(path, t, perm ? 2 : 1, &o, &err);
     if (st) snprintf(msg, msg_len, "%s: write: %s", s->label, err.msg);
     cJSON_Delete(lp);
     free(d), free(pm);

@@ -14,6 +14,7 @@ check() { # label, command...
 # the shared libraries export the public API and nothing else
 check exports_hcrt sh tests/install/exports.sh "$B/libhcrt.so" include/hcrt.h
 check exports_hconvert sh tests/install/exports.sh "$B/libhconvert.so" include/hcrt.h include/hconvert.h
+check internal_prefix sh tests/install/prefix.sh "$B/libhcrt.a" "$B/libhconvert.a" -- include/hcrt.h include/hconvert.h
 check make_install make -s install BUILD="$B" PREFIX="$pre/usr"
 export PKG_CONFIG_PATH="$pre/usr/lib/pkgconfig"
 check pkgconfig_hcrt pkg-config --exists hcrt hconvert
