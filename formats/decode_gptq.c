@@ -61,16 +61,22 @@ static void gptq_v1_zeros(const void *zd, uint64_t G, uint64_t N, uint64_t zc, i
         }
 }
 
+/* GPTQ's and AWQ's three tensors -- qweight, scales, qzeros -- present and of their types. */
+static bool packed_tensors(dctx *c, const hc_ck_entry **we, const hc_ck_entry **se,
+                           const hc_ck_entry **ze) {
+    *we = hc__dec_need(c, HC_ROLE_WEIGHT, "qweight");
+    *se = hc__dec_need(c, HC_ROLE_SCALE, "scales");
+    *ze = hc__dec_need(c, HC_ROLE_ZERO, "qzeros");
+    return !c->bad && CHECK_DT(c, *we, HC_DT_I32) && CHECK_DT(c, *ze, HC_DT_I32) &&
+           CHECK_DT(c, *se, HC_DT_F16, HC_DT_BF16, HC_DT_F32);
+}
+
 void hc__dec_gptq(dctx *c) {
     const hc_module *m = c->m;
     hc_qtensor *q = c->q;
     int b = m->scheme.bits;
-    const hc_ck_entry *we = hc__dec_need(c, HC_ROLE_WEIGHT, "qweight");
-    const hc_ck_entry *se = hc__dec_need(c, HC_ROLE_SCALE, "scales");
-    const hc_ck_entry *ze = hc__dec_need(c, HC_ROLE_ZERO, "qzeros");
-    if (c->bad || !CHECK_DT(c, we, HC_DT_I32) || !CHECK_DT(c, ze, HC_DT_I32) ||
-        !CHECK_DT(c, se, HC_DT_F16, HC_DT_BF16, HC_DT_F32))
-        return;
+    const hc_ck_entry *we, *se, *ze;
+    if (!packed_tensors(c, &we, &se, &ze)) return;
     if (we->t->ndim != 2 || (b == 3 && we->t->shape[0] % 3)) {
         PROBLEM(c, we->name, "shape", "tensor '%s': qweight must be 2-D (3-bit: rows a multiple "
                 "of 3)", we->name);
@@ -132,12 +138,8 @@ void hc__dec_gptq(dctx *c) {
 void hc__dec_awq(dctx *c) {
     const hc_module *m = c->m;
     hc_qtensor *q = c->q;
-    const hc_ck_entry *we = hc__dec_need(c, HC_ROLE_WEIGHT, "qweight");
-    const hc_ck_entry *se = hc__dec_need(c, HC_ROLE_SCALE, "scales");
-    const hc_ck_entry *ze = hc__dec_need(c, HC_ROLE_ZERO, "qzeros");
-    if (c->bad || !CHECK_DT(c, we, HC_DT_I32) || !CHECK_DT(c, ze, HC_DT_I32) ||
-        !CHECK_DT(c, se, HC_DT_F16, HC_DT_BF16, HC_DT_F32))
-        return;
+    const hc_ck_entry *we, *se, *ze;
+    if (!packed_tensors(c, &we, &se, &ze)) return;
     if (we->t->ndim != 2) {
         PROBLEM(c, we->name, "shape", "tensor '%s': qweight must be 2-D", we->name);
         return;
