@@ -289,8 +289,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
         uint64_t sh[4] = {p->E, p->tiles_n, p->tiles_k, p->chunk_bytes};
         memcpy(t->shape, sh, sizeof sh);
         memcpy(t->padded_shape, sh, sizeof sh);
-        t->layout = p->kind == HC_TL_INT ? HC_LAYOUT_INT : p->kind == HC_TL_FP4 ? HC_LAYOUT_FP4
-                    : p->kind == HC_TL_MXFOLD ? HC_LAYOUT_MXFOLD : HC_LAYOUT_FP8;
+        t->layout = hc__layout_by_kind(p->kind)->id;
         t->layout_version = hc__tile_layout_version(p);
         t->size = hc_tile_bytes(p);
         params[i] = hc__tile_params_json(p);

@@ -186,13 +186,11 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                             s->divides ? synth_value(s, u, 1.0, z) / sc : synth_value(s, u, sc, z);
                     }
             }
-    static const char *const ids[] = {NULL, HC_LAYOUT_INT, HC_LAYOUT_FP4, HC_LAYOUT_MXFOLD,
-                                      HC_LAYOUT_FP8};
     cJSON *lp = hc__tile_params_json(&p);
     hc_cw_tensor t[2] = {{.name = "w", .dtype = HC_DT_U8, .ndim = 4,
                           .shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
                           .padded_shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
-                          .layout = ids[s->kind], .layout_version = hc__tile_layout_version(&p), .data = d,
+                          .layout = hc__layout_by_kind(s->kind)->id, .layout_version = hc__tile_layout_version(&p), .data = d,
                           .size = bytes, .layout_params = lp},
                          {.name = "w.perm", .dtype = HC_DT_I32, .ndim = 1, .shape = {K},
                           .padded_shape = {K}, .layout = "source", .data = pm, .size = K * 4}};
