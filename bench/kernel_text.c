@@ -17,7 +17,7 @@ int main(int argc, char **argv) {
     char *log = NULL;
     hc_err err = {0};
     const char *const *opts = (const char *const *)argv + 4;
-    if (hc__jit_compile_log(argv[3], argv[2], opts, argc - 4, &cubin, &size, &log, &err)) {
+    if (KT_COMPILE_LOG(argv[3], argv[2], opts, argc - 4, &cubin, &size, &log, &err)) {
         fprintf(stderr, "%s for %s: %s\n", argv[3], argv[2], err.msg);
         free(log);
         return 1;

@@ -52,9 +52,12 @@ kinds=$(grep -o '{"[0-9]", "[0-9]", "[0-9]", "[0-9]"}' tests/t_jit.c | sed 's/[^
 make -s BUILD="$build" "$build/libhcrt.a" >/dev/null || die "cannot build $build/libhcrt.a"
 git worktree add --detach "$wt" "$rev" >/dev/null 2>&1 || die "cannot check out $rev into a worktree"
 make -s -C "$wt" -j2 build/libhcrt.a >/dev/null || die "cannot build $rev's build/libhcrt.a"
-tool() { # TREE LIB OUT: bench/kernel_text.c against TREE's headers and LIB
-    cc -std=c11 -D_GNU_SOURCE -O1 -I"$1/include" -I"$1/base" -I"$1/runtime" -I"$1/contract" \
-        bench/kernel_text.c "$2" $libs -o "$3"
+tool() { # TREE LIB OUT: bench/kernel_text.c against TREE's headers and LIB (whose compile
+    # function is hc_jit_compile_log before the internal names took the hc__ prefix)
+    f=hc__jit_compile_log
+    grep -q "$f" "$1/runtime/jit.h" || f=hc_jit_compile_log
+    cc -std=c11 -D_GNU_SOURCE -O1 -DKT_COMPILE_LOG=$f -I"$1/include" -I"$1/base" -I"$1/runtime" \
+        -I"$1/contract" bench/kernel_text.c "$2" $libs -o "$3"
 }
 tool "$root" "$build/libhcrt.a" "$tmp/kt-new" || die "cannot build the tool against $build"
 tool "$wt" "$wt/build/libhcrt.a" "$tmp/kt-old" || die "cannot build the tool against $rev"
