@@ -214,7 +214,7 @@ static void scaling(void) {
     if (hc_gpu_open(&g[0], msg, sizeof msg)) die("scaling open", msg);
 #ifdef HC_BENCH_DIAG
     if (hc_gpu_open(&g[1], msg, sizeof msg) ||
-        hc_gpu_diag_set(g[1], HC_GPU_DIAG_COPY_ONLY, msg, sizeof msg))
+        hc__gpu_diag_set(g[1], HC_GPU_DIAG_COPY_ONLY, msg, sizeof msg))
         die("scaling open", msg);
     nd = 2;
 #endif
@@ -283,7 +283,7 @@ static void timeline(void) {
     snprintf(path, sizeof path, "/tmp/hc-gpu-timeline-%d.hconvert", (int)getpid());
     hc_gpu *g = NULL;
     if (hc_gpu_open(&g, msg, sizeof msg) ||
-        hc_gpu_diag_set(g, HC_GPU_DIAG_TIMELINE, msg, sizeof msg))
+        hc__gpu_diag_set(g, HC_GPU_DIAG_TIMELINE, msg, sizeof msg))
         die("timeline open", msg);
     void *x, *y;
     CK(cudaMalloc(&x, K * 16 * 2));
@@ -301,7 +301,7 @@ static void timeline(void) {
         ours_ctx oc = {md, copies, x, y, 1, N, K, NULL};
         double host = 0, us = graph_us(&oc, &host);
         size_t nb = 0;
-        if (hc_gpu_diag_timeline(md, rec, MAXB * 5, &nb, msg, sizeof msg)) die("timeline", msg);
+        if (hc__gpu_diag_timeline(md, rec, MAXB * 5, &nb, msg, sizeof msg)) die("timeline", msg);
         uint64_t t0 = UINT64_MAX, tmax0 = 0, tend = 0;
         for (size_t b = 0; b < nb; b++) {
             const uint64_t *r = rec + b * 5;
@@ -362,11 +362,6 @@ int main(void) {
                         "CFLAGS='-O2 -DHC_BENCH_DIAG=1' build-diag/bench/gpu_bench (docs/gpu.md)\n");
         return 2;
 #endif
-    }
-    if (getenv("HC_BENCH_SWEEP")) { /* the environment knobs are gone (kernels/config.h) */
-        fprintf(stderr, "gpu_bench: there is no knob sweep: an experiment edits kernels/config.h "
-                        "on a branch and compares make bench-gpu before and after\n");
-        return 2;
     }
     if (getenv("HC_BENCH_SCALING")) {
         scaling();

@@ -31,7 +31,7 @@ bool hc__tile_geometry(hc_tile_params *p) {
     p->code_bytes = (uint64_t)HC_TILE_N * HC_TILE_K * p->code_bits / 8;
     if (p->kind == HC_TL_MXFOLD) {
         if (p->S != 2) return false;
-        p->scale_bytes = HC_TILE_N * 4; /* per row: base exponent, two group offsets, pad */
+        p->scale_bytes = HC_TILE_N * HC_MXFOLD_RECORD_BYTES; /* a record per row */
     } else {
         unsigned ss = scale_size(p);
         if (ss == 0) return false;
@@ -43,6 +43,16 @@ bool hc__tile_geometry(hc_tile_params *p) {
     uint64_t t;
     return hc__mul_u64(p->E, p->tiles_n, &t) && hc__mul_u64(t, p->tiles_k, &t) &&
            hc__mul_u64(t, p->chunk_bytes, &t) && t < (1ull << 53);
+}
+
+hc_gpu_rule hc__tile_gpu_rule(const hc_tile_params *p) {
+    const hc_layout_row *row = hc__layout_row_of(p->kind, p->code_bits, p->sign_magnitude);
+    if (!row || !(row->families & HC_KF_ALL)) return HC_GPU_NO_CODEC;
+    if (p->S > 4) return HC_GPU_SMALL_GROUPS;
+    if (row->codec == HC_CODEC_FP4 && p->global_div != 0 &&
+        hc__scale_kind(p->scale_dtype, p->scale_divides) != HC_SK_E4M3)
+        return HC_GPU_FP4_DIVISOR;
+    return HC_GPU_RUNS;
 }
 
 cJSON *hc__tile_params_json(const hc_tile_params *p) {
@@ -109,6 +119,8 @@ hc_status hc__tile_params_parse(const cJSON *j, const char *layout, hc_tile_para
     p->scale_divides = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "scale_divides"));
     if (p->scale_divides && (p->kind != HC_TL_FP8 || p->scale_dtype != HC_DT_F32))
         BAD("scale_divides applies to fp8 codes with F32 scales");
+    if (!hc__layout_row_of(p->kind, p->code_bits, p->sign_magnitude))
+        BAD("code_bits: no codec of the layout stores codes of that width");
     if (!p->src_bits || (p->kind == HC_TL_INT && p->src_bits > p->code_bits)) BAD("src_bits");
     if (p->kind != HC_TL_MXFOLD && !scale_size(p)) BAD("scale_dtype");
     if (!hc__tile_geometry(p)) BAD("dimensions, group or code width are inconsistent");

@@ -17,11 +17,6 @@
 #define HC_TILE_K 64 /* columns per tile: four k16 MMA steps */
 #define HC_TILE_ALIGN 128
 
-/* The newest layout version this reader knows (each layout's own: contract/layouts.c). A
- * tensor is written with the lowest version that holds it (hc__tile_layout_version): 1, or 2
- * for FP8 scales that divide, so an older reader refuses those by name instead of multiplying. */
-#define HC_LAYOUT_VERSION 2
-
 typedef struct {
     hc_tile_kind kind;
     unsigned code_bits;    /* 4 or 8 bits per stored code */
@@ -41,10 +36,25 @@ typedef struct {
     uint64_t tiles_n, tiles_k;
 } hc_tile_params;
 
-/* The layout version a tensor with these parameters is written with (see HC_LAYOUT_VERSION). */
+/* The layout version a tensor with these parameters is written with: the lowest that holds it
+ * -- 1, or 2 for FP8 scales that divide -- so an older reader refuses those by name instead of
+ * multiplying. The newest version each layout has is its row's (contract/layouts.c); the
+ * reader refuses anything newer. */
 static inline unsigned hc__tile_layout_version(const hc_tile_params *p) {
     return p->scale_divides ? 2u : 1u;
 }
+
+/* Whether the fast GPU kernels read a tiled layer with these parameters: the one statement of
+ * that rule -- the GPU loader refuses by it (runtime/gpu_modules.c) and validate's family
+ * report predicts by it (repack/families.c); each words its own message. */
+typedef enum {
+    HC_GPU_RUNS = 0,
+    HC_GPU_NO_CODEC,     /* no codec row of the layout table reads it */
+    HC_GPU_SMALL_GROUPS, /* more than 4 scale groups per tile row: the kernels apply one scale
+                          * per k16 step at most, so groups of at least 16 columns */
+    HC_GPU_FP4_DIVISOR,  /* an FP4 global divisor with non-E4M3 scales (kernels: E4M3 only) */
+} hc_gpu_rule;
+hc_gpu_rule hc__tile_gpu_rule(const hc_tile_params *p);
 
 /* Fills the derived sizes from kind, bits, dims, g, scale dtype and zeros; false on overflow. */
 bool hc__tile_geometry(hc_tile_params *p);

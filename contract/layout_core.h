@@ -30,6 +30,17 @@ typedef enum { HC_TL_INT = 1, HC_TL_FP4, HC_TL_MXFOLD, HC_TL_FP8 } hc_tile_kind;
 #define HC_SK_E4M3 3
 #define HC_SK_E8M0 4
 #define HC_SK_F32_DIV 5 /* F32 divisors (tile64-fp8 version 2) */
+#define HC_SK_COUNT 6
+
+/* What follows from those numbers, for the table (contract/layouts.c) and the kernels alike:
+ * bits per stored code of a codec, bytes of a scale entry of a kind, and folded MXFP4's
+ * per-row record (base exponent, two group offsets, a pad byte) that stands for its scales. */
+#define HC_CODEC_CODE_BITS(c) (((c) == HC_CODEC_INT8 || (c) == HC_CODEC_FP8) ? 8 : 4)
+#define HC_SK_BYTES(sk)                                                                       \
+    (((sk) == HC_SK_F32 || (sk) == HC_SK_F32_DIV) ? 4u                                        \
+     : ((sk) == HC_SK_BF16 || (sk) == HC_SK_F16)  ? 2u                                        \
+                                                  : 1u)
+#define HC_MXFOLD_RECORD_BYTES 4u
 
 typedef unsigned char hc_u8;
 typedef unsigned int hc_u32;

@@ -180,7 +180,10 @@ hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *m
     hc_gpu_caps dev = hc__gpu_caps_of(m->g);
     hc_status st = hc__gpu_force_parse(kernel, &forced, &err);
     if (!st) st = hc__gpu_force_check(&dev, forced, &err);
-    if (!st) m->forced = forced;
-    else if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
+    if (!st) { /* hc_gpu_linear reads it under the same lock */
+        pthread_mutex_lock(&m->mu);
+        m->forced = forced;
+        pthread_mutex_unlock(&m->mu);
+    } else if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
 }

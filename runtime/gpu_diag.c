@@ -7,7 +7,7 @@
 
 #include "gpu_int.h"
 
-hc_status hc_gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t msg_len) {
+hc_status hc__gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t msg_len) {
     hc_err err = {0};
     hc_status st = HC_OK;
     pthread_mutex_lock(&g->mu);
@@ -26,7 +26,7 @@ hc_status hc_gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t ms
     return st;
 }
 
-size_t hc_gpu_diag_workspace(hc_gpu_model *md, const hc_gpu_choice *ch, size_t ws) {
+size_t hc__gpu_diag_workspace(hc_gpu_model *md, const hc_gpu_choice *ch, size_t ws) {
     bool timeline = md->g->diag == HC_GPU_DIAG_TIMELINE;
     if (ch->ksplit <= 1 && !timeline) return ws;
     /* 5 words per block after the partial sums */
@@ -35,13 +35,13 @@ size_t hc_gpu_diag_workspace(hc_gpu_model *md, const hc_gpu_choice *ch, size_t w
     return (size_t)ch->part_bytes + tl;
 }
 
-hc_status hc_gpu_diag_timeline(hc_gpu_model *md, uint64_t *rec, size_t cap, size_t *n,
+hc_status hc__gpu_diag_timeline(hc_gpu_model *md, uint64_t *rec, size_t cap, size_t *n,
                                char *msg, size_t msg_len) {
     hc_err err = {0};
     hc_status st = HC_OK;
     *n = 0;
     if (md->g->diag != HC_GPU_DIAG_TIMELINE || !md->tl_blocks) {
-        st = hc__fail(&err, HC_INVALID, "no timeline: set HC_GPU_DIAG_TIMELINE (hc_gpu_diag_set) "
+        st = hc__fail(&err, HC_INVALID, "no timeline: set HC_GPU_DIAG_TIMELINE (hc__gpu_diag_set) "
                      "before loading the model and run a layer with M <= 16 first");
         goto out;
     }

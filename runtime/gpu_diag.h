@@ -22,10 +22,10 @@ typedef enum {
 } hc_gpu_diag_mode;
 
 /* The mode of the modules g builds: set before any model is loaded on g (HC_INVALID after). */
-hc_status hc_gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t msg_len);
+hc_status hc__gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t msg_len);
 /* HC_GPU_DIAG_TIMELINE: copies the records of the model's last M <= 16 call (after a
  * synchronisation) into rec (cap words), *n blocks. */
-hc_status hc_gpu_diag_timeline(hc_gpu_model *m, uint64_t *rec, size_t cap, size_t *n, char *msg,
+hc_status hc__gpu_diag_timeline(hc_gpu_model *m, uint64_t *rec, size_t cap, size_t *n, char *msg,
                                size_t msg_len);
 #endif
 

@@ -95,7 +95,7 @@ void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, u
 #ifdef HC_BENCH_DIAG
 /* Bench builds (gpu_diag.c): the small-M workspace bytes of choice ch with the timeline's
  * records after the partial sums (ws: the bytes without them). */
-size_t hc_gpu_diag_workspace(hc_gpu_model *md, const hc_gpu_choice *ch, size_t ws);
+size_t hc__gpu_diag_workspace(hc_gpu_model *md, const hc_gpu_choice *ch, size_t ws);
 #endif
 
 #endif

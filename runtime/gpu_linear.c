@@ -72,13 +72,8 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         goto out;
     }
     const hc_tile_params *p = &L->p;
-    if (k != p->K || n != p->N || expert >= p->E) {
-        st = hc__fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
-                     "N=%llu expert %u", name, (unsigned long long)p->N, (unsigned long long)p->K,
-                     (unsigned long long)p->E, (unsigned long long)k, (unsigned long long)n,
-                     expert);
-        goto out;
-    }
+    st = hc__tile_layer_call(name, p, k, n, expert, &err);
+    if (st) goto out;
     if (m == 0) goto out;
     if (!x || !y) {
         st = hc__fail(&err, HC_INVALID, "'%s': null activation or output pointer", name);
@@ -121,7 +116,7 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         /* the K split's partial sums and per-stripe counters (bench builds: and a timeline) */
         size_t ws = ch.ksplit > 1 ? ch.part_bytes : 0;
 #ifdef HC_BENCH_DIAG
-        ws = hc_gpu_diag_workspace(md, &ch, ws);
+        ws = hc__gpu_diag_workspace(md, &ch, ws);
 #endif
         if (ws) st = grow(&md->ws, &md->ws_bytes, ws, false, &err);
         if (!st && ch.cnt_bytes) st = grow(&md->cnt, &md->cnt_n, ch.cnt_bytes, true, &err);

@@ -27,16 +27,19 @@ hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, h
     hc__tile_core_params(p, &cp);
     *k = (hc_gpu_kind){row ? row->codec : 0, cp.scale_kind, p->S == 1 ? 2u : p->S == 2 ? 1u : 0u,
                        p->zeros};
-    if (!k->codec)
+    switch (hc__tile_gpu_rule(p)) {
+    case HC_GPU_NO_CODEC:
         return hc__fail(err, HC_UNSUPPORTED, "'%s': layout %s has no GPU kernel", t->name,
                        t->layout);
-    if (p->S > 4) /* one scale per k16 step at most: groups of 16 columns or more */
+    case HC_GPU_SMALL_GROUPS:
         return hc__fail(err, HC_UNSUPPORTED, "'%s': scale groups of %llu columns; the GPU "
                        "kernels need groups of at least 16 (the CPU executor runs it)", t->name,
                        (unsigned long long)p->g);
-    if (k->codec == HC_CODEC_FP4 && k->sk != HC_SK_E4M3 && p->global_div != 0)
+    case HC_GPU_FP4_DIVISOR:
         return hc__fail(err, HC_UNSUPPORTED, "'%s': an FP4 global divisor with non-E4M3 scales "
-                       "(the CPU executor runs it)", t->name); /* kernels: E4M3 scales only */
+                       "(the CPU executor runs it)", t->name);
+    case HC_GPU_RUNS: break;
+    }
     return HC_OK;
 }
 

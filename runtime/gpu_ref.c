@@ -23,12 +23,8 @@ hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32
         st = hc__fail(&err, HC_UNSUPPORTED, "'%s' is not a tiled tensor (the GPU runs tiled "
                      "layouts only)", name);
     if (st) goto out;
-    if (k != p.K || n != p.N || expert >= p.E) {
-        st = hc__fail(&err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
-                     "N=%llu expert %u", name, (unsigned long long)p.N, (unsigned long long)p.K,
-                     (unsigned long long)p.E, (unsigned long long)k, (unsigned long long)n, expert);
-        goto out;
-    }
+    st = hc__tile_layer_call(name, &p, k, n, expert, &err);
+    if (st) goto out;
     uint64_t xb, yb;
     if (!hc__mul_u64(m, k, &xb) || !hc__mul_u64(xb, 4, &xb) || !hc__mul_u64(m, n, &yb) ||
         !hc__mul_u64(yb, 4, &yb) || m > 65535) {

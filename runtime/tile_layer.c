@@ -35,3 +35,11 @@ hc_status hc__tile_layer(const hc_container *c, const char *name, const hc_tenso
     *perm = pm;
     return HC_OK;
 }
+
+hc_status hc__tile_layer_call(const char *name, const hc_tile_params *p, uint64_t k, uint64_t n,
+                              uint32_t expert, hc_err *err) {
+    if (k == p->K && n == p->N && expert < p->E) return HC_OK;
+    return hc__fail(err, HC_INVALID, "'%s' is [%llu, %llu] x %llu experts; called with K=%llu "
+                    "N=%llu expert %u", name, (unsigned long long)p->N, (unsigned long long)p->K,
+                    (unsigned long long)p->E, (unsigned long long)k, (unsigned long long)n, expert);
+}

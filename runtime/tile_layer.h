@@ -11,4 +11,9 @@
 hc_status hc__tile_layer(const hc_container *c, const char *name, const hc_tensor_info **t,
                         hc_tile_params *p, const int32_t **perm, hc_err *err);
 
+/* HC_INVALID, naming the layer, its shape and the call's, unless a call with K = k, N = n on
+ * expert `expert` fits the layer p. */
+hc_status hc__tile_layer_call(const char *name, const hc_tile_params *p, uint64_t k, uint64_t n,
+                              uint32_t expert, hc_err *err);
+
 #endif

@@ -136,8 +136,8 @@ static long spill_stores(const char *log, const char *fn) {
  * between a wgmma and its wait) and the M <= 8 and warp-specialised large-M kernels do not
  * spill. A change that loses either fails here, without a GPU. */
 static void test_hot_kernels_do_not_regress(void) {
-    int n = getenv("HC_TEST_JIT_QUICK") ? 1 : 10, bad[10] = {0};
-    char why[10][200];
+    int n = getenv("HC_TEST_JIT_QUICK") ? 1 : NKINDS, bad[NKINDS] = {0};
+    char why[NKINDS][200];
 #pragma omp parallel for schedule(dynamic)
     for (int i = 0; i < n; i++) {
         char o[4][24];

@@ -4,6 +4,7 @@
  * value, element for element, on random and adversarial exponents. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "elements.h"
 #include "layout.h"
@@ -191,7 +192,70 @@ static void test_nibble_emitters_agree(void) {
     }
 }
 
+/* The layout table's rows: each layout id's rows agree on what is the layout's (params kind,
+ * version), every codec number 1..6 has exactly one row, and the ids are the four of
+ * docs/layouts.md (written here from the document, not from the table). */
+static void test_layout_table(void) {
+    static const struct {
+        const char *id, *kind;
+        unsigned version;
+    } doc[] = {{"tile64-int", "int", 1}, {"tile64-fp4", "fp4", 1},
+               {"tile64-mxfold", "mxfold", 1}, {"tile64-fp8", "fp8", 2}};
+    for (unsigned c = 1; c < HC_CODEC_COUNT; c++) {
+        const hc_layout_row *r = hc__layout_by_codec(c);
+        CHECK(r != NULL);
+        if (!r) continue;
+        int found = 0;
+        for (size_t i = 0; i < 4; i++)
+            if (!strcmp(r->id, doc[i].id)) {
+                found = 1;
+                CHECK(!strcmp(r->params_kind, doc[i].kind));
+                CHECK_EQ_INT(r->version, doc[i].version);
+            }
+        CHECK(found);
+        CHECK(hc__layout_row_of(r->kind, r->code_bits, r->sign_magnitude) == r);
+    }
+    for (size_t i = 0; i < 4; i++) CHECK(hc__layout_by_id(doc[i].id) != NULL);
+    CHECK(hc__layout_by_id("tile64-int8") == NULL && hc__layout_by_codec(0) == NULL);
+}
+
+/* layout_params that no codec stores are refused by the reader, naming the field: each case
+ * edits one field of a valid fp8 tile's parameters. */
+static void test_layout_params_refused(void) {
+    hc_tile_params p = {.kind = HC_TL_FP8, .code_bits = 8, .src_bits = 8, .E = 1, .N = 64,
+                        .K = 64, .Np = 64, .Kp = 64, .g = 64, .scale_dtype = HC_DT_F32};
+    CHECK(hc__tile_geometry(&p));
+    static const struct {
+        const char *layout, *key, *value, *why; /* value: JSON text replacing key's */
+    } cases[] = {
+        {"tile64-fp8", NULL, NULL, NULL}, /* as written: accepted */
+        {"tile64-fp8", "code_bits", "4", "code_bits"},
+        {"tile64-mxfold", "kind", "\"mxfold\"", "code_bits"},
+        {"tile64-fp8", "scale_dtype", "\"F64\"", "scale_dtype"},
+        {"tile64-fp8", "scale_dtype", "\"I32\"", "scale_dtype"},
+        {"tile64-int", "kind", "\"fp8\"", "kind does not match"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *j = hc__tile_params_json(&p);
+        if (cases[i].key)
+            cJSON_ReplaceItemInObjectCaseSensitive(j, cases[i].key, cJSON_Parse(cases[i].value));
+        hc_tile_params back;
+        hc_err err = {0};
+        hc_status st = hc__tile_params_parse(j, cases[i].layout, &back, "w", &err);
+        cJSON_Delete(j);
+        if (!cases[i].why) {
+            CHECK_EQ_INT(st, HC_OK);
+            CHECK_EQ_U64(back.chunk_bytes, p.chunk_bytes);
+        } else {
+            CHECK_EQ_INT(st, HC_INVALID);
+            CHECK_CONTAINS(err.msg, cases[i].why);
+        }
+    }
+}
+
 void suite_layout(void) {
+    RUN(test_layout_table);
+    RUN(test_layout_params_refused);
     RUN(test_nibble_emitters_agree);
     RUN(test_int4_sign_magnitude);
     RUN(test_code_positions_are_a_bijection);

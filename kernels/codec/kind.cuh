@@ -16,7 +16,7 @@
 #if HC_CODEC < HC_CODEC_INT4 || HC_CODEC >= HC_CODEC_COUNT
 #error "-DHC_CODEC is not one of layout_core.h's HC_CODEC_* numbers"
 #endif
-#if HC_SK < HC_SK_F32 || HC_SK > HC_SK_F32_DIV
+#if HC_SK < HC_SK_F32 || HC_SK >= HC_SK_COUNT
 #error "-DHC_SK is not one of layout_core.h's HC_SK_* numbers"
 #endif
 #if HC_LGS < 0 || HC_LGS > 2
@@ -26,7 +26,7 @@
 #error "-DHC_ZP must be 0 or 1"
 #endif
 
-#define HC_CODE_BITS ((HC_CODEC == HC_CODEC_INT8 || HC_CODEC == HC_CODEC_FP8) ? 8 : 4)
+#define HC_CODE_BITS HC_CODEC_CODE_BITS(HC_CODEC)
 /* the codecs whose codes are offset by a zero point (per entry with HC_ZP, else zero_const) */
 #define HC_HAS_ZERO (HC_CODEC == HC_CODEC_INT4 || HC_CODEC == HC_CODEC_INT8)
 
@@ -35,11 +35,9 @@
 #define HC_SCALE_COLS (1u << (2 - HC_LGS)) /* scale columns per tile row */
 #define HC_CODE_BYTES (64u * 64u * HC_CODE_BITS / 8u)
 #if HC_CODEC == HC_CODEC_MXFOLD
-#define HC_SCALE_BYTES 256u
+#define HC_SCALE_BYTES (64u * HC_MXFOLD_RECORD_BYTES)
 #else
-#define HC_SCALE_BYTES                                                                         \
-    (64u * HC_SCALE_COLS *                                                                     \
-     (HC_SK == HC_SK_F32 || HC_SK == HC_SK_F32_DIV ? 4u : HC_SK <= HC_SK_F16 ? 2u : 1u))
+#define HC_SCALE_BYTES (64u * HC_SCALE_COLS * HC_SK_BYTES(HC_SK))
 #endif
 #define HC_CHUNK_BYTES                                                                         \
     ((hc_u64)((HC_CODE_BYTES + HC_SCALE_BYTES + (HC_ZP ? 64u * HC_SCALE_COLS : 0u) + 127u) /  \
