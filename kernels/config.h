@@ -8,6 +8,11 @@
 #ifndef HC_KERNEL_CONFIG_H
 #define HC_KERNEL_CONFIG_H
 
+/* threads per block of each family: the kernels are written for these (four warps of the
+ * small-M loop, eight of the GEMMs, a producer and two consumer warpgroups) */
+#define HC_GEMV_THREADS 128
+#define HC_GEMM_THREADS 256 /* hc_mma_gemm and hc_wgmma_gemm */
+#define HC_WS_THREADS 384
 /* small M (hc_mma_gemv_t8/t16): tiles in a warp's pipeline (STAGES - 1 in flight; v19-v24) */
 #define HC_GEMV_STAGES 4
 /* M = 1 (hc_mma_gemv_t1): its stages hold one activation row, so more of them fit (v28) */

@@ -22,31 +22,31 @@
  * 4 warps x HC_GEMV_STAGES x (chunk bytes + TOK x 128); M = 1: 4 warps x (HC_GEMV1_STAGES x
  * (chunk bytes + 128) + 128). x 16-byte aligned with K % 8 == 0 (the host gathers otherwise);
  * ws: the split's partial sums, cnt: a counter per stripe, zero between launches. ---- */
-extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
     hc_mma_gemv_t1(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                    hc_u16 *y, float *ws, unsigned *cnt) {
     gemv_body<8, 1, HC_GEMV1_STAGES>(w, p, expert, x, m, y, ws, cnt);
 }
-extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
     hc_mma_gemv_t8(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                    hc_u16 *y, float *ws, unsigned *cnt) {
     gemv_body<8, 8, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt);
 }
-extern "C" __global__ void __launch_bounds__(128, HC_GEMV_MINB)
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
     hc_mma_gemv_t16(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                     hc_u16 *y, float *ws, unsigned *cnt) {
     gemv_body<16, 16, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt);
 }
 
 /* ---- large M on mma.sync (gemm/mma_gemm.cuh) ---- */
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(HC_GEMM_THREADS)
     hc_mma_gemm(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
                 const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y) {
     mma_gemm(w, p, expert, x, m, y);
 }
 
 /* ---- large M on wgmma (sm_90a; gemm/wgmma_gemm.cuh): two blocks per SM ---- */
-extern "C" __global__ void __launch_bounds__(256, 2)
+extern "C" __global__ void __launch_bounds__(HC_GEMM_THREADS, 2)
     hc_wgmma_gemm(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
                   const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y) {
 #ifdef HC_SM90A
@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(256, 2)
     ((void)w, (void)p, (void)expert, (void)m, (void)y, (void)tmx, __trap()) /* sm_90a only */
 #endif
 #define HC_WS_KERNEL(name, toks)                                                               \
-    extern "C" __global__ void __launch_bounds__(384, 1)                                       \
+    extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)                             \
         name(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,                      \
              const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y,                   \
              const __grid_constant__ hc_tmap tmx) {                                            \

@@ -29,18 +29,18 @@ static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
 
 /* Preference order: for M > 16 the first family the device, the layout and M allow runs. */
 static const hc_gpu_family families[] = {
-    {"small-M", HC_KF_GEMV, HC_GPU_ARGS_GEMV, 128, NULL, false, HC_GEMV_PDL, 1, 16, gemv_smem, 3,
+    {"small-M", HC_KF_GEMV, HC_GPU_ARGS_GEMV, HC_GEMV_THREADS, NULL, false, HC_GEMV_PDL, 1, 16, gemv_smem, 3,
      {{HC_GK_GEMV_T1, "hc_mma_gemv_t1", NULL, 8, 1, HC_GEMV1_STAGES},
       {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, 8, 8, HC_GEMV_STAGES},
       {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, 16, 16, HC_GEMV_STAGES}}},
-    {"warp-specialised", HC_KF_WS, HC_GPU_ARGS_GEMM, 384, "sm_90a", true, false, 17,
+    {"warp-specialised", HC_KF_WS, HC_GPU_ARGS_GEMM, HC_WS_THREADS, "sm_90a", true, false, 17,
      HC_GPU_M_MAX, aligned_smem, 3,
      {{HC_GK_WS64, "hc_wgmma_gemm64", "ws64", 64, 0, HC_WIDE_STAGES},
       {HC_GK_WS128, "hc_wgmma_gemm128", "ws128", 128, 0, HC_WIDE_STAGES},
       {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", 256, 0, HC_WIDE_STAGES}}},
-    {"wgmma", HC_KF_WGMMA, HC_GPU_ARGS_GEMM, 256, "sm_90a", false, false, 17, HC_GPU_M_MAX,
+    {"wgmma", HC_KF_WGMMA, HC_GPU_ARGS_GEMM, HC_GEMM_THREADS, "sm_90a", false, false, 17, HC_GPU_M_MAX,
      aligned_smem, 1, {{HC_GK_WGMMA, "hc_wgmma_gemm", "wgmma", 128, 0, HC_WGMMA_STAGES}}},
-    {"mma.sync", HC_KF_MMA, HC_GPU_ARGS_GEMM, 256, NULL, false, false, 17, HC_GPU_M_MAX,
+    {"mma.sync", HC_KF_MMA, HC_GPU_ARGS_GEMM, HC_GEMM_THREADS, NULL, false, false, 17, HC_GPU_M_MAX,
      mma_smem, 1, {{HC_GK_MMA, "hc_mma_gemm", "mma", 128, 0, HC_GEMM_STAGES}}},
 };
 #define NFAM (sizeof families / sizeof families[0])
