@@ -102,31 +102,12 @@ bool hc__double_to_u64(double d, uint64_t *out) {
     return true;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 when invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-    else return 0;
-    if (len > n) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    return len;
-}
-
 bool hc__utf8_valid(const char *s, size_t n) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < n) {
-        size_t l = utf8_seq(p + i, n - i);
+        uint32_t cp;
+        size_t l = hc__utf8_decode(p + i, n - i, &cp);
         if (!l) return false;
         i += l;
     }
@@ -138,7 +119,8 @@ char *hc__escape(const char *s, char *out, size_t cap) {
     size_t n = strlen(s), i = 0, o = 0;
     if (cap == 0) return out;
     while (i < n) {
-        size_t l = utf8_seq(p + i, n - i);
+        uint32_t cp;
+        size_t l = hc__utf8_decode(p + i, n - i, &cp);
         bool printable = l > 1 || (l == 1 && p[i] >= 0x20 && p[i] < 0x7F && p[i] != '\\');
         size_t need = printable ? l : 4;
         if (o + need + 1 > cap) break;
@@ -160,14 +142,6 @@ char *hc__escape(const char *s, char *out, size_t cap) {
     return out;
 }
 
-static int cmp_name_key(const void *key, const void *elem) {
-    return strcmp((const char *)key, *(const char *const *)elem);
-}
-
-const void *hc__find_by_name(const void *base, size_t n, size_t size, const char *name) {
-    return n ? bsearch(name, base, n, size, cmp_name_key) : NULL;
-}
-
 void *hc__dlopen_first(const char *const *names, size_t n) {
     void *h = NULL;
     for (size_t i = 0; i < n && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
@@ -177,10 +151,6 @@ void *hc__dlopen_first(const char *const *names, size_t n) {
 bool hc__ends_with(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-int hc__cmp_str_ptr(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 char *hc__strdup(const char *s) {

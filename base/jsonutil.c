@@ -3,7 +3,6 @@
 #include "jsonutil.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include "base.h"
 
@@ -25,10 +24,8 @@ const char *hc__json_duplicate_key(const cJSON *obj) {
     int k = 0;
     const cJSON *it;
     cJSON_ArrayForEach(it, obj) names[k++] = it->string ? it->string : "";
-    qsort(names, (size_t)n, sizeof *names, hc__cmp_str_ptr);
-    const char *dup = NULL;
-    for (int i = 1; i < n && !dup; i++)
-        if (strcmp(names[i], names[i - 1]) == 0) dup = names[i];
+    const char *dup; /* NULL too when out of memory, as above */
+    (void)hc__first_duplicate_name(names, (size_t)n, sizeof *names, &dup, NULL);
     free(names);
     return dup;
 }

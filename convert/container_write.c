@@ -168,21 +168,13 @@ static char *build_header(const hc_cw_tensor *t, const plan_t *p, size_t n,
     return s;
 }
 
-static int cmp_name(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static hc_status check_unique(const hc_cw_tensor *t, size_t n, hc_err *err) {
-    const char **v = malloc((n ? n : 1) * sizeof *v);
-    if (!v) return hc__fail(err, HC_NOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) v[i] = t[i].name;
-    qsort(v, n, sizeof *v, cmp_name);
-    hc_status st = HC_OK;
-    for (size_t i = 1; i < n && !st; i++)
-        if (strcmp(v[i], v[i - 1]) == 0)
-            st = hc__fail(err, HC_INVALID, "tensor '%s' is given twice", v[i]);
-    free(v);
-    return st;
+    const char *dup;
+    char esc[512];
+    HC_TRY(hc__first_duplicate_name(t, n, sizeof *t, &dup, err));
+    return dup ? hc__fail(err, HC_INVALID, "tensor '%s' is given twice",
+                          hc__escape(dup, esc, sizeof esc))
+               : HC_OK;
 }
 
 /* Writes one tensor at its offset and records its hash. */

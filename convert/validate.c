@@ -195,11 +195,6 @@ static int cmp_expert_finding(const void *a, const void *b) {
     return r;
 }
 
-static int cmp_id(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 static void merge_run(expert_finding *v, size_t n) {
     hc_finding *x = v[0].x;
     size_t others = 0;
@@ -224,7 +219,7 @@ static void merge_run(expert_finding *v, size_t n) {
     }
     if (x->nexperts > 1) {
         char s[256], *msg = NULL;
-        qsort(x->experts, x->nexperts, sizeof *x->experts, cmp_id); /* 2 before 10 */
+        qsort(x->experts, x->nexperts, sizeof *x->experts, hc__cmp_int); /* 2 before 10 */
         hc__join_ids(x->experts, x->nexperts, s, sizeof s);
         if (asprintf(&msg, "%s; the same in experts %s of '%s' (%llu in all)", x->message, s,
                      v[0].m->moe_key, (unsigned long long)x->count) >= 0) {

@@ -146,7 +146,7 @@ hc_status hc__ck_list_dir(hc_ckpt *c, char ***names, size_t *count, hc_err *err)
         v[n++] = dup;
     }
     closedir(d);
-    if (v) qsort(v, n, sizeof *v, hc__cmp_str_ptr);
+    if (v) qsort(v, n, sizeof *v, hc__cmp_name);
     *names = v;
     *count = n;
     return st;

@@ -117,7 +117,7 @@ hc_status hc__ck_load_index(hc_ckpt *c, hc_err *err) {
         }
         files[nfiles++] = it->valuestring;
     }
-    qsort(files, nfiles, sizeof *files, hc__cmp_str_ptr);
+    qsort(files, nfiles, sizeof *files, hc__cmp_name);
     for (size_t i = 0; i < nfiles; i++) {
         if (i && strcmp(files[i], files[i - 1]) == 0) continue;
         st = hc__ck_add_shard(c, files[i], err);

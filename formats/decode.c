@@ -75,7 +75,7 @@ bool hc__dec_alloc_q(dctx *c, uint64_t E, uint64_t N, uint64_t K, uint64_t sn, u
 
 /* Reads n scale values (any float dtype, E4M3, or E8M0 when e8m0) into out. */
 void hc__dec_read_scales(const dctx *c, const hc_ck_entry *e, bool e8m0, uint64_t n, double *out) {
-    const uint8_t *d = tdata(c, e);
+    const uint8_t *d = hc__dec_data(c, e);
     if (e8m0) {
         for (uint64_t i = 0; i < n; i++) out[i] = hc__e8m0(d[i]);
     } else if (e->t->dtype == HC_DT_BF16) { /* the common case, without a switch per value */
@@ -96,14 +96,14 @@ void hc__dec_read_scales(const dctx *c, const hc_ck_entry *e, bool e8m0, uint64_
  * stream: a low-bit-first bitstream where fields may straddle words. */
 unsigned hc__dec_field_words(const void *d, uint64_t base, uint64_t stride, uint64_t k, int b) {
     unsigned per = 32u / (unsigned)b;
-    uint32_t w = word32(d, base + (k / per) * stride);
+    uint32_t w = hc__dec_word32(d, base + (k / per) * stride);
     return (w >> (b * (k % per))) & ((1u << b) - 1);
 }
 unsigned hc__dec_field_stream(const void *d, uint64_t base, uint64_t stride, uint64_t k, int b) {
     uint64_t bit = k * (uint64_t)b, wi = bit / 32;
     unsigned off = (unsigned)(bit % 32);
-    uint64_t v = word32(d, base + wi * stride) >> off;
-    if (off + (unsigned)b > 32) v |= (uint64_t)word32(d, base + (wi + 1) * stride) << (32 - off);
+    uint64_t v = hc__dec_word32(d, base + wi * stride) >> off;
+    if (off + (unsigned)b > 32) v |= (uint64_t)hc__dec_word32(d, base + (wi + 1) * stride) << (32 - off);
     return (unsigned)(v & ((1u << b) - 1));
 }
 
@@ -117,7 +117,7 @@ bool hc__dec_read_gidx(dctx *c, uint64_t K, uint64_t G) {
     uint64_t bad = 0, neg = 0, trivial = 1;
     for (uint64_t k = 0; k < K; k++) {
         double v;
-        hc__read_scalar(tdata(c, ge), ge->t->dtype, k, &v);
+        hc__read_scalar(hc__dec_data(c, ge), ge->t->dtype, k, &v);
         if (v == -1) neg++;
         else if (v < 0 || v >= (double)G) bad++;
         g[k] = (int32_t)v;
@@ -141,7 +141,7 @@ bool hc__dec_read_gidx(dctx *c, uint64_t K, uint64_t G) {
  * speed: a word has a zero nibble iff (w - 0x11111111) & ~w & 0x88888888. */
 bool hc__dec_words_have_zero_nibble(const void *d, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) {
-        uint32_t w = word32(d, i);
+        uint32_t w = hc__dec_word32(d, i);
         if ((w - 0x11111111u) & ~w & 0x88888888u) return true;
     }
     return false;
@@ -198,7 +198,7 @@ static void decode_tiles(dctx *c) {
         PROBLEM(c, we->name, "memory", "tensor '%s': out of memory", we->name);
         return;
     }
-    const uint8_t *d = tdata(c, we);
+    const uint8_t *d = hc__dec_data(c, we);
     hc_core_params cp;
     hc__tile_core_params(&p, &cp);
     for (uint64_t e = 0; e < p.E; e++)
@@ -216,7 +216,7 @@ static void decode_plain(dctx *c) {
     const hc_ck_entry *we = hc__dec_need(c, HC_ROLE_WEIGHT, "weight");
     if (c->bad) return;
     double v;
-    if (!hc__read_scalar(tdata(c, we), we->t->dtype, 0, &v) && we->t->numel) {
+    if (!hc__read_scalar(hc__dec_data(c, we), we->t->dtype, 0, &v) && we->t->numel) {
         PROBLEM(c, we->name, "dtype", "tensor '%s': dtype %s cannot be read as numbers",
                 we->name, hc_dtype_name(we->t->dtype));
         return;
@@ -233,7 +233,7 @@ static void decode_plain(dctx *c) {
         return;
     }
     for (uint64_t i = 0; i < we->t->numel; i++)
-        hc__read_scalar(tdata(c, we), we->t->dtype, i, &q->plain[i]);
+        hc__read_scalar(hc__dec_data(c, we), we->t->dtype, i, &q->plain[i]);
 }
 
 void hc__module_release(const hc_model *md, const hc_module *m) {

@@ -55,7 +55,7 @@ static void gptq_v1_zeros(const void *zd, uint64_t G, uint64_t N, uint64_t zc, i
     uint32_t ones = 0xFFFFFFFFu / mask; /* a 1 in every field: 0x55555555, 0x11111111, 0x01010101 */
     for (uint64_t g = 0; g < G; g++)
         for (uint64_t j = 0; j < zc; j++) {
-            uint32_t w = word32(zd, g * zc + j) + ones; /* unsigned: wraps as GPTQModel's int32 */
+            uint32_t w = hc__dec_word32(zd, g * zc + j) + ones; /* unsigned: wraps as GPTQModel's int32 */
             for (unsigned i = 0; i < per && j * per + i < N; i++)
                 zeros[(j * per + i) * G + g] = (int32_t)((w >> (b * i)) & mask);
         }
@@ -85,7 +85,7 @@ void hc__dec_gptq(dctx *c) {
     uint64_t rows = we->t->shape[0], N = we->t->shape[1];
     uint64_t K = b == 3 ? rows / 3 * 32 : rows * (32u / (unsigned)b);
     uint64_t gs = m->scheme.group_size > 0 ? (uint64_t)m->scheme.group_size : K;
-    uint64_t G = cdiv(K, gs);
+    uint64_t G = hc__cdiv_u64(K, gs);
     if (!hc__dec_check_shape(c, se, 2, (uint64_t[]){G, N}, "scales shape")) return;
     /* qzeros rows hold N fields in whole words (3-bit: whole runs of 32) */
     unsigned run = b == 3 ? 32u : 32u / (unsigned)b;
@@ -97,7 +97,7 @@ void hc__dec_gptq(dctx *c) {
         return;
     }
     if (!hc__dec_check_shape(c, ze, 2, (uint64_t[]){G, zc}, "qzeros shape")) return;
-    const void *d = tdata(c, we);
+    const void *d = hc__dec_data(c, we);
     if (b == 4) /* each word is 8 consecutive K codes of one column, low nibble first */
         q->packed = d, q->packed_row_bytes = K / 2, q->packed_col_stride = N;
     if (!hc__dec_alloc_q(c, 1, N, K, N, G)) return;
@@ -107,7 +107,7 @@ void hc__dec_gptq(dctx *c) {
     if (b == 4) q->code_min = hc__dec_words_have_zero_nibble(d, rows * N) ? 0 : 1;
     if (!scales_by_group_rows(c, se, G, N)) return;
     /* zero fields (v2: z; v1: below). A symmetric checkpoint tells the truth by its data. */
-    const void *zd = tdata(c, ze);
+    const void *zd = hc__dec_data(c, ze);
     bool v2 = m->scheme.gptq_v2;
     uint64_t at_half = 0, at_half_m1 = 0;
     unsigned half = 1u << (b - 1);
@@ -158,14 +158,14 @@ void hc__dec_awq(dctx *c) {
     if (!hc__dec_alloc_q(c, 1, N, K, N, G)) return;
     q->gn = 1, q->gk = gs, q->kind = HC_Q_INT, q->bits = 4;
     static const unsigned nib[8] = {0, 4, 1, 5, 2, 6, 3, 7}; /* column j%8 -> nibble */
-    const void *d = tdata(c, we), *zd = tdata(c, ze);
+    const void *d = hc__dec_data(c, we), *zd = hc__dec_data(c, ze);
     for (uint64_t k = 0; q->codes && k < K; k++)
         for (uint64_t n = 0; n < N; n++)
-            q->codes[n * K + k] = (uint8_t)((word32(d, k * (N / 8) + n / 8) >> (4 * nib[n % 8])) & 15);
+            q->codes[n * K + k] = (uint8_t)((hc__dec_word32(d, k * (N / 8) + n / 8) >> (4 * nib[n % 8])) & 15);
     if (!scales_by_group_rows(c, se, G, N)) return;
     for (uint64_t g = 0; g < G; g++)
         for (uint64_t n = 0; n < N; n++)
-            q->zeros[n * G + g] = (int32_t)((word32(zd, g * (N / 8) + n / 8) >> (4 * nib[n % 8])) & 15);
+            q->zeros[n * G + g] = (int32_t)((hc__dec_word32(zd, g * (N / 8) + n / 8) >> (4 * nib[n % 8])) & 15);
 }
 
 /* ---------------- gpt-oss fused MXFP4 experts ---------------- */
@@ -181,9 +181,9 @@ void hc__dec_gptoss(dctx *c) {
     }
     uint64_t E = we->t->shape[0], R = we->t->shape[1], C = we->t->shape[2];
     if (!hc__dec_check_shape(c, se, 3, (uint64_t[]){E, R, C}, "scales shape")) return;
-    q->packed = tdata(c, we), q->packed_row_bytes = C * 16;
+    q->packed = hc__dec_data(c, we), q->packed_row_bytes = C * 16;
     if (!hc__dec_alloc_q(c, E, R, C * 32, R, C)) return;
     q->gn = 1, q->gk = 32, q->kind = HC_Q_FP4, q->bits = 4, q->ndim = 3;
-    if (q->codes) hc__dec_unpack_nibbles(tdata(c, we), E * R * C * 16, q->codes);
+    if (q->codes) hc__dec_unpack_nibbles(hc__dec_data(c, we), E * R * C * 16, q->codes);
     hc__dec_read_scales(c, se, true, E * R * C, q->scales);
 }

@@ -23,15 +23,15 @@ typedef struct {
         (c)->bad = true;                                                             \
     } while (0)
 
-static inline const void *tdata(const dctx *c, const hc_ck_entry *e) {
+/* The bytes of a checkpoint tensor; the i-th 32-bit word of packed data (any alignment). */
+static inline const void *hc__dec_data(const dctx *c, const hc_ck_entry *e) {
     return hc__ckpt_data(c->md->ck, e);
 }
-static inline uint32_t word32(const void *d, uint64_t i) {
+static inline uint32_t hc__dec_word32(const void *d, uint64_t i) {
     uint32_t w;
     memcpy(&w, (const unsigned char *)d + 4 * i, 4);
     return w;
 }
-static inline uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 /* The tensor of a role, or a finding naming what is missing. */
 const hc_ck_entry *hc__dec_need(dctx *c, hc_role r, const char *what);

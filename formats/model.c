@@ -71,10 +71,6 @@ static int cmp_pair(const void *a, const void *b) {
     return r ? r : strcmp(x->e->name, y->e->name);
 }
 
-static int cmp_module(const void *a, const void *b) {
-    return strcmp(((const hc_module *)a)->name, ((const hc_module *)b)->name);
-}
-
 const hc_module *hc__model_find(const hc_model *m, const char *name) {
     return hc__find_by_name(m->m, m->n, sizeof *m->m, name);
 }
@@ -236,7 +232,7 @@ hc_status hc__model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
         m->t[pv[i].role] = pv[i].e;
     }
     free(pv);
-    qsort(md->m, md->n, sizeof *md->m, cmp_module);
+    qsort(md->m, md->n, sizeof *md->m, hc__cmp_name);
     for (size_t i = 0; i < md->n; i++) moe_membership(&md->m[i]);
     const char *qm = md->quant_method;
     const cJSON *raw = cJSON_GetObjectItemCaseSensitive(ck->config, "quantization_config");
@@ -265,9 +261,11 @@ hc_status hc__model_open(hc_ckpt *ck, hc_model **out, hc_err *err) {
     } else if (!strcmp(qm, "fp8")) {
         hc__resolve_fp8(md, qc, cfgname);
     } else {
+        size_t first = md->config_findings.n;
         hc__findings_add(&md->config_findings, HC_SEV_ERROR, cfgname, "quant_method", 0, NULL, 0,
                         "%s: quant_method '%s' is not supported (compressed-tensors, gptq, awq, "
                         "mxfp4, fp8 are)", cfgname, qm[0] ? qm : "(none)");
+        hc__findings_mark_checkpoint(&md->config_findings, first);
     }
     /* modules a container holds in a tile layout: read through the runtime's layout code */
     for (size_t i = 0; i < md->n; i++) {

@@ -54,11 +54,6 @@ void hc__join_ids(const int *v, size_t n, char *out, size_t cap) {
         snprintf(out + strlen(out), cap - strlen(out), "%s%d", i ? ", " : "", v[i]);
 }
 
-static int cmp_int(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 static int cmp_member(const void *a, const void *b) {
     const hc_module *x = *(const hc_module *const *)a, *y = *(const hc_module *const *)b;
     int r = strcmp(x->moe_key, y->moe_key);
@@ -140,7 +135,7 @@ static void check_layer_experts(const hc_module *const *v, size_t n, int cfgE,
                                 const char *field, int *ids, int *bad, hc_findings *f) {
     size_t ll = layer_len(v[0]->moe_key), nids = 0;
     for (size_t i = 0; i < n; i++) ids[nids++] = v[i]->expert;
-    qsort(ids, nids, sizeof *ids, cmp_int);
+    qsort(ids, nids, sizeof *ids, hc__cmp_int);
     size_t u = 0;
     for (size_t k = 0; k < nids; k++)
         if (!u || ids[u - 1] != ids[k]) ids[u++] = ids[k];

@@ -34,7 +34,7 @@ typedef struct {
  * (which no pattern character equals). */
 static size_t text_char(const unsigned char *t, size_t len, size_t off, uint32_t *cp) {
     if (off >= len) return *cp = CP_NONE, 0;
-    size_t n = utf8_decode(t + off, len - off, cp);
+    size_t n = hc__utf8_decode(t + off, len - off, cp);
     if (!n) *cp = 0xdc00 + t[off], n = 1;
     return n;
 }
@@ -49,7 +49,8 @@ static int assert_holds(assert_kind k, const where *w) {
         uint32_t next;
         text_char(w->t, w->len, w->off, &next);
         if ((w->prev != CP_NONE && w->prev >= 128) || (next != CP_NONE && next >= 128)) return -1;
-        return (w->prev != CP_NONE && is_word(w->prev)) != (next != CP_NONE && is_word(next));
+        return (w->prev != CP_NONE && hc__pyre_is_word(w->prev)) !=
+               (next != CP_NONE && hc__pyre_is_word(next));
     }
     }
     return 0;

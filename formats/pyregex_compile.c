@@ -83,13 +83,25 @@ static void set_shorthand(cset *s, char k) {
     char lower = (char)(k | 0x20);
     for (uint32_t ch = 0; ch < 128; ch++) {
         bool space = ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f);
-        bool in = lower == 'd' ? ch >= '0' && ch <= '9' : lower == 'w' ? is_word(ch) : space;
+        bool in = lower == 'd'   ? ch >= '0' && ch <= '9'
+                  : lower == 'w' ? hc__pyre_is_word(ch)
+                                 : space;
         if (in != (k != lower)) set_range(s, ch, ch);
     }
     s->unicode = true;
 }
 
 static bool is_shorthand(int k) { return k && strchr("dDwWsS", k); }
+
+/* The character at c->pos, consumed: its code point, or -1 (the message set) when the pattern
+ * is not valid UTF-8 there. */
+static int64_t literal_char(re_c *c) {
+    uint32_t cp = 0;
+    size_t n = hc__utf8_decode(c->p + c->pos, c->len - c->pos, &cp);
+    if (!n) return fail(c, "pattern is not valid UTF-8 at offset %zu", c->pos);
+    c->pos += n;
+    return cp;
+}
 
 static int hex_digit(int ch) {
     if (ch >= '0' && ch <= '9') return ch - '0';
@@ -118,11 +130,7 @@ static int64_t char_escape(re_c *c, bool in_set) {
     if (k >= '0' && k <= '9') return fail(c, "octal escape '\\%c' at offset %zu", k, at);
     if ((k | 0x20) >= 'a' && (k | 0x20) <= 'z')
         return fail(c, "escape '\\%c' at offset %zu", k, at);
-    uint32_t cp = 0;
-    size_t n = utf8_decode(c->p + c->pos, c->len - c->pos, &cp);
-    if (!n) return fail(c, "pattern is not valid UTF-8 at offset %zu", c->pos);
-    c->pos += n;
-    return cp;
+    return literal_char(c);
 }
 
 /* One member of a set at c->pos: a code point (*cp) or a shorthand (*shorthand, a letter). */
@@ -142,10 +150,7 @@ static int set_item(re_c *c, uint32_t *cp, char *shorthand) {
         c->pos++;
         v = char_escape(c, true);
     } else {
-        size_t n = utf8_decode(c->p + at, c->len - at, cp);
-        if (!n) return fail(c, "pattern is not valid UTF-8 at offset %zu", at);
-        c->pos += n;
-        v = *cp;
+        v = literal_char(c);
     }
     if (v < 0) return -1;
     if (v >= 128) return fail(c, "non-ASCII character in a character set at offset %zu", at);
@@ -189,7 +194,7 @@ static int parse_alt(re_c *c);
 /* (?P<name>...): the name must be an ASCII identifier not used before. */
 static int group_name(re_c *c) {
     size_t at = c->pos - 1, start = c->pos += 3, n = 0;
-    while (c->pos < c->len && is_word(c->p[c->pos])) c->pos++;
+    while (c->pos < c->len && hc__pyre_is_word(c->p[c->pos])) c->pos++;
     n = c->pos - start;
     if (c->pos >= c->len || c->p[c->pos] != '>' || !n || (c->p[start] >= '0' && c->p[start] <= '9'))
         return fail(c, "bad group name at offset %zu (an ASCII identifier is needed)", at);
@@ -277,11 +282,8 @@ static int parse_atom(re_c *c, bool *is_assert) {
         *is_assert = true;
         return new_node(c, N_ASSERT, ch == '^' ? A_BEGIN : A_DOLLAR, 0);
     default: {
-        uint32_t cp = 0;
-        size_t n = utf8_decode(c->p + c->pos, c->len - c->pos, &cp);
-        if (!n) return fail(c, "pattern is not valid UTF-8 at offset %zu", c->pos);
-        c->pos += n;
-        return new_node(c, N_CHAR, cp, 0);
+        int64_t v = literal_char(c);
+        return v < 0 ? -1 : new_node(c, N_CHAR, (uint32_t)v, 0);
     }
     }
 }

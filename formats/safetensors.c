@@ -5,7 +5,6 @@
 #include "safetensors.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,40 +21,18 @@ static int cmp_tensor_begin(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-/* The first name (in sorted order) that appears twice among n records of stride bytes whose
- * name pointer is at name_off, or NULL; *st is HC_NOMEM when the sort had no memory. */
-static const char *first_duplicate(const void *base, size_t n, size_t stride, size_t name_off,
-                                   hc_status *st) {
-    *st = HC_OK;
-    if (n < 2) return NULL;
-    const char **v = malloc(n * sizeof *v);
-    if (!v) {
-        *st = HC_NOMEM;
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++)
-        v[i] = *(const char *const *)((const char *)base + i * stride + name_off);
-    qsort(v, n, sizeof *v, hc__cmp_str_ptr);
-    const char *dup = NULL;
-    for (size_t i = 1; i < n && !dup; i++)
-        if (strcmp(v[i], v[i - 1]) == 0) dup = v[i];
-    free(v);
-    return dup;
-}
-
 static hc_status check_unique(hc_st_file *f, hc_err *err) {
-    hc_status st;
     char esc[512];
-    const char *dup = first_duplicate(f->tensors, f->ntensors, sizeof *f->tensors,
-                                      offsetof(hc_st_tensor, name), &st);
-    if (!st && dup)
+    const char *dup;
+    HC_TRY(hc__first_duplicate_name(f->tensors, f->ntensors, sizeof *f->tensors, &dup, err));
+    if (dup)
         return hc__fail(err, HC_INVALID, "'%s': tensor '%s': duplicate name in header", f->path,
                        hc__escape(dup, esc, sizeof esc));
-    if (!st) dup = first_duplicate(f->meta_keys, f->nmeta, sizeof(char *), 0, &st);
-    if (!st && dup)
+    HC_TRY(hc__first_duplicate_name(f->meta_keys, f->nmeta, sizeof *f->meta_keys, &dup, err));
+    if (dup)
         return hc__fail(err, HC_INVALID, "'%s': __metadata__ key '%s' appears twice", f->path,
                        hc__escape(dup, esc, sizeof esc));
-    return st ? hc__fail(err, st, "out of memory") : HC_OK;
+    return HC_OK;
 }
 
 /* cJSON turns "\u0000" into a C string end, which would silently shorten a name. */

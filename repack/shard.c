@@ -12,7 +12,7 @@
 #include <string.h>
 
 void hc__shard_range(uint64_t d, unsigned tp, unsigned rank, uint64_t *begin, uint64_t *end) {
-    uint64_t piece = (d + tp - 1) / tp;
+    uint64_t piece = hc__cdiv_u64(d, tp);
     *begin = piece * rank < d ? piece * rank : d;
     *end = *begin + piece < d ? *begin + piece : d;
 }
@@ -116,7 +116,7 @@ bool hc__qtensor_shard(const hc_qtensor *q, char role, unsigned rank, unsigned t
         if (!actorder_regroup(q, k0, out)) goto nomem;
         return true;
     }
-    uint64_t sn = (N + gn - 1) / gn, sk = q->g_idx ? q->sk : (K + gk - 1) / gk;
+    uint64_t sn = hc__cdiv_u64(N, gn), sk = q->g_idx ? q->sk : hc__cdiv_u64(K, gk);
     if (q->sk == 1) sk = 1;
     out->gn = gn, out->gk = gk, out->sn = sn, out->sk = sk;
     out->scales = malloc(q->E * sn * sk * sizeof(double));

@@ -10,7 +10,6 @@
 
 #include "elements.h"
 
-static uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 /* E8M0 byte of a power of two, or -1. */
 static int e8m0_of(double s) {
     int e;
@@ -59,8 +58,10 @@ bool hc__tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
     memset(pl, 0, sizeof *pl);
     hc_tile_params *p = &pl->p;
     p->E = q->E, p->N = q->N, p->K = q->K;
-    p->Np = round_up(q->N, HC_TILE_N);
-    p->Kp = round_up(q->K, HC_TILE_K);
+    if (!hc__round_up_u64(q->N, HC_TILE_N, &p->Np) || !hc__round_up_u64(q->K, HC_TILE_K, &p->Kp)) {
+        snprintf(pl->reason, sizeof pl->reason, "N or K overflows when padded to whole tiles");
+        return false; /* not reached: shapes are JSON integers below 2^53 */
+    }
     p->scale_dtype = q->scale_dtype;
     p->global_div = q->global_div;
     switch (q->kind) {

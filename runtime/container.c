@@ -231,10 +231,6 @@ static hc_status check_zstd_total(hc_container *c) {
     return HC_OK;
 }
 
-static int cmp_info_name(const void *a, const void *b) {
-    return strcmp(((const hc_tensor_info *)a)->name, ((const hc_tensor_info *)b)->name);
-}
-
 static hc_status parse_header(hc_container *c) {
     c->header = malloc(c->header_len + 1);
     if (!c->header) return hc__fail(&c->err, HC_NOMEM, "out of memory");
@@ -293,19 +289,10 @@ static hc_status parse_header(hc_container *c) {
         return bad(c, "the last tensor ends at %llu but the file has %llu bytes",
                    (unsigned long long)expect, (unsigned long long)c->size);
     HC_TRY(check_zstd_total(c));
-    /* names must be unique; a sorted copy finds duplicates */
-    hc_tensor_info *s = malloc((c->ntensors ? c->ntensors : 1) * sizeof *s);
-    if (!s) return hc__fail(&c->err, HC_NOMEM, "out of memory");
-    memcpy(s, c->tensors, c->ntensors * sizeof *s);
-    qsort(s, c->ntensors, sizeof *s, cmp_info_name);
-    hc_status st = HC_OK;
-    for (size_t k = 1; k < c->ntensors && !st; k++)
-        if (strcmp(s[k].name, s[k - 1].name) == 0) {
-            char esc[512];
-            st = bad(c, "tensor '%s' appears twice", hc__escape(s[k].name, esc, sizeof esc));
-        }
-    free(s);
-    return st;
+    const char *dup; /* names must be unique */
+    char esc[512];
+    HC_TRY(hc__first_duplicate_name(c->tensors, c->ntensors, sizeof *c->tensors, &dup, &c->err));
+    return dup ? bad(c, "tensor '%s' appears twice", hc__escape(dup, esc, sizeof esc)) : HC_OK;
 }
 
 static hc_status zstd_bad(hc_container *c, const hc_tensor_info *t, const char *why) {

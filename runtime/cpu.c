@@ -83,7 +83,7 @@ hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, cons
     }
     for (uint64_t i = 0; i < m; i++)
         for (uint64_t j = 0; j < k; j++) xp[i * k + j] = x[i * k + (L.perm ? (uint64_t)L.perm[j] : j)];
-    uint64_t stripes = L.tiled ? L.p.tiles_n : (L.N + HC_TILE_N - 1) / HC_TILE_N;
+    uint64_t stripes = L.tiled ? L.p.tiles_n : hc__cdiv_u64(L.N, HC_TILE_N);
     uint64_t Kp = L.tiled ? L.p.Kp : L.K;
     int failed = 0;
 #pragma omp parallel

@@ -52,7 +52,7 @@ static const hc_gpu_variant *variant_for(const hc_gpu_family *f, const hc_gpu_ca
     }
     while (i + 1 < f->nvar && m > f->var[i].toks) i++;
     uint64_t pairs = (l->tiles_n + 1) / 2;
-    while (i > 0 && pairs * ((m + f->var[i].toks - 1) / f->var[i].toks) * 4 < dev->sms * 3) i--;
+    while (i > 0 && pairs * hc__cdiv_u64(m, f->var[i].toks) * 4 < dev->sms * 3) i--;
     return &f->var[i];
 }
 
@@ -100,7 +100,7 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
         out->cnt_bytes = out->ksplit > 1 ? l->tiles_n * 4 : 0;
         return HC_OK;
     }
-    uint64_t tiles_m = (m + v->toks - 1) / v->toks;
+    uint64_t tiles_m = hc__cdiv_u64(m, v->toks);
     if (tiles_m > 65535)
         return hc__fail(err, HC_UNSUPPORTED, "M=%llu needs more than 65535 blocks of %u tokens "
                        "(grid.y)", (unsigned long long)m, v->toks);
