@@ -203,10 +203,6 @@ static bool sliceable(const hc_ck_entry *e, hc_role r, char role) {
     return r == HC_ROLE_BIAS && role == 'c' && e->t->ndim == 1;
 }
 
-static int cmp_cw_name(const void *a, const void *b) {
-    return strcmp(((const hc_cw_tensor *)a)->name, ((const hc_cw_tensor *)b)->name);
-}
-
 /* Copies the non-weight files into a rank's folder, into the set: nothing is renamed before
  * the whole output is written (docs/convert.md). */
 static hc_status copy_side_files(hc_converter *c, const hc_ckpt *ck, const char *dir,
@@ -324,7 +320,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
             stored += pt->size;
         }
     }
-    qsort(tv, nt, sizeof *tv, cmp_cw_name);
+    qsort(tv, nt, sizeof *tv, hc__cmp_name);
     c->stats.padding_bytes += padding;
     if (cp->rank == 0) c->stats.tensors = nt;
     if (c->dry_run) {
@@ -459,6 +455,8 @@ out:
     hc__out_unlock(lock);
     c->stats.seconds = now_s() - t0;
     c->stats.decodes = dec.decodes;
+    c->stats.held_peak = dec.held_peak;
+    c->stats.decodes_wasted = dec.wasted;
     hc__conv_decodes_free(&dec);
     for (unsigned r = 0; cps && r < tp; r++) {
         for (size_t i = 0; md && cps[r].plan && i < md->n; i++) hc__tile_plan_free(&cps[r].plan[i]);

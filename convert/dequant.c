@@ -10,31 +10,32 @@
 #include "hconvert.h"
 #include "quant.h"
 
-/* A configuration refusal that makes the whole checkpoint unreadable, or NULL. */
+/* A configuration refusal that makes the whole checkpoint unreadable (formats/ marks them),
+ * or NULL. */
 static const char *checkpoint_refusal(const hc_model *md) {
-    static const char *const rules[] = {"quant_method", "checkpoint_format", "version",
-                                        "sparsity_config", "transform_config",
-                                        "quantization_status", "pack_dtype"};
     for (size_t i = 0; i < md->config_findings.n; i++)
-        for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++)
-            if (md->config_findings.v[i].severity == HC_SEV_ERROR &&
-                !strcmp(md->config_findings.v[i].rule, rules[r]))
-                return md->config_findings.v[i].message;
+        if (md->config_findings.v[i].severity == HC_SEV_ERROR &&
+            md->config_findings.v[i].whole_checkpoint)
+            return md->config_findings.v[i].message;
     return NULL;
 }
 
-/* One line more of warnings ("" grows); out of memory drops the line, not the result. */
-static void add_warning(char **w, const char *line) {
-    char *n = hc__asprintf("%s%s\n", *w ? *w : "", line ? line : "");
-    if (!n) return;
-    free(*w);
-    *w = n;
+/* One warning more for the result; out of memory drops the warning, not the result. */
+static void add_warning(hc_dequant_result *r, const char *msg) {
+    char *w = hc__strdup(msg ? msg : "");
+    char **v = w ? realloc(r->warnings, (r->nwarnings + 1) * sizeof *v) : NULL;
+    if (!v) {
+        free(w);
+        return;
+    }
+    r->warnings = v;
+    v[r->nwarnings++] = w;
 }
 
 /* Decodes one module into float32 (out allocated); shape into shape/nd; the decoder's
- * warnings appended to *warnings. */
+ * warnings appended to r's. */
 static hc_status dequant_module(const hc_model *md, const hc_module *m, float **out,
-                                uint64_t *shape, int *nd, char **warnings, hc_err *err) {
+                                uint64_t *shape, int *nd, hc_dequant_result *r, hc_err *err) {
     hc_qtensor q = {0};
     hc_findings f = {0};
     *out = NULL;
@@ -50,7 +51,7 @@ static hc_status dequant_module(const hc_model *md, const hc_module *m, float **
         hc__findings_free(&f);
         return st;
     }
-    for (size_t i = 0; i < f.n; i++) add_warning(warnings, f.v[i].message);
+    for (size_t i = 0; i < f.n; i++) add_warning(r, f.v[i].message);
     hc__findings_free(&f);
     uint64_t numel = hc__qtensor_numel(&q);
     *out = malloc((numel ? numel : 1) * sizeof **out);
@@ -74,7 +75,7 @@ static hc_status dequant_module(const hc_model *md, const hc_module *m, float **
 /* A per-expert MoE layer named without its expert id, stacked into [E, N, K]. HC_NOTFOUND
  * when no module has that name. */
 static hc_status dequant_stacked(const hc_model *md, const char *name, float **out,
-                                 uint64_t *shape, int *nd, char **warnings, hc_err *err) {
+                                 uint64_t *shape, int *nd, hc_dequant_result *r, hc_err *err) {
     const hc_module **ex = malloc((md->n ? md->n : 1) * sizeof *ex);
     if (!ex) return hc__fail(err, HC_NOMEM, "out of memory");
     size_t E = hc__model_experts(md, name, ex, md->n);
@@ -88,7 +89,7 @@ static hc_status dequant_stacked(const hc_model *md, const char *name, float **o
         float *v = NULL;
         uint64_t sh[HC_MAX_DIMS], bytes;
         int n = 0;
-        st = dequant_module(md, ex[e], &v, sh, &n, warnings, err);
+        st = dequant_module(md, ex[e], &v, sh, &n, r, err);
         if (st) break;
         if (e == 0) {
             *nd = 3, shape[0] = E, shape[1] = sh[0], shape[2] = sh[1];
@@ -132,9 +133,9 @@ hc_status hc_dequant(const char *src, const char *name, const hc_dequant_opts *o
     if (st) goto out;
     const hc_module *m = hc__model_find(md, name);
     if (m) {
-        st = dequant_module(md, m, &r->values, r->shape, &r->ndim, &r->warnings, &err);
+        st = dequant_module(md, m, &r->values, r->shape, &r->ndim, r, &err);
     } else {
-        st = dequant_stacked(md, name, &r->values, r->shape, &r->ndim, &r->warnings, &err);
+        st = dequant_stacked(md, name, &r->values, r->shape, &r->ndim, r, &err);
         if (st == HC_NOTFOUND) {
             char esc[512];
             hc__err_clear(&err);
@@ -159,6 +160,7 @@ out:
 void hc_dequant_free(hc_dequant_result *r) {
     if (!r) return;
     free(r->values);
+    for (size_t i = 0; i < r->nwarnings; i++) free(r->warnings[i]);
     free(r->warnings);
     memset(r, 0, sizeof *r);
 }

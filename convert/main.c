@@ -15,6 +15,7 @@
 #include "container_fmt.h"
 #include "inspect.h"
 #include "npy.h"
+#include "outdir.h"
 #include "validate.h"
 
 static const char usage_text[] =
@@ -176,30 +177,19 @@ static int fail(hc_status st, const char *msg) {
 /* Kernel modules for arch, for every container convert wrote under out (rank folders with
  * --tp), into the JIT cache. Without NVRTC this is a note, not a failure. */
 static int precompile(const char *out, long tp, const char *arch) {
-    unsigned total = 0;
-    for (long r = 0; r < (tp > 1 ? tp : 1); r++) {
-        char path[4200], msg[1024] = "";
-        if (tp > 1) snprintf(path, sizeof path, "%s/rank%ld/" HC_CONTAINER_FILE, out, r);
-        else snprintf(path, sizeof path, "%s/" HC_CONTAINER_FILE, out);
-        hc_container *ct = NULL;
-        unsigned built = 0;
-        hc_status st = hc_container_open(path, 0, &ct, msg, sizeof msg);
-        if (!st) st = hc_gpu_precompile(ct, arch, &built, msg, sizeof msg);
-        hc_container_free(ct);
-        if (st == HC_UNSUPPORTED) {
-            fprintf(stderr, "hconvert: note: kernels not precompiled for %s: %s\n", arch, msg);
-            return 0;
-        }
-        if (st) return fail(st, msg);
-        total += built;
+    hc_outdir_precompiled r;
+    hc_status st = hc__outdir_precompile(out, (unsigned)tp, arch, &r);
+    if (st == HC_UNSUPPORTED) {
+        fprintf(stderr, "hconvert: note: kernels not precompiled for %s: %s\n", arch, r.msg);
+        return 0;
     }
-    char why[700];
-    if (hc_gpu_cache_unstored(why, sizeof why)) /* built, but the next run builds them again */
+    if (st) return fail(st, r.msg);
+    if (r.unstored) /* built, but the next run builds them again */
         fprintf(stderr, "hconvert: note: %u kernel modules for %s built, not all kept: %s\n",
-                total, arch, why);
+                r.built, arch, r.why);
     else
         fprintf(stderr, "convert: %u kernel modules for %s in the kernel cache (built or "
-                "already there)\n", total, arch);
+                "already there)\n", r.built, arch);
     return 0;
 }
 
@@ -302,8 +292,8 @@ static int cmd_dequant(int argc, char **argv) {
     char msg[HC_ERRMSG_MAX];
     hc_err err = {0};
     hc_status st = hc_dequant(a.pos[0], a.pos[1], &o, &d, msg, sizeof msg);
-    for (const char *w = d.warnings, *nl; w && (nl = strchr(w, '\n')); w = nl + 1)
-        fprintf(stderr, "hconvert: warning: %.*s\n", (int)(nl - w), w);
+    for (size_t i = 0; i < d.nwarnings; i++)
+        fprintf(stderr, "hconvert: warning: %s\n", d.warnings[i]);
     if (!st) st = hc__npy_write_f32(a.output, d.shape, d.ndim, d.values, &err);
     else hc__fail(&err, st, "%s", msg);
     hc_dequant_free(&d);
@@ -401,67 +391,29 @@ done:
     return st ? fail(st, err.msg) : 0;
 }
 
-static int cmd_verify(int argc, char **argv);
+/* Prints one container's verification; ctx: the worst exit status so far. */
+static void print_verified(void *ctx, const hc_outdir_verified *v) {
+    int *worst = ctx, rc = 0;
+    if (!v->st)
+        printf("verified '%s': %zu tensors, %llu bytes, every hash matches\n", v->file, v->tensors,
+               (unsigned long long)v->bytes);
+    else if (v->checked)
+        fprintf(stderr, "hconvert: %s\nhconvert: verify failed: %llu problem%s in '%s'\n", v->msg,
+                (unsigned long long)v->nbad, v->nbad == 1 ? "" : "s", v->file);
+    else
+        fail(v->st, v->msg);
+    if (v->st) rc = hc_status_exit_code(v->st);
+    if (rc > *worst) *worst = rc;
+}
+
 static int cmd_verify(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "", 1, &a);
     if (r) return r;
     if (a.npos != 1) return usage_error("%s", "verify needs OUT");
-    char *file = hc_container_locate(a.pos[0]);
-    if (!file) { /* a tensor-parallel output: verify every rank */
-        char *r0 = hc__asprintf("%s/rank0", a.pos[0]);
-        char *f0 = r0 ? hc_container_locate(r0) : NULL;
-        free(r0);
-        if (f0) {
-            free(f0);
-            int worst = 0;
-            for (unsigned rank = 0;; rank++) {
-                char *rd = hc__asprintf("%s/rank%u", a.pos[0], rank);
-                if (!rd || access(rd, F_OK) != 0) {
-                    free(rd);
-                    break;
-                }
-                char *sub[1] = {rd};
-                int rc = cmd_verify(1, sub);
-                worst = rc > worst ? rc : worst;
-                free(rd);
-            }
-            return worst;
-        }
-    }
-    if (!file) {
-        if (access(a.pos[0], F_OK) != 0) {
-            char msg[HC_ERRMSG_MAX];
-            snprintf(msg, sizeof msg, "cannot open '%s': %s", a.pos[0], strerror(errno));
-            return fail(HC_IO, msg);
-        }
-        char msg[HC_ERRMSG_MAX];
-        snprintf(msg, sizeof msg, "'%s' is not an hconvert container nor a folder holding "
-                 "'%s'", a.pos[0], HC_CONTAINER_FILE);
-        return fail(HC_INVALID, msg);
-    }
-    hc_container *c = NULL;
-    char msg[HC_ERRMSG_MAX];
-    hc_status st = hc_container_open(file, 0, &c, msg, sizeof msg);
-    int rc;
-    if (st) {
-        rc = fail(st, msg);
-    } else {
-        uint64_t nbad = 0;
-        st = hc_container_verify(c, &nbad);
-        if (st) {
-            fprintf(stderr, "hconvert: %s\nhconvert: verify failed: %llu problem%s in '%s'\n",
-                    hc_container_errmsg(c), (unsigned long long)nbad, nbad == 1 ? "" : "s", file);
-            rc = hc_status_exit_code(st);
-        } else {
-            printf("verified '%s': %zu tensors, %llu bytes, every hash matches\n", file,
-                   hc_container_tensor_count(c), (unsigned long long)hc_container_file_size(c));
-            rc = 0;
-        }
-    }
-    hc_container_free(c);
-    free(file);
-    return rc;
+    int worst = 0;
+    hc__outdir_verify(a.pos[0], print_verified, &worst);
+    return worst;
 }
 
 int main(int argc, char **argv) {

@@ -1,9 +1,13 @@
 /* plan.c: convert's planning pass and the writer's fill of tiled modules. Each module is
- * decoded once where the budget allows: the pass decodes it with the codes the fill will need
- * (none for a source whose codes the tiler reads in place), checks it as validate would, plans
- * its tiles for every rank, and keeps the decode; the fill packs it and frees it after the last
- * rank. Past the budget the pass decodes scales only and the fill decodes again, once, with the
- * flags the plan chose. The bytes written are the same either way. */
+ * decoded once where the budget allows: before the decode the pass estimates, from the
+ * module's tensor shapes, the bytes its held form takes with the codes the fill will need
+ * (none for a source whose codes the tiler reads in place) and reserves them; when they fit,
+ * it decodes with those codes, checks the module as validate would, plans its tiles for every
+ * rank, keeps the decode and settles the reservation to the held form's size; the fill packs
+ * it and frees it after the last rank. A module whose held form does not fit is decoded with
+ * its scales only and planned from them; it is kept still where the scales are all the fill
+ * needs and they fit, and otherwise the fill decodes it again, once per rank, with the flags
+ * the plan chose. The bytes written are the same either way. */
 #include "plan.h"
 
 #include <omp.h>
@@ -37,6 +41,37 @@ static uint64_t held_size(const hc_qtensor *q) {
            (q->g_idx ? q->E * q->K * sizeof *q->g_idx : 0);
 }
 
+/* a + b and a * b, or UINT64_MAX (a size no budget holds) when they overflow */
+static uint64_t sat_add(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return hc__add_u64(a, b, &r) ? r : UINT64_MAX;
+}
+static uint64_t sat_mul(uint64_t a, uint64_t b) {
+    uint64_t r;
+    return hc__mul_u64(a, b, &r) ? r : UINT64_MAX;
+}
+
+/* What held_size will count for module m, from its tensors' shapes before it is decoded (with
+ * the codes when codes is set). Every decoder checks the scale tensor against its grid, so its
+ * elements are the scale groups: 8 bytes each, 4 more with a zero-point tensor; a g_idx tensor
+ * is 4 bytes per column; the codes are a byte each, as many as the weight's bytes hold at the
+ * scheme's width (exact for packed words and one-byte codes, more where a wider element holds
+ * one narrow code). A trivial g_idx or a zero-point tensor the scheme ignores makes it more
+ * than the decode holds, never less; keep_for_fill settles the difference. */
+static uint64_t held_estimate(const hc_module *m, bool codes) {
+    const hc_ck_entry *w = m->t[HC_ROLE_WEIGHT], *s = m->t[HC_ROLE_SCALE];
+    const hc_ck_entry *g = m->t[HC_ROLE_GIDX];
+    uint64_t per_group = sizeof(double) + (m->t[HC_ROLE_ZERO] ? sizeof(int32_t) : 0);
+    uint64_t est = sat_add(sizeof(hc_qtensor), sat_mul(s ? s->t->numel : 0, per_group));
+    if (g) est = sat_add(est, sat_mul(g->t->numel, sizeof(int32_t)));
+    if (codes && w) {
+        uint64_t bytes = w->t->end - w->t->begin;
+        unsigned b = m->scheme.bits >= 1 && m->scheme.bits <= 8 ? (unsigned)m->scheme.bits : 1;
+        est = sat_add(est, sat_add(sat_mul(bytes / b, 8), bytes % b * 8 / b));
+    }
+    return est;
+}
+
 /* Scales that break the sanity rule (hc__scale_census_of): validate's errors, which convert
  * refuses too. */
 static bool bad_scales(const hc_module *m, const hc_qtensor *q, hc_err *err) {
@@ -62,29 +97,66 @@ static bool reserve(hc_conv_decodes *d, uint64_t bytes) {
     return true;
 }
 
-/* The flags of the planning pass's decode: the codes the fill will need, while there is
- * room to keep them; scales only for a module that is not tiled or will not be kept. */
-static unsigned plan_flags(hc_conv_decodes *d, const hc_module *m, bool tile, unsigned tp) {
-    bool room = __atomic_load_n(&d->held_bytes, __ATOMIC_RELAXED) < d->budget;
-    if (!tile || !room) return HC_DECODE_NO_CODES;
+/* Gives back bytes reserve() took. */
+static void release(hc_conv_decodes *d, uint64_t bytes) {
+    if (bytes) __atomic_sub_fetch(&d->held_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+/* Decodes held now, and the most held at once. */
+static void held_add(hc_conv_decodes *d, uint64_t bytes) {
+    uint64_t now = __atomic_add_fetch(&d->held_now, bytes, __ATOMIC_RELAXED);
+    uint64_t peak = __atomic_load_n(&d->held_peak, __ATOMIC_RELAXED);
+    while (now > peak && !__atomic_compare_exchange_n(&d->held_peak, &peak, now, true,
+                                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+static void held_free(hc_conv_decodes *d, hc_conv_decode *x) {
+    __atomic_sub_fetch(&d->held_now, held_size(&x->q), __ATOMIC_RELAXED);
+    hc__qtensor_free(&x->q);
+    x->held = false;
+}
+
+/* The flags of the planning pass's decode, and the bytes reserved to keep it (*reserved): the
+ * codes the fill will need when the held form with them (estimated) fits the budget; scales
+ * only, nothing reserved, for a module that is not tiled or whose held form does not fit
+ * (keep_for_fill may still keep a decode of scales that are all the fill needs). */
+static unsigned plan_flags(hc_conv_decodes *d, const hc_module *m, bool tile, unsigned tp,
+                           uint64_t *reserved) {
+    *reserved = 0;
+    if (!tile) return HC_DECODE_NO_CODES;
+    uint64_t est = held_estimate(m, true);
+    if (!reserve(d, est)) return HC_DECODE_NO_CODES;
+    *reserved = est;
     /* a cut copies the codes; act-order (a g_idx) packs them permuted */
     return tp > 1 || m->t[HC_ROLE_GIDX] ? 0 : HC_DECODE_CODES_UNPACKED;
 }
 
-/* After module i is planned: what its fill needs, and whether the decode is kept for it. */
-static void keep_for_fill(hc_conv_decodes *d, const hc_conv_plan *cp0, size_t i, hc_qtensor *q) {
+/* After module i is planned: what its fill needs, and whether the decode is kept for it. The
+ * bytes reserved before the decode are settled to the held form's size: what the estimate
+ * overstated goes back to the budget, what it understated is taken if it fits. */
+static void keep_for_fill(hc_conv_decodes *d, const hc_conv_plan *cp0, size_t i, hc_qtensor *q,
+                          uint64_t reserved) {
     hc_conv_decode *x = &d->v[i];
     x->fill_codes = cp0->tp > 1 || !q->packed || cp0->plan[i].perm;
     if (q->codes && !x->fill_codes) { /* a g_idx that turned out trivial */
         free(q->codes);
         q->codes = NULL;
     }
-    if ((!x->fill_codes || q->codes) && reserve(d, held_size(q))) {
+    uint64_t size = held_size(q);
+    bool fits = false;
+    if (!x->fill_codes || q->codes) {
+        if (size <= reserved) fits = true, release(d, reserved - size);
+        else fits = reserve(d, size - reserved);
+    }
+    if (fits) {
         x->q = *q;
         x->held = true;
-    } else {
-        hc__qtensor_free(q);
+        held_add(d, size);
+        return;
     }
+    release(d, reserved);
+    if (q->codes) __atomic_add_fetch(&d->wasted, 1, __ATOMIC_RELAXED);
+    hc__qtensor_free(q);
 }
 
 hc_status hc__conv_plan_modules(const hc_model *md, hc_conv_plan *cps, unsigned tp, int threads,
@@ -110,11 +182,15 @@ hc_status hc__conv_plan_modules(const hc_model *md, hc_conv_plan *cps, unsigned 
         if (!tile && m->expert < 0) continue;
         hc_qtensor q;
         hc_findings f = {0};
-        if (decode(d, md, m, plan_flags(d, m, tile, tp), &q, &f, &errs[i]) != HC_OK) {
+        uint64_t reserved;
+        unsigned flags = plan_flags(d, m, tile, tp, &reserved);
+        if (decode(d, md, m, flags, &q, &f, &errs[i]) != HC_OK) {
+            release(d, reserved);
             hc__err_clear(&errs[i]);
             hc__fail(&errs[i], HC_INVALID, "%s (run 'hconvert validate' for every problem)",
                     f.n ? f.v[0].message : "cannot decode");
         } else if (tile && bad_scales(m, &q, &errs[i])) {
+            release(d, reserved);
             hc__qtensor_free(&q);
         } else {
             shapes[i] = (hc_moe_shape){true, q.kind, q.bits, q.N, q.K, q.gk};
@@ -132,8 +208,12 @@ hc_status hc__conv_plan_modules(const hc_model *md, hc_conv_plan *cps, unsigned 
                     hc__fail(&errs[i], HC_UNSUPPORTED, "module '%s' cannot be cut for --tp %u "
                             "(rank %u): %s", m->name, tp, r, ok ? cps[r].plan[i].reason : why);
             }
-            if (tile && !errs[i].code && cps[0].tiled[i]) keep_for_fill(d, &cps[0], i, &q);
-            else hc__qtensor_free(&q);
+            if (tile && !errs[i].code && cps[0].tiled[i]) {
+                keep_for_fill(d, &cps[0], i, &q, reserved);
+            } else {
+                release(d, reserved);
+                hc__qtensor_free(&q);
+            }
         }
         hc__findings_free(&f);
         hc__module_release(md, m);
@@ -183,8 +263,7 @@ hc_status hc__conv_fill_tiles(void *ctx, size_t i, void *dst, hc_err *err) {
     if (!x->held) {
         hc__qtensor_free(&own);
     } else if (cp->rank + 1 == cp->tp) { /* ranks are written one after another */
-        hc__qtensor_free(&x->q);
-        x->held = false;
+        held_free(cp->dec, x);
     }
     hc__module_release(cp->md, m);
     return st;
@@ -192,7 +271,7 @@ hc_status hc__conv_fill_tiles(void *ctx, size_t i, void *dst, hc_err *err) {
 
 void hc__conv_decodes_free(hc_conv_decodes *d) {
     for (size_t i = 0; d->v && i < d->n; i++)
-        if (d->v[i].held) hc__qtensor_free(&d->v[i].q);
+        if (d->v[i].held) held_free(d, &d->v[i]);
     free(d->v);
     d->v = NULL;
 }

@@ -1,7 +1,8 @@
 /* plan.h: convert's planning pass and the writer's fill of tiled modules, which share each
  * module's decode: the pass decodes a module once, plans its tiles for every rank and keeps
- * the decoded tensor for the fill while the kept bytes stay within a budget; a module beyond
- * it is decoded again when written (docs/convert.md "Decoding"). Internal to convert/. */
+ * the decoded tensor for the fill when its held form, estimated before the decode, fits a
+ * budget; a module beyond it is planned from its scales and decoded again when written
+ * (docs/convert.md "Decoding"). Internal to convert/. */
 #ifndef HC_CONV_PLAN_H
 #define HC_CONV_PLAN_H
 
@@ -29,8 +30,11 @@ typedef struct {
     hc_conv_decode *v; /* per module */
     size_t n;
     uint64_t budget;     /* bytes of decoded tensors the planning pass may keep */
-    uint64_t held_bytes; /* kept now */
-    uint64_t decodes;    /* hc__module_decode calls of the run (updated atomically) */
+    uint64_t held_bytes; /* of the budget, taken: kept, and reserved for decodes under way */
+    /* the rest updated atomically too */
+    uint64_t held_now, held_peak; /* bytes of decodes kept (never above the budget) */
+    uint64_t decodes;    /* hc__module_decode calls of the run */
+    uint64_t wasted;     /* planning decodes with codes dropped for want of room */
 } hc_conv_decodes;
 
 /* One rank's plan, made by the planning pass and read by the writer's fill calls. */

@@ -2,7 +2,6 @@
  * and fp8, nvfp4 and mxfp4) and quant_method fp8 (weight_scale_inv), with the compressed-
  * tensors scale grids, into the canonical tensor (quant.h). Layout facts:
  * ../shared/docs/FORMATS.md. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,7 @@ static void unpack_rows(const void *d, uint64_t N, uint64_t W, uint64_t K, int b
         uint8_t *o = out + n * K;
         if (32 % b == 0) {
             for (uint64_t w = 0; w < W; w++) {
-                uint32_t v = word32(d, n * W + w);
+                uint32_t v = hc__dec_word32(d, n * W + w);
                 uint64_t k0 = w * per, kn = k0 + per < K ? per : K - k0;
                 for (unsigned i = 0; i < kn; i++, v >>= b) o[k0 + i] = (uint8_t)(v & mask);
             }
@@ -46,11 +45,11 @@ static bool ct_grid(dctx *c, uint64_t N, uint64_t K, uint64_t *sn, uint64_t *sk,
                     c->m->name, (unsigned long long)K, (unsigned long long)gs, s->group);
             return false;
         }
-        *sn = N, *sk = cdiv(K, gs), *gn = 1, *gk = gs;
+        *sn = N, *sk = hc__cdiv_u64(K, gs), *gn = 1, *gk = gs;
         return true;
     }
     case HC_STRAT_BLOCK:
-        *sn = cdiv(N, s->block[0]), *sk = cdiv(K, s->block[1]);
+        *sn = hc__cdiv_u64(N, s->block[0]), *sk = hc__cdiv_u64(K, s->block[1]);
         *gn = s->block[0], *gk = s->block[1];
         return true;
     }
@@ -79,7 +78,7 @@ static void ct_layout(const dctx *c, uint64_t width, uint64_t count, int b, bool
     const int *v = c->m->scheme.ct_version;
     bool known = v[0] || v[1] || v[2];
     if (known) *stream = v[0] > 0 || v[1] >= 18;
-    else *stream = width == cdiv(count * (uint64_t)b, 32); /* the data decides */
+    else *stream = width == hc__cdiv_u64(count * (uint64_t)b, 32); /* the data decides */
 }
 
 void hc__dec_ct_pack(dctx *c) {
@@ -96,8 +95,8 @@ void hc__dec_ct_pack(dctx *c) {
         return;
     }
     double dn, dk;
-    hc__read_scalar(tdata(c, sh), sh->t->dtype, 0, &dn);
-    hc__read_scalar(tdata(c, sh), sh->t->dtype, 1, &dk);
+    hc__read_scalar(hc__dec_data(c, sh), sh->t->dtype, 0, &dn);
+    hc__read_scalar(hc__dec_data(c, sh), sh->t->dtype, 1, &dk);
     uint64_t N = we->t->shape[0], W = we->t->shape[1];
     if (dn != (double)N || dk < 0 || dk > 1e12) {
         PROBLEM(c, sh->name, "weight_shape", "tensor '%s': weight_shape [%.0f, %.0f] disagrees "
@@ -107,7 +106,7 @@ void hc__dec_ct_pack(dctx *c) {
     uint64_t K = (uint64_t)dk;
     bool stream;
     ct_layout(c, W, K, b, &stream);
-    uint64_t wantW = stream ? cdiv(K * (uint64_t)b, 32) : cdiv(K, 32u / (unsigned)b);
+    uint64_t wantW = stream ? hc__cdiv_u64(K * (uint64_t)b, 32) : hc__cdiv_u64(K, 32u / (unsigned)b);
     if (W != wantW) {
         PROBLEM(c, we->name, "packed width", "tensor '%s': packed width %llu words per row "
                 "disagrees with tensor '%s' (weight_shape [%llu, %llu]): K=%llu at %d bits needs "
@@ -118,12 +117,12 @@ void hc__dec_ct_pack(dctx *c) {
         return;
     }
     uint64_t sn, sk, gn, gk;
-    if (b == 4 || b == 8) q->packed = tdata(c, we), q->packed_row_bytes = W * 4; /* both layouts agree */
+    if (b == 4 || b == 8) q->packed = hc__dec_data(c, we), q->packed_row_bytes = W * 4; /* both layouts agree */
     if (!ct_grid(c, N, K, &sn, &sk, &gn, &gk) || !hc__dec_alloc_q(c, 1, N, K, sn, sk)) return;
     q->gn = gn, q->gk = gk, q->kind = HC_Q_INT, q->bits = b;
     if (stream && b % 2) snprintf(q->quirks, sizeof q->quirks, "bitstream layout (>= 0.18.0)");
-    if (q->codes) unpack_rows(tdata(c, we), N, W, K, b, stream, q->codes);
-    if (b == 4 && K % 8 == 0) q->code_min = hc__dec_words_have_zero_nibble(tdata(c, we), N * W) ? 0 : 1;
+    if (q->codes) unpack_rows(hc__dec_data(c, we), N, W, K, b, stream, q->codes);
+    if (b == 4 && K % 8 == 0) q->code_min = hc__dec_words_have_zero_nibble(hc__dec_data(c, we), N * W) ? 0 : 1;
     if (!ct_scales(c, se, false)) return;
     q->zero_const = 1 << (b - 1);
     if (!m->scheme.symmetric) {
@@ -133,14 +132,14 @@ void hc__dec_ct_pack(dctx *c) {
         if (!q->zeros) return;
         if (m->scheme.strategy == HC_STRAT_TENSOR) {
             double z;
-            hc__read_scalar(tdata(c, ze), ze->t->dtype, 0, &z);
+            hc__read_scalar(hc__dec_data(c, ze), ze->t->dtype, 0, &z);
             q->zeros[0] = (int32_t)z + q->zero_const;
         } else {
-            uint64_t Wz = stream ? cdiv(N * (uint64_t)b, 32) : cdiv(N, 32u / (unsigned)b);
+            uint64_t Wz = stream ? hc__cdiv_u64(N * (uint64_t)b, 32) : hc__cdiv_u64(N, 32u / (unsigned)b);
             if (!CHECK_DT(c, ze, HC_DT_I32) || !hc__dec_check_shape(c, ze, 2, (uint64_t[]){Wz, sk},
                                                                     "zero point shape"))
                 return;
-            const void *zd = tdata(c, ze);
+            const void *zd = hc__dec_data(c, ze);
             for (uint64_t g = 0; g < sk; g++)
                 for (uint64_t n = 0; n < N; n++)
                     q->zeros[n * sk + g] = (int32_t)(stream ? hc__dec_field_stream(zd, g, sk, n, b)
@@ -150,12 +149,12 @@ void hc__dec_ct_pack(dctx *c) {
     if (m->scheme.actorder || m->t[HC_ROLE_GIDX]) hc__dec_read_gidx(c, K, sk);
 }
 
-/* The scale grid of quant_method fp8 (model.c resolve_fp8): blocks, one scale per output row
- * (GPTQModel "row") or one for the tensor. */
+/* The scale grid of quant_method fp8 (hc__resolve_fp8, scheme_float.c): blocks, one scale
+ * per output row (GPTQModel "row") or one for the tensor. */
 static void fp8_grid(const hc_scheme *s, uint64_t N, uint64_t K, uint64_t *sn, uint64_t *sk,
                      uint64_t *gn, uint64_t *gk) {
     if (s->strategy == HC_STRAT_BLOCK) {
-        *sn = cdiv(N, s->block[0]), *sk = cdiv(K, s->block[1]);
+        *sn = hc__cdiv_u64(N, s->block[0]), *sk = hc__cdiv_u64(K, s->block[1]);
         *gn = s->block[0], *gk = s->block[1];
     } else if (s->strategy == HC_STRAT_CHANNEL) {
         *sn = N, *sk = 1, *gn = 1, *gk = K ? K : 1;
@@ -225,7 +224,7 @@ void hc__dec_ct_unpacked(dctx *c) {
     } else if (!ct_grid(c, N, K, &sn, &sk, &gn, &gk)) {
         return;
     }
-    const uint8_t *d = tdata(c, we);
+    const uint8_t *d = hc__dec_data(c, we);
     if (!is_int || m->scheme.bits == 8) /* fp8 bytes as they are, int8 with the sign bit flipped */
         q->packed = d, q->packed_row_bytes = K, q->packed_xor = is_int ? 0x80 : 0;
     if (!hc__dec_alloc_q(c, 1, N, K, sn, sk)) return;
@@ -278,7 +277,7 @@ void hc__dec_ct_unpacked(dctx *c) {
         q->zeros = malloc(sn * sk * sizeof *q->zeros);
         for (uint64_t i = 0; q->zeros && i < sn * sk; i++) {
             double z;
-            hc__read_scalar(tdata(c, ze), ze->t->dtype, i, &z);
+            hc__read_scalar(hc__dec_data(c, ze), ze->t->dtype, i, &z);
             q->zeros[i] = (int32_t)z + q->zero_const;
         }
     }
@@ -302,8 +301,8 @@ void hc__dec_ct_fp4(dctx *c) {
     const hc_ck_entry *sh = m->t[HC_ROLE_SHAPE];
     if (sh && sh->t->numel == 2) {
         double dn, dk;
-        hc__read_scalar(tdata(c, sh), sh->t->dtype, 0, &dn);
-        hc__read_scalar(tdata(c, sh), sh->t->dtype, 1, &dk);
+        hc__read_scalar(hc__dec_data(c, sh), sh->t->dtype, 0, &dn);
+        hc__read_scalar(hc__dec_data(c, sh), sh->t->dtype, 1, &dk);
         if (dn != (double)N || dk != (double)K) {
             PROBLEM(c, sh->name, "weight_shape", "tensor '%s': weight_shape [%.0f, %.0f] "
                     "disagrees with weight_packed [%llu, %llu/2]", sh->name, dn, dk,
@@ -317,10 +316,10 @@ void hc__dec_ct_fp4(dctx *c) {
                 (unsigned long long)gs);
         return;
     }
-    q->packed = tdata(c, we), q->packed_row_bytes = K / 2;
+    q->packed = hc__dec_data(c, we), q->packed_row_bytes = K / 2;
     if (!hc__dec_alloc_q(c, 1, N, K, N, K / gs)) return;
     q->gn = 1, q->gk = gs, q->kind = HC_Q_FP4, q->bits = 4;
-    if (q->codes) hc__dec_unpack_nibbles(tdata(c, we), N * K / 2, q->codes);
+    if (q->codes) hc__dec_unpack_nibbles(hc__dec_data(c, we), N * K / 2, q->codes);
     if (nv ? !CHECK_DT(c, se, HC_DT_F8_E4M3) : !CHECK_DT(c, se, HC_DT_U8, HC_DT_F8_E8M0)) return;
     if (!hc__dec_check_shape(c, se, 2, (uint64_t[]){N, K / gs}, "scale shape")) return;
     hc__dec_read_scales(c, se, !nv, N * K / gs, q->scales);
@@ -331,8 +330,8 @@ void hc__dec_ct_fp4(dctx *c) {
     }
     if (nv) {
         if (!CHECK_DT(c, ge, HC_DT_F32, HC_DT_BF16, HC_DT_F16) || ge->t->numel != 1) return;
-        hc__read_scalar(tdata(c, ge), ge->t->dtype, 0, &q->global_div);
-        if (!isfinite(q->global_div) || q->global_div <= 0) {
+        hc__read_scalar(hc__dec_data(c, ge), ge->t->dtype, 0, &q->global_div);
+        if (hc__scale_class_of(q->global_div) >= 0) { /* the scale-sanity rule (scales.c) */
             PROBLEM(c, ge->name, "global scale", "tensor '%s': global scale %g must be finite "
                     "and > 0", ge->name, q->global_div);
             return;

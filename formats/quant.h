@@ -130,7 +130,9 @@ typedef struct {
 void hc__qtensor_free(hc_qtensor *q);
 
 /* The scale-sanity rule (scales.c), stated once for validate and convert: every scale is
- * finite and > 0, and so is the global divisor (NVFP4) when there is one. */
+ * finite and > 0, and so is the global divisor (NVFP4) when there is one. The census
+ * classifies a decode's scales; the NVFP4 decoder refuses a global divisor of any class, so a
+ * decoded tensor's divisor keeps the rule. */
 typedef enum {
     HC_SCALE_NAN,
     HC_SCALE_INF, /* either sign */
@@ -142,15 +144,14 @@ extern const char *const hc__scale_class_names[HC_SCALE_CLASSES]; /* "NaN", "inf
 typedef struct {
     uint64_t n;                       /* scales classified */
     uint64_t count[HC_SCALE_CLASSES]; /* of them, how many break the rule, by class */
-    bool bad_global;                  /* global_div is set (not 0) and not finite and > 0 */
-    uint64_t bad;                     /* every count, plus one for a bad global divisor */
+    uint64_t bad;                     /* every count */
     uint64_t nsane;                   /* scales that keep the rule (written to sane) */
 } hc_scale_census;
 /* The class of one scale, or -1 when it keeps the rule. */
 int hc__scale_class_of(double s);
 /* Classifies scales [first, first + n) of q (all of them: 0, E * sn * sk; one expert's: e *
- * sn * sk, sn * sk) and q's global divisor; sane (n values, or NULL) receives the scales that
- * keep the rule, in order. The range must lie inside q's scales. */
+ * sn * sk, sn * sk); sane (n values, or NULL) receives the scales that keep the rule, in
+ * order. The range must lie inside q's scales. */
 void hc__scale_census_of(const hc_qtensor *q, uint64_t first, uint64_t n, double *sane,
                          hc_scale_census *c);
 
@@ -164,6 +165,10 @@ typedef struct {
     int *experts;
     size_t nexperts;
     char *message;
+    /* a configuration refusal that makes every module unreadable (unsupported quant_method,
+     * format, version, sparsity ...), not one module's problem: hc_dequant refuses the
+     * checkpoint for it */
+    bool whole_checkpoint;
 } hc_finding;
 
 /* Grown through hc__findings_add / hc__findings_append only: the array holds the power of two
@@ -180,6 +185,10 @@ void hc__findings_append(hc_findings *dst, hc_findings *src); /* moves src's ent
 void hc__findings_free(hc_findings *f);
 void hc__finding_clear(hc_finding *x); /* frees one finding's strings */
 size_t hc__findings_errors(const hc_findings *f);
+/* Marks the findings added since f held `first` as applying to the whole checkpoint. */
+static inline void hc__findings_mark_checkpoint(hc_findings *f, size_t first) {
+    for (size_t i = first; i < f->n; i++) f->v[i].whole_checkpoint = true;
+}
 
 /* The set of modules of a checkpoint with their schemes. */
 typedef struct {

@@ -1,7 +1,8 @@
 /* scales.c: the scale-sanity rule, once. A scale that is NaN, infinite, zero or negative makes
  * every weight of its group meaningless, so validate reports it (by class, naming the experts)
  * and convert refuses it; both classify through hc__scale_census_of, so they cannot disagree
- * about which scales are bad. */
+ * about which scales are bad. The NVFP4 decoder holds its global divisor to the same rule
+ * through hc__scale_class_of. */
 #include <math.h>
 
 #include "quant.h"
@@ -23,7 +24,5 @@ void hc__scale_census_of(const hc_qtensor *q, uint64_t first, uint64_t n, double
         else if (sane) sane[c->nsane++] = s[i];
         else c->nsane++;
     }
-    c->bad_global = q->global_div != 0 && hc__scale_class_of(q->global_div) >= 0;
-    c->bad = c->bad_global;
     for (int r = 0; r < HC_SCALE_CLASSES; r++) c->bad += c->count[r];
 }

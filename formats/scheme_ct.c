@@ -224,6 +224,7 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
     parse_version(hc__json_str(qc, "version"), ver);
     const char *status = hc__json_str(qc, "quantization_status");
     bool refuse = false;
+    size_t first = f->n; /* the refusals below apply to the whole checkpoint */
     if (status && strcmp(status, "compressed") != 0) {
         hc__findings_add(f, HC_SEV_ERROR, "config.json", "quantization_status", 0, NULL, 0,
                         "quantization_config.quantization_status is '%s': only 'compressed' "
@@ -238,6 +239,7 @@ void hc__resolve_ct(hc_model *md, const cJSON *qc, const char *cfgname) {
                             "weights are not supported", blockers[i]);
             refuse = true;
         }
+    hc__findings_mark_checkpoint(f, first);
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups");
     const cJSON *ignore = cJSON_GetObjectItemCaseSensitive(qc, "ignore");
     ct_patterns cp;

@@ -75,17 +75,20 @@ void hc__resolve_gptq(hc_model *md, const cJSON *qc, const char *cfgname) {
     const char *cf = hc__json_str(qc, "checkpoint_format");
     if (!cf) cf = hc__json_str(qc, "format");
     bool v2 = cf && !strcmp(cf, "gptq_v2");
+    size_t first = f->n; /* the refusals below apply to the whole checkpoint */
     if (cf && strcmp(cf, "gptq") && strcmp(cf, "gptq_v2")) {
         hc__findings_add(f, HC_SEV_ERROR, cfgname, "checkpoint_format", 0, NULL, 0,
                         "%s: GPTQ checkpoint_format '%s' is not supported%s", cfgname, cf,
                         !strcmp(cf, "marlin") ? " (marlin checkpoints hold pre-permuted tiles; "
                                                 "convert from the original gptq checkpoint)" : "");
+        hc__findings_mark_checkpoint(f, first);
         return;
     }
     const char *pd = hc__json_str(qc, "pack_dtype");
     if (pd && strcmp(pd, "int32")) {
         hc__findings_add(f, HC_SEV_ERROR, cfgname, "pack_dtype", 0, NULL, 0,
                         "%s: GPTQ pack_dtype '%s' is not supported (only int32)", cfgname, pd);
+        hc__findings_mark_checkpoint(f, first);
         return;
     }
     const cJSON *dyn = cJSON_GetObjectItemCaseSensitive(qc, "dynamic");
@@ -157,9 +160,11 @@ void hc__resolve_awq(hc_model *md, const cJSON *qc, const char *cfgname) {
                              hc__cfg_num(cJSON_GetObjectItemCaseSensitive(qc, "q_group_size"),
                                          128));
     if (ver && strcasecmp(ver, "gemm")) {
+        size_t first = f->n;
         hc__findings_add(f, HC_SEV_ERROR, cfgname, "version", 0, NULL, 0,
                         "%s: AWQ version '%s' is not supported (only gemm; the gemv layouts "
                         "differ)", cfgname, ver);
+        hc__findings_mark_checkpoint(f, first);
         return;
     }
     if (bits != 4) {

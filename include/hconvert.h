@@ -47,6 +47,10 @@ typedef struct {
     double seconds;
     uint64_t decodes;          /* module decodes: one per decoded module when all were kept
                                 * (HC_CONV_HOLD_BYTES), more for those decoded again */
+    uint64_t held_peak;        /* the most bytes of decoded modules kept at once (at most
+                                * HC_CONV_HOLD_BYTES) */
+    uint64_t decodes_wasted;   /* planning decodes whose codes were dropped for want of room
+                                * (0: the room is reserved before a module is decoded) */
 } hc_conv_stats;
 
 HC_API hc_converter *hc_converter_create(void);
@@ -71,7 +75,8 @@ typedef struct {
     float *values;               /* shape[0] x ... x shape[ndim - 1], C order */
     uint64_t shape[HC_MAX_DIMS]; /* [N, K], [E, N, K], or an unquantized tensor's own */
     int ndim;
-    char *warnings;              /* the decoder's warnings, one a line; NULL when none */
+    char **warnings;             /* the decoder's warnings (nwarnings strings), NULL when none */
+    size_t nwarnings;
 } hc_dequant_result;
 
 /* The float32 weights of module NAME of the checkpoint SRC (folder, .safetensors file, archive

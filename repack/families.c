@@ -24,6 +24,38 @@ static const hc_family fam_cpu = {"cpu", "f32", 1, 1};
 
 static bool pow2_scales(const hc_qtensor *q) { return q->scale_dtype == HC_DT_F8_E8M0; }
 
+/* Drops the GPU families (*n = 0, the reason in why) when the GPU loader would refuse the
+ * module as the converter tiles it: the layout the planner picks, checked by the one rule of
+ * contract/ (hc__tile_gpu_rule). */
+static void gpu_rule(const hc_qtensor *q, size_t *n, char *why, size_t why_len) {
+    hc_tile_plan pl;
+    if (!hc__tile_plan_make(q, &pl)) { /* kept in its source layout: no GPU kernel reads that */
+        *n = 0;
+        snprintf(why, why_len, "%s", pl.reason);
+        hc__tile_plan_free(&pl);
+        return;
+    }
+    switch (hc__tile_gpu_rule(&pl.p)) {
+    case HC_GPU_SMALL_GROUPS:
+        *n = 0;
+        snprintf(why, why_len, "scale groups of %llu columns are stored as groups of %llu; the "
+                 "GPU kernels need at least 16", (unsigned long long)q->gk,
+                 (unsigned long long)pl.p.g);
+        break;
+    case HC_GPU_FP4_DIVISOR:
+        *n = 0;
+        snprintf(why, why_len, "an fp4 global divisor with %s scales: the GPU kernels take E4M3 "
+                 "scales only", hc_dtype_name(pl.p.scale_dtype));
+        break;
+    case HC_GPU_NO_CODEC:
+        *n = 0;
+        snprintf(why, why_len, "layout %s has no GPU kernel", hc__layout_by_kind(pl.p.kind)->id);
+        break;
+    case HC_GPU_RUNS: break;
+    }
+    hc__tile_plan_free(&pl);
+}
+
 size_t hc__families_for(const hc_module *m, const hc_qtensor *q, const hc_family **out, size_t cap,
                        char *why, size_t why_len) {
     size_t n = 0;
@@ -59,13 +91,7 @@ size_t hc__families_for(const hc_module *m, const hc_qtensor *q, const hc_family
     case HC_Q_FP8_E5M2: snprintf(why, why_len, "no kernel for e5m2 weights"); break;
     case HC_Q_PLAIN: break;
     }
-    /* the GPU kernels apply one scale per 16 columns at most */
-    uint64_t g = hc__tile_group_k(q->sk, q->gk);
-    if (g < 16 && n) {
-        n = 0;
-        snprintf(why, why_len, "scale groups of %llu columns are stored as groups of %llu; the "
-                 "GPU kernels need at least 16", (unsigned long long)q->gk, (unsigned long long)g);
-    }
+    if (n) gpu_rule(q, &n, why, why_len);
     if (q->kind != HC_Q_PLAIN) ADD(fam_cpu);
     return n;
 #undef ADD
@@ -90,8 +116,6 @@ char hc__tp_role(const char *module) {
     return 0;
 }
 
-static uint64_t round_up(uint64_t v, uint64_t m) { return m ? (v + m - 1) / m * m : v; }
-
 void hc__tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *fam,
                  hc_tp_plan *p) {
     memset(p, 0, sizeof *p);
@@ -100,8 +124,10 @@ void hc__tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *
     p->shard_k = q->K;
     p->splits = true;
     p->group_aligned = true;
-    if (role == 'c' || role == 'r') { /* the cut convert makes (hc__shard_range): rank 0's part
-                                       * is the largest; even when the last rank's is as large */
+    /* the cut convert makes (hc__shard_range): each rank in turn takes ceil(d / tp) rows (or
+     * columns) of what is left, so rank 0's part is the largest, and the cut is even only
+     * when the last rank's part is as large as rank 0's */
+    if (role == 'c' || role == 'r') {
         uint64_t d = role == 'c' ? q->N : q->K, b0, e0, b1, e1;
         hc__shard_range(d, tp, 0, &b0, &e0);
         hc__shard_range(d, tp, tp - 1, &b1, &e1);
@@ -121,16 +147,17 @@ void hc__tp_shard(const hc_qtensor *q, char role, unsigned tp, const hc_family *
         if (!p->regroup || g < p->regroup) p->regroup = g; /* each new group keeps its parent's scale */
         gpu_groups &= hc__tile_group_k((k1 - k0) / g, g) >= 16;
     }
-    p->pad_n = round_up(p->shard_n, fam ? fam->n_multiple : 1);
-    p->pad_k = round_up(p->shard_k, fam ? fam->k_multiple : 1);
+    /* a multiple of 0 leaves the dim unpadded; no overflow: dims are below 2^53 */
+    if (!hc__round_up_u64(p->shard_n, fam ? fam->n_multiple : 1, &p->pad_n)) p->pad_n = p->shard_n;
+    if (!hc__round_up_u64(p->shard_k, fam ? fam->k_multiple : 1, &p->pad_k)) p->pad_k = p->shard_k;
     p->gpu = fam && strcmp(fam->name, "cpu") && gpu_groups;
 }
 
 uint64_t hc__module_bytes(const hc_qtensor *q) {
     if (q->kind == HC_Q_PLAIN) return hc__qtensor_numel(q) * 2;
-    uint64_t codes = (q->E * q->N * q->K * (uint64_t)q->bits + 7) / 8;
+    uint64_t codes = hc__cdiv_u64(q->E * q->N * q->K * (uint64_t)q->bits, 8);
     uint64_t groups = q->E * q->sn * q->sk;
     uint64_t sbytes = groups * (hc_dtype_bits(q->scale_dtype) ? hc_dtype_bits(q->scale_dtype) / 8 : 4);
-    return codes + sbytes + (q->zeros ? (groups * (uint64_t)q->bits + 7) / 8 : 0) +
+    return codes + sbytes + (q->zeros ? hc__cdiv_u64(groups * (uint64_t)q->bits, 8) : 0) +
            (q->g_idx ? q->E * q->K * 4 : 0);
 }

@@ -2,8 +2,9 @@
  * the quantized fixtures: every module dequantizes to the same bits from the container as
  * from its source, every checkpoint validate rejects is refused, and each module is decoded
  * once when the hold budget allows it (counted against the fixture's own modules), with the
- * same bytes written when it does not. And the passes stay linear on huge headers: validate
- * in fused MoE layers, the model open in hostile ignore patterns. */
+ * same bytes written when it does not, and a module past a tight budget is planned from its
+ * scales without its codes decoded for nothing. And the passes stay linear on huge headers:
+ * validate in fused MoE layers, the model open in hostile ignore patterns. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <time.h>
@@ -206,6 +207,102 @@ static void test_each_module_decoded_once(void) {
     CHECK_EQ_INT(runs, 20);
 }
 
+/* Bytes the planning pass holds for module m of md as docs/convert.md states the held form:
+ * the tensor header, 8 bytes per scale group and 4 per zero point, 4 per g_idx entry, and a
+ * byte per code where the fill needs the codes (a --tp cut, a source not in natural order,
+ * act-order); 0 for a module convert does not tile. */
+static uint64_t held_form_bytes(const hc_model *md, const hc_module *m, unsigned tp) {
+    if (m->scheme.fmt == HC_FMT_PLAIN) return 0;
+    hc_qtensor q;
+    hc_findings f = {0};
+    hc_err err = {0};
+    uint64_t b = 0;
+    if (hc__module_decode(md, m, 0, &q, &f, &err) == HC_OK) {
+        uint64_t groups = q.E * q.sn * q.sk;
+        bool codes = tp > 1 || !q.packed || q.g_idx;
+        b = sizeof q + groups * 8 + (q.zeros ? groups * 4 : 0) + (q.g_idx ? q.E * q.K * 4 : 0) +
+            (codes ? q.E * q.N * q.K : 0);
+        hc__qtensor_free(&q);
+    } else {
+        CHECK_FAIL_("module '%s' does not decode: %s", m->name, f.n ? f.v[0].message : err.msg);
+    }
+    hc__findings_free(&f);
+    return b;
+}
+
+/* A budget that holds the largest module's decode: some modules are held, not all. A module
+ * whose held form does not fit is planned from its scales alone (no decode of its codes is
+ * thrown away), the decodes lie strictly between the all-held and the budget-0 counts, the
+ * held bytes never pass the budget, and the bytes written are the default budget's. */
+static void test_budget_holds_a_few_modules(void) {
+    static const char *const cases[] = {"gptq_3bit", "ct_w4a16_g32_asym", "ct_nvfp4",
+                                        "gptq_desc_act"};
+    int runs = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char src[1024];
+        snprintf(src, sizeof src, "%s/%s", fixture("quant"), cases[c]);
+        uint64_t decoded, none;
+        count_modules(src, &decoded, &none);
+        for (unsigned tp = 1; tp <= 2; tp++) {
+            hc_ckpt *ck = NULL;
+            hc_model *md = NULL;
+            hc_err err = {0};
+            uint64_t largest = 0, sum = 0;
+            if (hc__ckpt_open(src, &ck, &err) || hc__ckpt_map(ck, &err) ||
+                hc__model_open(ck, &md, &err))
+                CHECK_FAIL_("%s: %s", src, err.msg);
+            for (size_t i = 0; md && i < md->n; i++) {
+                uint64_t b = held_form_bytes(md, &md->m[i], tp);
+                largest = b > largest ? b : largest;
+                sum += b;
+            }
+            hc__model_free(md);
+            hc__ckpt_close(ck);
+            CHECK(largest > 0 && sum > largest); /* two modules or more */
+            char out[2][1100], dir[2][1200];
+            hc_conv_stats st[2];
+            for (int b = 0; b < 2; b++) { /* b = 0: the default budget; 1: the largest module */
+                snprintf(out[b], sizeof out[b], "%s/few%d", test_tmpdir(), b);
+                hc_converter *cv = hc_converter_create();
+                CHECK_EQ_INT(hc_converter_set(cv, HC_CONV_TP_SIZE, tp), HC_OK);
+                CHECK_EQ_INT(hc_converter_set(cv, HC_CONV_THREADS, 2), HC_OK);
+                if (b) CHECK_EQ_INT(hc_converter_set(cv, HC_CONV_HOLD_BYTES, (int64_t)largest),
+                                    HC_OK);
+                if (hc_converter_run(cv, src, out[b]))
+                    CHECK_FAIL_("%s tp %u: %s", cases[c], tp, hc_converter_errmsg(cv));
+                st[b] = *hc_converter_stats(cv);
+                hc_converter_free(cv);
+            }
+            uint64_t tiled, all;
+            snprintf(dir[0], sizeof dir[0], tp > 1 ? "%s/rank0" : "%s", out[0]);
+            count_modules(dir[0], &all, &tiled);
+            uint64_t held_all = decoded, held_none = decoded + tp * tiled;
+            if (st[1].decodes <= held_all || st[1].decodes >= held_none)
+                CHECK_FAIL_("%s tp %u, budget %llu: %llu decodes, expected strictly between %llu "
+                            "(all held) and %llu (none)", cases[c], tp,
+                            (unsigned long long)largest, (unsigned long long)st[1].decodes,
+                            (unsigned long long)held_all, (unsigned long long)held_none);
+            CHECK_EQ_U64(st[0].decodes, held_all);
+            CHECK_EQ_U64(st[0].decodes_wasted, 0);
+            CHECK_EQ_U64(st[1].decodes_wasted, 0);
+            CHECK(st[1].held_peak > 0 && st[1].held_peak <= largest);
+            CHECK_EQ_U64(st[0].held_peak, sum); /* everything held, counted as stated */
+            for (unsigned r = 0; r < tp; r++) {
+                size_t n[2] = {0, 0};
+                char *d[2];
+                for (int b = 0; b < 2; b++) {
+                    snprintf(dir[b], sizeof dir[b], tp > 1 ? "%s/rank%u" : "%s", out[b], r);
+                    d[b] = container_bytes(dir[b], &n[b]);
+                }
+                CHECK(d[0] && d[1] && n[0] == n[1] && memcmp(d[0], d[1], n[0]) == 0);
+                free(d[0]), free(d[1]);
+            }
+            runs++;
+        }
+    }
+    CHECK_EQ_INT(runs, 8);
+}
+
 /* The budget is an option of the converter, refused when negative. */
 static void test_hold_budget_option(void) {
     hc_converter *cv = hc_converter_create();
@@ -364,6 +461,7 @@ static void test_regex_budget_bounds_hostile_ignore(void) {
 void suite_convert(void) {
     RUN(test_hold_budget_option);
     RUN(test_each_module_decoded_once);
+    RUN(test_budget_holds_a_few_modules);
     RUN(test_container_dequant_matches_source);
     RUN(test_convert_refuses_what_validate_rejects);
     RUN(test_many_fused_moe_layers_fast);

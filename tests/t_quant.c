@@ -356,7 +356,6 @@ static void test_scale_census(void) {
     CHECK_EQ_U64(c.bad, 6);
     CHECK_EQ_U64(c.nsane, 2);
     CHECK(sane[0] == 1 && sane[1] == s[7]); /* in order */
-    CHECK(!c.bad_global);
     /* one expert's range */
     hc__scale_census_of(&q, 4, 4, NULL, &c);
     CHECK_EQ_U64(c.count[HC_SCALE_NAN], 0);
@@ -364,23 +363,109 @@ static void test_scale_census(void) {
     CHECK_EQ_U64(c.count[HC_SCALE_ZERO], 1);
     CHECK_EQ_U64(c.bad, 3);
     CHECK_EQ_U64(c.nsane, 1);
-    /* the global divisor: 0 is "none"; anything else must be finite and > 0 */
-    static const struct {
-        double g;
-        bool bad;
-    } globals[] = {{0, false}, {2688, false}, {1e-300, false}, {NAN, true}, {INFINITY, true},
-                   {-1, true}, {-0.0, false}};
-    double ok[2] = {0.5, 448};
-    q.E = 1, q.sk = 2, q.scales = ok;
-    for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++) {
-        q.global_div = globals[i].g;
-        hc__scale_census_of(&q, 0, 2, NULL, &c);
-        CHECK(c.bad_global == globals[i].bad);
-        CHECK_EQ_U64(c.bad, globals[i].bad ? 1 : 0);
-    }
     CHECK_STR_EQ(hc__scale_class_names[HC_SCALE_NEGATIVE], "negative");
     CHECK_EQ_INT(hc__scale_class_of(1e-310), -1);
     CHECK_EQ_INT(hc__scale_class_of(-1e-310), HC_SCALE_NEGATIVE);
+}
+
+/* A copy of fixture case cs in dir: config.json as it is, model.safetensors with its header
+ * passed through edit (with the tensors' bytes, writable) and written back padded to 8. */
+static bool edited_copy(const char *cs, const char *dir,
+                        void (*edit)(cJSON *h, unsigned char *data, size_t n, const void *arg),
+                        const void *arg) {
+    char from[1200], to[1200], *d = NULL;
+    size_t n = 0;
+    hc_err err = {0};
+    snprintf(from, sizeof from, "%s/%s/config.json", fixture("quant"), cs);
+    snprintf(to, sizeof to, "%s/config.json", dir);
+    copy_file(from, to);
+    snprintf(from, sizeof from, "%s/%s/model.safetensors", fixture("quant"), cs);
+    if (hc__read_file(from, 1 << 28, &d, &n, &err) || n < 8) {
+        free(d);
+        return false;
+    }
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++) hl |= (uint64_t)(unsigned char)d[i] << (8 * i);
+    cJSON *h = hl <= n - 8 ? cJSON_ParseWithLength(d + 8, (size_t)hl) : NULL;
+    bool ok = h != NULL;
+    if (ok) {
+        unsigned char *data = (unsigned char *)d + 8 + hl;
+        edit(h, data, n - 8 - hl, arg);
+        char *text = cJSON_PrintUnformatted(h);
+        size_t tl = text ? strlen(text) : 0, pad = (8 - tl % 8) % 8;
+        unsigned char len[8];
+        for (int i = 0; i < 8; i++) len[i] = (unsigned char)((uint64_t)(tl + pad) >> (8 * i));
+        snprintf(to, sizeof to, "%s/model.safetensors", dir);
+        FILE *f = text ? fopen(to, "wb") : NULL;
+        ok = f && fwrite(len, 1, 8, f) == 8 && fwrite(text, 1, tl, f) == tl &&
+             fwrite("        ", 1, pad, f) == pad && fwrite(data, 1, n - 8 - hl, f) == n - 8 - hl;
+        if (f) ok &= fclose(f) == 0;
+        free(text);
+    }
+    cJSON_Delete(h);
+    free(d);
+    return ok;
+}
+
+/* The F32 weight_global_scale of ct_nvfp4's down_proj set to *(const float *)arg. */
+static void set_global_scale(cJSON *h, unsigned char *data, size_t n, const void *arg) {
+    const cJSON *off = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(h, "model.layers.0.mlp.down_proj.weight_global_scale"), "data_offsets");
+    double b = cJSON_GetArrayItem(off, 0) ? cJSON_GetArrayItem(off, 0)->valuedouble : -1;
+    if (b >= 0 && b + 4 <= (double)n) memcpy(data + (size_t)b, arg, 4);
+    else CHECK_FAIL_("%s", "ct_nvfp4: no F32 down_proj.weight_global_scale");
+}
+
+/* The NVFP4 global divisor keeps the scale-sanity rule: the decoder refuses one that is not
+ * finite and > 0, naming the tensor, and takes any other. */
+static void test_nvfp4_global_scale_rule(void) {
+    static const struct {
+        float g;
+        bool bad;
+    } globals[] = {{2688, false}, {1e-40f, false}, {NAN, true}, {INFINITY, true},
+                   {-INFINITY, true}, {-1, true}, {0, true}, {-0.0f, true}};
+    const char *gname = "model.layers.0.mlp.down_proj.weight_global_scale";
+    for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++) {
+        const char *dir = test_tmpdir();
+        CHECK(edited_copy("ct_nvfp4", dir, set_global_scale, &globals[i].g));
+        hc_ckpt *ck = NULL;
+        hc_model *md = NULL;
+        hc_err err = {0};
+        if (hc__ckpt_open(dir, &ck, &err) || hc__ckpt_map(ck, &err) ||
+            hc__model_open(ck, &md, &err)) {
+            CHECK_FAIL_("%s", err.msg);
+        } else {
+            const hc_module *m = hc__model_find(md, "model.layers.0.mlp.down_proj");
+            hc_qtensor q;
+            hc_findings f = {0};
+            hc_status st = m ? hc__module_decode(md, m, HC_DECODE_NO_CODES, &q, &f, &err)
+                             : HC_NOTFOUND;
+            if (st == HC_OK) hc__qtensor_free(&q);
+            bool refused = st == HC_INVALID && f.n == 1 && !strcmp(f.v[0].rule, "global scale") &&
+                           !strcmp(f.v[0].tensor, gname) &&
+                           strstr(f.v[0].message, "must be finite and > 0");
+            if (globals[i].bad ? !refused : st != HC_OK)
+                CHECK_FAIL_("global scale %g: decode %s with %zu findings", (double)globals[i].g,
+                            hc_status_name(st), f.n);
+            hc__findings_free(&f);
+        }
+        hc__model_free(md);
+        hc__ckpt_close(ck);
+    }
+}
+
+/* q_proj's tensors renamed "model.layers.0.self_attn.q\nproj.*". */
+static void newline_names(cJSON *h, unsigned char *data, size_t n, const void *arg) {
+    (void)data, (void)n, (void)arg;
+    cJSON *t;
+    cJSON_ArrayForEach(t, h) {
+        const char *pre = "model.layers.0.self_attn.q_proj.";
+        if (strncmp(t->string, pre, strlen(pre))) continue;
+        char *name = hc__asprintf("model.layers.0.self_attn.q\nproj.%s", t->string + strlen(pre));
+        if (!name) continue;
+        free(t->string);
+        t->string = name;
+    }
 }
 
 /* ---- hc_dequant, the public API of `hconvert dequant`, against the generator's values ---- */
@@ -399,7 +484,8 @@ static void test_dequant_api(void) {
     CHECK(want != NULL && nd == 2);
     CHECK_EQ_INT(hc_dequant(src, "model.layers.0.self_attn.q_proj", NULL, &r, msg, sizeof msg),
                  HC_OK);
-    CHECK(r.ndim == 2 && r.shape[0] == shape[0] && r.shape[1] == shape[1] && !r.warnings);
+    CHECK(r.ndim == 2 && r.shape[0] == shape[0] && r.shape[1] == shape[1] && !r.warnings &&
+          !r.nwarnings);
     CHECK(want && r.values && same_bits(r.values, want, shape[0] * shape[1]));
     hc_dequant_free(&r);
     free(want);
@@ -407,7 +493,19 @@ static void test_dequant_api(void) {
     snprintf(src, sizeof src, "%s/bad_gptq_v1_says_v2_data", fixture("quant"));
     CHECK_EQ_INT(hc_dequant(src, "model.layers.0.self_attn.q_proj", NULL, &r, msg, sizeof msg),
                  HC_OK);
-    CHECK_CONTAINS(r.warnings, "reading them as v2\n");
+    CHECK_EQ_U64(r.nwarnings, 1);
+    if (r.nwarnings == 1) CHECK_CONTAINS(r.warnings[0], "reading them as v2");
+    hc_dequant_free(&r);
+    /* a warning naming a tensor with a newline is one warning, the name whole */
+    const char *dir = test_tmpdir();
+    CHECK(edited_copy("bad_gptq_v1_says_v2_data", dir, newline_names, NULL));
+    CHECK_EQ_INT(hc_dequant(dir, "model.layers.0.self_attn.q\nproj", NULL, &r, msg, sizeof msg),
+                 HC_OK);
+    CHECK_EQ_U64(r.nwarnings, 1);
+    if (r.nwarnings == 1) {
+        CHECK_CONTAINS(r.warnings[0], "tensor 'model.layers.0.self_attn.q\nproj.qzeros'");
+        CHECK_CONTAINS(r.warnings[0], "reading them as v2");
+    }
     hc_dequant_free(&r);
     /* a per-expert layer, stacked: experts 0 and 7 are the generator's */
     snprintf(src, sizeof src, "%s/ct_moe_qwen3", fixture("quant"));
@@ -453,5 +551,6 @@ void suite_quant(void) {
     RUN(test_every_format_fixture);
     RUN(test_hostile_configs_never_crash);
     RUN(test_scale_census);
+    RUN(test_nvfp4_global_scale_rule);
     RUN(test_dequant_api);
 }

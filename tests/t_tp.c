@@ -271,13 +271,18 @@ static void test_families_match_the_kernels(void) {
         {HC_Q_INT, 8, 0, HC_DT_F32, 0, "int8"},     {HC_Q_FP4, 4, 32, HC_DT_F8_E8M0, 0, "mxfp4"},
         {HC_Q_FP4, 4, 16, HC_DT_F8_E4M3, 2688, "nvfp4"}, {HC_Q_FP8_E4M3, 8, 128, HC_DT_F32, 0, "fp8"},
         {HC_Q_FP8_E5M2, 8, 0, HC_DT_F32, 0, NULL},  {HC_Q_INT, 4, 8, HC_DT_F16, 0, NULL},
-        {HC_Q_INT, 4, 24, HC_DT_F16, 0, NULL},      {HC_Q_INT, 4, 48, HC_DT_F16, 0, "int4"}};
+        {HC_Q_INT, 4, 24, HC_DT_F16, 0, NULL},      {HC_Q_INT, 4, 48, HC_DT_F16, 0, "int4"},
+        /* NVFP4's global divisor with scales that are not E4M3: the kernels take E4M3 only */
+        {HC_Q_FP4, 4, 16, HC_DT_F16, 2688, NULL}};
+    static double ones[128 * 512];
+    for (size_t i = 0; i < sizeof ones / sizeof ones[0]; i++) ones[i] = 1.0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hc_qtensor q;
         memset(&q, 0, sizeof q);
         q.kind = cases[i].kind, q.bits = cases[i].bits, q.gk = cases[i].gk, q.gn = 1;
-        q.K = 4096, q.sk = cases[i].gk ? (4096 + cases[i].gk - 1) / cases[i].gk : 1;
-        q.scale_dtype = cases[i].sd, q.global_div = cases[i].gdiv;
+        q.E = 1, q.N = 128, q.sn = 128, q.K = 4096, q.zero_const = 1 << (cases[i].bits - 1);
+        q.sk = cases[i].gk ? (4096 + cases[i].gk - 1) / cases[i].gk : 1;
+        q.scale_dtype = cases[i].sd, q.global_div = cases[i].gdiv, q.scales = ones;
         const hc_family *f[8];
         char why[256];
         size_t n = hc__families_for(NULL, &q, f, 8, why, sizeof why);
