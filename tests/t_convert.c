@@ -152,6 +152,23 @@ static char *container_bytes(const char *dir, size_t *n) {
     return d;
 }
 
+/* Whether the two outputs' containers (each rank's, with tp > 1) are byte-identical. */
+static bool same_containers(const char *a, const char *b, unsigned tp) {
+    bool same = true;
+    for (unsigned r = 0; r < tp; r++) {
+        const char *out[2] = {a, b};
+        char dir[2][1200], *d[2];
+        size_t n[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            snprintf(dir[k], sizeof dir[k], tp > 1 ? "%s/rank%u" : "%s", out[k], r);
+            d[k] = container_bytes(dir[k], &n[k]);
+        }
+        same &= d[0] && d[1] && n[0] == n[1] && memcmp(d[0], d[1], n[0]) == 0;
+        free(d[0]), free(d[1]);
+    }
+    return same;
+}
+
 /* Each module is decoded once per conversion with the default hold budget: packed sources
  * (compressed-tensors, fp8, fp4), unpacked codes (GPTQ 3-bit, AWQ), act-order, per-expert
  * and fused MoE, with --tp 1 and 2. With a budget of 0 every tiled module is decoded again
@@ -191,16 +208,7 @@ static void test_each_module_decoded_once(void) {
                             "%llu and %llu", cases[c], tp, (unsigned long long)decodes[0],
                             (unsigned long long)decodes[1], (unsigned long long)decoded,
                             (unsigned long long)(decoded + tp * tiled));
-            for (unsigned r = 0; r < tp; r++) {
-                size_t n[2] = {0, 0};
-                char *d[2];
-                for (int b = 0; b < 2; b++) {
-                    snprintf(dir[b], sizeof dir[b], tp > 1 ? "%s/rank%u" : "%s", out[b], r);
-                    d[b] = container_bytes(dir[b], &n[b]);
-                }
-                CHECK(d[0] && d[1] && n[0] == n[1] && memcmp(d[0], d[1], n[0]) == 0);
-                free(d[0]), free(d[1]);
-            }
+            CHECK(same_containers(out[0], out[1], tp));
             runs++;
         }
     }
@@ -287,16 +295,7 @@ static void test_budget_holds_a_few_modules(void) {
             CHECK_EQ_U64(st[1].decodes_wasted, 0);
             CHECK(st[1].held_peak > 0 && st[1].held_peak <= largest);
             CHECK_EQ_U64(st[0].held_peak, sum); /* everything held, counted as stated */
-            for (unsigned r = 0; r < tp; r++) {
-                size_t n[2] = {0, 0};
-                char *d[2];
-                for (int b = 0; b < 2; b++) {
-                    snprintf(dir[b], sizeof dir[b], tp > 1 ? "%s/rank%u" : "%s", out[b], r);
-                    d[b] = container_bytes(dir[b], &n[b]);
-                }
-                CHECK(d[0] && d[1] && n[0] == n[1] && memcmp(d[0], d[1], n[0]) == 0);
-                free(d[0]), free(d[1]);
-            }
+            CHECK(same_containers(out[0], out[1], tp));
             runs++;
         }
     }
