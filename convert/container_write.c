@@ -145,6 +145,7 @@ static char *build_header(const hc_cw_tensor *t, const plan_t *p, size_t n,
     } else {
         cJSON_AddNullToObject(m, "config_json");
     }
+    if (o->moe_layers) cJSON_AddItemToObject(m, "moe_layers", cJSON_Duplicate(o->moe_layers, 1));
     cJSON *arr = cJSON_AddArrayToObject(root, "tensors");
     for (size_t i = 0; i < n; i++) {
         cJSON *e = cJSON_CreateObject();

@@ -35,6 +35,7 @@ typedef struct {
     const char *config_json; /* original config.json text, kept verbatim; may be NULL */
     size_t config_len;
     const cJSON *tile_config; /* may be NULL */
+    const cJSON *moe_layers;  /* the MoE record (contract/moe_record.h) for model, or NULL */
     int threads;              /* <= 0: OpenMP default */
     void (*progress)(void *ctx, uint64_t done_bytes, uint64_t total_bytes);
     void *progress_ctx;

@@ -19,6 +19,7 @@
 #include "hconvert.h"
 #include "jsonutil.h"
 #include "families.h"
+#include "moe.h"
 #include "plan.h"
 #include "quant.h"
 #include "shard.h"
@@ -342,6 +343,17 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
     cJSON_AddNumberToObject(tile, "tile_n", HC_TILE_N);
     cJSON_AddNumberToObject(tile, "tile_k", HC_TILE_K);
     cJSON_AddNumberToObject(tile, "align", HC_TILE_ALIGN);
+    /* each MoE layer's structure, checked by the reader against these tensors */
+    hc_moe_layer_info *moe = NULL;
+    size_t nmoe = 0;
+    st = hc__model_moe_layers(md, &moe, &nmoe, err);
+    cJSON *moe_json = !st && nmoe ? hc__moe_record_json(moe, nmoe) : NULL;
+    hc__moe_record_free(moe, nmoe);
+    if (!st && nmoe && !moe_json) st = hc__fail(err, HC_NOMEM, "out of memory");
+    if (st) {
+        cJSON_Delete(tile);
+        goto out;
+    }
     hc_cw_options o = {
         .source_format = md->quant_method[0] ? md->quant_method : "safetensors",
         .target = c->repack ? "tiles" : "passthrough",
@@ -350,6 +362,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
         .config_json = ck->config_text,
         .config_len = ck->config_len,
         .tile_config = c->repack ? tile : NULL,
+        .moe_layers = moe_json,
         .threads = c->threads,
         .progress = c->progress ? progress_cb : NULL,
         .progress_ctx = &ps,
@@ -358,6 +371,7 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
     };
     st = hc__container_write(path, tv, nt, &o, err);
     cJSON_Delete(tile);
+    cJSON_Delete(moe_json);
     if (st) goto out;
     for (size_t i = 0; i < md->n; i++) {
         c->stats.tiles += cp->stats[i].tiles;

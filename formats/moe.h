@@ -2,6 +2,7 @@
 #ifndef HC_MOE_H
 #define HC_MOE_H
 
+#include "moe_record.h"
 #include "quant.h"
 
 /* What the check needs of each decoded module (decoded false: skipped). */
@@ -18,6 +19,14 @@ typedef struct {
  * the config announces; *layers receives the number of MoE layers (fused ones included). */
 void hc__model_check_moe(const hc_model *md, const hc_moe_shape *shapes, hc_findings *f,
                         int *layers);
+/* Each MoE layer's record (contract/moe_record.h, sorted by block name) derived from the
+ * modules and config.json (formats/moe_layers.c): per-expert layers ("<block>.experts.*.
+ * {gate,up,down}_proj" or Mixtral's w1/w3/w2) and gpt-oss's fused ones (interleaved gate_up,
+ * biases, clamped SwiGLU), with the router and a shared expert where the model has them.
+ * A layer it cannot describe (no router, an unknown projection, an activation other than
+ * SiLU-gated) is left out: validate reports what makes it so. *out: hc__moe_record_free. */
+hc_status hc__model_moe_layers(const hc_model *md, hc_moe_layer_info **out, size_t *n,
+                               hc_err *err);
 /* "1, 3, 5" into out. */
 void hc__join_ids(const int *v, size_t n, char *out, size_t cap);
 

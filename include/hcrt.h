@@ -122,6 +122,38 @@ typedef enum {
 } hc_container_limit;
 HC_API hc_status hc_container_set_limit(hc_container *c, hc_container_limit which, uint64_t value);
 
+/* MoE layers (docs/container.md, "moe_layers"): the structure convert records for each
+ * mixture-of-experts layer, checked at open against the tensor table (every named layer
+ * exists for every expert, the shapes agree, E is consistent: a bad record refuses the
+ * container, naming the layer and the rule). A container without the record (written before
+ * it existed) opens as before with a count of 0: convert the checkpoint again to get it.
+ * Names are linear layers as hc_linear_shape takes them (a tiled tensor NAME, else the source
+ * NAME.weight); an expert's layer name has one '*' standing for its decimal id. */
+typedef enum { HC_MOE_PER_EXPERT = 0, HC_MOE_FUSED = 1 } hc_moe_layout; /* fused: [E, N, K] */
+typedef enum { HC_MOE_STACKED = 0, HC_MOE_INTERLEAVED = 1 } hc_moe_order;
+typedef enum { HC_MOE_SILU = 0, HC_MOE_SWIGLU_CLAMP = 1 } hc_moe_act;
+typedef struct {
+    const char *name;     /* the block, "model.layers.0.mlp" */
+    uint32_t experts;     /* E */
+    hc_moe_layout layout; /* PER_EXPERT: gate/up/down name one layer per expert ('*') */
+    /* gate [I, H] and up [I, H] per expert, or gate_up [2I, H] (the other two NULL) with its
+     * row order: STACKED (gate rows 0..I-1, then up) or INTERLEAVED (row 2i gate_i, 2i+1
+     * up_i); down [H, I]. Biases ([E, 2I], [E, H] source tensors) or NULL. */
+    const char *gate, *up, *gate_up, *down, *gate_up_bias, *down_bias;
+    hc_moe_order gate_up_order;
+    /* SILU: y = silu(gate) * up. SWIGLU_CLAMP (gpt-oss): gate clamped to at most limit, up to
+     * [-limit, limit], y = gate * sigmoid(alpha * gate) * (up + 1). alpha, limit 0 for SILU. */
+    hc_moe_act activation;
+    double alpha, limit;
+    const char *router; /* the router linear layer [E, H] */
+    /* shared expert, dense beside the routed ones (Qwen2-MoE, DeepSeek), or all NULL; its
+     * sigmoid gate [1, H] (Qwen2-MoE) or NULL */
+    const char *shared_gate, *shared_up, *shared_down, *shared_expert_gate;
+} hc_moe_layer_info;
+HC_API size_t hc_container_moe_count(const hc_container *c);
+/* Layer i of the record (NULL past the count), its strings valid while c is open. */
+HC_API const hc_moe_layer_info *hc_container_moe(const hc_container *c, size_t i);
+
 /* Recomputes every hash and checks every byte of the file (padding must be zero; each zstd
  * tensor is one frame that decodes to its raw_length, checked through a fixed-size buffer).
  * Returns HC_OK or the first failure; *nbad counts failing items. */

@@ -17,6 +17,7 @@
 #include "container_fmt.h"
 #include "jsonutil.h"
 #include "layout.h"
+#include "moe_record.h"
 
 struct hc_container {
     char *path;
@@ -29,6 +30,9 @@ struct hc_container {
     cJSON *json;
     hc_tensor_info *tensors;
     char **params_text; /* printed layout_params, per tensor (NULL when absent) */
+    hc_moe_dims *tile_shape; /* a tiled tensor's logical E, N, K (known false otherwise) */
+    hc_moe_layer_info *moe;   /* model.moe_layers, checked at open */
+    size_t nmoe;
     size_t ntensors;
     uint64_t zstd_max_raw; /* HC_CONTAINER_LIMIT_ZSTD_RAW */
     hc_err err;
@@ -190,6 +194,7 @@ static hc_status parse_tensor(hc_container *c, const cJSON *o, size_t i, uint64_
         if (hc__tile_bytes_of(&tp) != t->raw_length || t->dtype != HC_DT_U8)
             return bad(c, "tensor '%s': %llu bytes, its tiles need %llu (dtype U8)", nm,
                        (unsigned long long)t->raw_length, (unsigned long long)hc__tile_bytes_of(&tp));
+        c->tile_shape[i] = (hc_moe_dims){true, tp.E, tp.N, tp.K};
         c->params_text[i] = cJSON_PrintUnformatted(lp);
         t->layout_params = c->params_text[i];
     } else if (lp) {
@@ -229,6 +234,73 @@ static hc_status check_zstd_total(hc_container *c) {
                    (unsigned long long)allowed, (unsigned long long)c->size,
                    (unsigned long long)HC_CT_ZSTD_MAX_RAW, HC_CT_ZSTD_MAX_RATIO);
     return HC_OK;
+}
+
+/* ---- model.moe_layers against the tensor table (the rules: contract/moe_record.c) ---- */
+typedef struct {
+    const char *name;
+    size_t i;
+} name_ix;
+typedef struct {
+    const hc_container *c;
+    const name_ix *ix; /* the tensors sorted by name */
+} moe_ctx;
+
+static const hc_tensor_info *moe_find(const moe_ctx *x, const char *name, size_t *i) {
+    const name_ix *r = hc__find_by_name(x->ix, x->c->ntensors, sizeof *x->ix, name);
+    if (r && i) *i = r->i;
+    return r ? &x->c->tensors[r->i] : NULL;
+}
+
+static bool moe_tensor(void *ctx, const char *name, int *ndim, const uint64_t **shape) {
+    const hc_tensor_info *t = moe_find(ctx, name, NULL);
+    if (t) *ndim = t->ndim, *shape = t->shape;
+    return t != NULL;
+}
+
+/* A linear layer as the executors find it (a tiled tensor NAME, else the source NAME.weight),
+ * or a source encoding the record may name but whose logical shape the table does not say
+ * (a passthrough container's packed weights). */
+static bool moe_linear(void *ctx, const char *name, hc_moe_dims *s) {
+    const moe_ctx *x = ctx;
+    char n[HC_MOE_NAME_MAX + 32];
+    size_t i;
+    *s = (hc_moe_dims){0};
+    if (moe_find(x, name, &i) && x->c->tile_shape[i].known) {
+        *s = x->c->tile_shape[i];
+        return true;
+    }
+    static const char *const sfx[] = {".weight", ".weight_packed", ".qweight", "_blocks"};
+    for (size_t k = 0; k < sizeof sfx / sizeof sfx[0]; k++) {
+        snprintf(n, sizeof n, "%s%s", name, sfx[k]);
+        const hc_tensor_info *t = moe_find(x, n, NULL);
+        if (!t) continue;
+        hc_dtype d = t->dtype;
+        if (k == 0 && t->ndim == 2 && (d == HC_DT_F16 || d == HC_DT_BF16 || d == HC_DT_F32 ||
+                                       d == HC_DT_F64 || d == HC_DT_F8_E4M3 || d == HC_DT_F8_E5M2))
+            *s = (hc_moe_dims){true, 1, t->shape[0], t->shape[1]};
+        return true;
+    }
+    return false;
+}
+
+static hc_status check_moe(hc_container *c, const cJSON *rec, uint64_t tp_size) {
+    if (!rec) return HC_OK; /* written before the record existed: loads as before */
+    hc_err e = {0};
+    if (hc__moe_record_parse(rec, &c->moe, &c->nmoe, &e))
+        return e.code == HC_NOMEM ? hc__fail(&c->err, HC_NOMEM, "out of memory")
+                                  : bad(c, "model.moe_layers: %s", e.msg);
+    name_ix *ix = malloc((c->ntensors ? c->ntensors : 1) * sizeof *ix);
+    if (!ix) return hc__fail(&c->err, HC_NOMEM, "out of memory");
+    for (size_t i = 0; i < c->ntensors; i++) ix[i] = (name_ix){c->tensors[i].name, i};
+    qsort(ix, c->ntensors, sizeof *ix, hc__cmp_name);
+    moe_ctx x = {c, ix};
+    hc_moe_lookup lk = {moe_linear, moe_tensor, &x, tp_size};
+    hc_status st = HC_OK;
+    for (size_t l = 0; l < c->nmoe && !st; l++)
+        if (hc__moe_record_check(&c->moe[l], &lk, &e)) st = bad(c, "%s", e.msg);
+    free(ix);
+    return st;
 }
 
 static hc_status parse_header(hc_container *c) {
@@ -280,7 +352,9 @@ static hc_status parse_header(hc_container *c) {
     c->ntensors = (size_t)cJSON_GetArraySize(arr);
     c->tensors = calloc(c->ntensors ? c->ntensors : 1, sizeof *c->tensors);
     c->params_text = calloc(c->ntensors ? c->ntensors : 1, sizeof *c->params_text);
-    if (!c->tensors || !c->params_text) return hc__fail(&c->err, HC_NOMEM, "out of memory");
+    c->tile_shape = calloc(c->ntensors ? c->ntensors : 1, sizeof *c->tile_shape);
+    if (!c->tensors || !c->params_text || !c->tile_shape)
+        return hc__fail(&c->err, HC_NOMEM, "out of memory");
     uint64_t expect = c->data_off;
     size_t i = 0;
     const cJSON *o;
@@ -292,7 +366,8 @@ static hc_status parse_header(hc_container *c) {
     const char *dup; /* names must be unique */
     char esc[512];
     HC_TRY(hc__first_duplicate_name(c->tensors, c->ntensors, sizeof *c->tensors, &dup, &c->err));
-    return dup ? bad(c, "tensor '%s' appears twice", hc__escape(dup, esc, sizeof esc)) : HC_OK;
+    if (dup) return bad(c, "tensor '%s' appears twice", hc__escape(dup, esc, sizeof esc));
+    return check_moe(c, cJSON_GetObjectItemCaseSensitive(m, "moe_layers"), size);
 }
 
 static hc_status zstd_bad(hc_container *c, const hc_tensor_info *t, const char *why) {
@@ -445,6 +520,8 @@ void hc_container_free(hc_container *c) {
     cJSON_Delete(c->json);
     for (size_t i = 0; c->params_text && i < c->ntensors; i++) free(c->params_text[i]);
     free(c->params_text);
+    free(c->tile_shape);
+    hc__moe_record_free(c->moe, c->nmoe);
     free(c->tensors);
     free(c->header);
     free(c->path);
@@ -464,6 +541,10 @@ const hc_tensor_info *hc_container_find(const hc_container *c, const char *name)
 const char *hc_container_header_json(const hc_container *c, size_t *len) {
     if (len) *len = c->header_len;
     return c->header;
+}
+size_t hc_container_moe_count(const hc_container *c) { return c->nmoe; }
+const hc_moe_layer_info *hc_container_moe(const hc_container *c, size_t i) {
+    return i < c->nmoe ? &c->moe[i] : NULL;
 }
 uint64_t hc_container_file_size(const hc_container *c) { return c->size; }
 void hc_container_version(const hc_container *c, unsigned *major, unsigned *minor) {

@@ -75,5 +75,6 @@ void suite_hostile(void);
 void suite_faults(void);
 void suite_convert(void);
 void suite_plan(void);
+void suite_moe(void);
 
 #endif

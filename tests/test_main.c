@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
                   {"jit", suite_jit},       {"inputs", suite_inputs},
                   {"regex", suite_regex},   {"hostile", suite_hostile},
                   {"faults", suite_faults}, {"convert", suite_convert},
-                  {"plan", suite_plan}};
+                  {"plan", suite_plan},     {"moe", suite_moe}};
     int ran = 0;
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
         bool want = argc < 2;

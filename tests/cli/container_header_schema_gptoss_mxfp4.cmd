@@ -1,0 +1,2 @@
+$HC convert $FIX/quant/gptoss_mxfp4 out >/dev/null
+cat out/model.hconvert
