@@ -287,10 +287,7 @@ static hc_status check_bias(checker *c, size_t f, int n, uint64_t nmul) {
             return hc__fail(c->err, HC_INVALID, "MoE layer '%s': \"%s\" '%s' is not %s (rule: a "
                            "bias has one row of its projection's outputs per expert)", l->name,
                            key, name, per ? "1-D" : "[E, rows] with the record's E");
-        uint64_t rows = sh[nd - 1] / nmul, tp = c->lk->tp_size;
-        if (tp > 1 && c->from[n] && rows != c->d[n] && rows / tp == c->d[n] && rows % tp == 0)
-            continue; /* kept whole by a TP convert (moe_record.h) */
-        HC_TRY(agree(c, n, rows, key, name));
+        HC_TRY(agree(c, n, sh[nd - 1] / nmul, key, name));
     }
     return HC_OK;
 }

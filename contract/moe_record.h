@@ -41,14 +41,10 @@ typedef struct {
     /* a source tensor: false when absent */
     bool (*tensor)(void *ctx, const char *name, int *ndim, const uint64_t **shape);
     void *ctx;
-    /* the container's tp_size: convert --tp keeps a fused layer's bias whole today (all
-     * tp_size x the rank's rows) while it cuts the layer, so a bias of either size passes */
-    uint64_t tp_size;
 } hc_moe_lookup;
 /* HC_INVALID naming the layer and the rule (err's message starts "MoE layer '<name>': ")
  * unless every name of l exists for every expert, the shapes agree (gate/up [I, H], down
- * [H, I], gate_up [2I, H], per expert or [E, ...] fused; biases [E, 2I] and [E, H] (or the
- * whole layer's rows, see tp_size); router
+ * [H, I], gate_up [2I, H], per expert or [E, ...] fused; biases [E, 2I] and [E, H]; router
  * [E, H]; the shared expert [Is, H] and [H, Is]) and E is the record's throughout. */
 hc_status hc__moe_record_check(const hc_moe_layer_info *l, const hc_moe_lookup *lk, hc_err *err);
 

@@ -149,11 +149,12 @@ static hc_status ensure_dir(const char *dir, hc_err *err) {
     return HC_OK;
 }
 
-/* A source tensor cut for a rank: rows (role 'c' weights and biases) or columns ('r'). */
+/* A source tensor cut for a rank along dim: rows (dim 0 of a role 'c' weight) or the columns
+of every row (a role 'r' weight; a role 'c' bias, 1-D or a fused layer's [E, rows]). */
 typedef struct {
     const hc_ckpt *ck;
     const hc_ck_entry *e;
-    char role;
+    int dim;
     unsigned rank, tp;
 } slice_job;
 
@@ -165,10 +166,10 @@ static hc_status fill_slice(void *ctx, size_t i, void *dst, hc_err *err) {
     uint64_t cols = j->e->t->ndim == 2 ? j->e->t->shape[1] : j->e->t->shape[0];
     uint64_t b, e;
     (void)err;
-    if (j->role == 'c' && j->e->t->ndim == 2) {
+    if (j->dim == 0 && j->e->t->ndim == 2) {
         hc__shard_range(rows, j->tp, j->rank, &b, &e);
         memcpy(dst, src + b * cols * es, (e - b) * cols * es);
-    } else { /* 'r' 2-D: columns of every row; 'c' 1-D bias: its slice */
+    } else { /* columns of every row (a 1-D bias: its one row) */
         hc__shard_range(cols, j->tp, j->rank, &b, &e);
         for (uint64_t r = 0; r < rows; r++)
             memcpy((uint8_t *)dst + r * (e - b) * es, src + (r * cols + b) * es, (e - b) * es);
@@ -201,7 +202,9 @@ static bool sliceable(const hc_ck_entry *e, hc_role r, char role) {
     unsigned bits = hc_dtype_bits(e->t->dtype);
     if (!role || bits < 8 || bits % 8) return false;
     if (r == HC_ROLE_WEIGHT) return e->t->ndim == 2;
-    return r == HC_ROLE_BIAS && role == 'c' && e->t->ndim == 1;
+    /* a column-parallel layer's bias: 1-D, or [E, rows] of fused experts (its rows cut as the
+     * layer's are); a row-parallel layer's bias is added once, whole */
+    return r == HC_ROLE_BIAS && role == 'c' && (e->t->ndim == 1 || e->t->ndim == 2);
 }
 
 /* Copies the non-weight files into a rank's folder, into the set: nothing is renamed before
@@ -263,8 +266,9 @@ static hc_status write_rank(hc_converter *c, const hc_ckpt *ck, const hc_model *
             source_tensor(t, ck, e);
             if (cp->tp > 1 && sliceable(e, (hc_role)r, cp->role[i])) {
                 slice_job *j = &jobs[nslice];
-                *j = (slice_job){.ck = ck, .e = e, .role = cp->role[i], .rank = cp->rank, .tp = cp->tp};
-                int d = cp->role[i] == 'c' || e->t->ndim == 1 ? 0 : 1;
+                bool rows = r == HC_ROLE_WEIGHT && cp->role[i] == 'c';
+                int d = rows || e->t->ndim == 1 ? 0 : 1;
+                *j = (slice_job){.ck = ck, .e = e, .dim = d, .rank = cp->rank, .tp = cp->tp};
                 uint64_t b, en;
                 hc__shard_range(e->t->shape[d], cp->tp, cp->rank, &b, &en);
                 t->shape[d] = t->padded_shape[d] = en - b;

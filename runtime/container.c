@@ -284,7 +284,7 @@ static bool moe_linear(void *ctx, const char *name, hc_moe_dims *s) {
     return false;
 }
 
-static hc_status check_moe(hc_container *c, const cJSON *rec, uint64_t tp_size) {
+static hc_status check_moe(hc_container *c, const cJSON *rec) {
     if (!rec) return HC_OK; /* written before the record existed: loads as before */
     hc_err e = {0};
     if (hc__moe_record_parse(rec, &c->moe, &c->nmoe, &e))
@@ -295,7 +295,7 @@ static hc_status check_moe(hc_container *c, const cJSON *rec, uint64_t tp_size) 
     for (size_t i = 0; i < c->ntensors; i++) ix[i] = (name_ix){c->tensors[i].name, i};
     qsort(ix, c->ntensors, sizeof *ix, hc__cmp_name);
     moe_ctx x = {c, ix};
-    hc_moe_lookup lk = {moe_linear, moe_tensor, &x, tp_size};
+    hc_moe_lookup lk = {moe_linear, moe_tensor, &x};
     hc_status st = HC_OK;
     for (size_t l = 0; l < c->nmoe && !st; l++)
         if (hc__moe_record_check(&c->moe[l], &lk, &e)) st = bad(c, "%s", e.msg);
@@ -367,7 +367,7 @@ static hc_status parse_header(hc_container *c) {
     char esc[512];
     HC_TRY(hc__first_duplicate_name(c->tensors, c->ntensors, sizeof *c->tensors, &dup, &c->err));
     if (dup) return bad(c, "tensor '%s' appears twice", hc__escape(dup, esc, sizeof esc));
-    return check_moe(c, cJSON_GetObjectItemCaseSensitive(m, "moe_layers"), size);
+    return check_moe(c, cJSON_GetObjectItemCaseSensitive(m, "moe_layers"));
 }
 
 static hc_status zstd_bad(hc_container *c, const hc_tensor_info *t, const char *why) {

@@ -274,7 +274,65 @@ static void test_old_container_opens(void) {
     }
 }
 
+/* The bytes of tensor name in a safetensors file, read here from its header (the format's
+ * 8-byte length, JSON, data_offsets) without the library's reader; *n their count. */
+static unsigned char *safetensors_bytes(const char *path, const char *name, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    unsigned char len8[8], *out = NULL;
+    if (!f || fread(len8, 1, 8, f) != 8) goto done;
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | len8[i];
+    char *h = hl < (1u << 24) ? calloc(hl + 1, 1) : NULL;
+    cJSON *j = h && fread(h, 1, hl, f) == hl ? cJSON_Parse(h) : NULL;
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, name),
+                                                      "data_offsets");
+    if (cJSON_GetArraySize(o) == 2) {
+        long b = (long)cJSON_GetArrayItem(o, 0)->valuedouble;
+        *n = (size_t)((long)cJSON_GetArrayItem(o, 1)->valuedouble - b);
+        out = malloc(*n + 1);
+        if (out && (fseek(f, 8 + (long)hl + b, SEEK_SET) || fread(out, 1, *n, f) != *n))
+            free(out), out = NULL;
+    }
+    cJSON_Delete(j);
+    free(h);
+done:
+    if (f) fclose(f);
+    return out;
+}
+
+/* convert --tp 2 of gpt-oss cuts the fused gate_up bias [E, 2I] along its rows as it cuts the
+ * layer (rank r: columns [r I, (r + 1) I) of every expert's row), and keeps the row-parallel
+ * down bias [E, H] whole; each rank's record then checks against the rank's shapes. */
+static void test_tp_cuts_fused_bias(void) {
+    const char *path = convert_fixture("quant/gptoss_mxfp4", 1, 2); /* rank 1 */
+    hc_container *c = open_ok(path);
+    if (!c) return;
+    char src[700];
+    snprintf(src, sizeof src, "%s/model.safetensors", fixture("quant/gptoss_mxfp4"));
+    static const char *const names[2] = {"model.layers.0.mlp.experts.gate_up_proj_bias",
+                                         "model.layers.0.mlp.experts.down_proj_bias"};
+    for (int b = 0; b < 2; b++) {
+        size_t n = 0;
+        unsigned char *whole = safetensors_bytes(src, names[b], &n);
+        const hc_tensor_info *t = hc_container_find(c, names[b]);
+        CHECK(whole && t && t->ndim == 2 && t->shape[0] == 4);
+        if (whole && t && t->ndim == 2) {
+            uint64_t cols = n / 2 / 4, keep = b == 0 ? cols / 2 : cols; /* bf16, E = 4 */
+            CHECK_EQ_U64(t->shape[1], keep);
+            const unsigned char *got = hc_container_stored(c, t);
+            int same = t->length == 4 * keep * 2;
+            for (uint64_t e = 0; e < 4 && same; e++)
+                same = !memcmp(got + e * keep * 2, whole + (e * cols + (cols - keep)) * 2, keep * 2);
+            CHECK(same);
+        }
+        free(whole);
+    }
+    CHECK(hc_container_moe_count(c) == 1);
+    hc_container_free(c);
+}
+
 void suite_moe(void) {
+    RUN(test_tp_cuts_fused_bias);
     RUN(test_qwen_records);
     RUN(test_gptoss_and_mixtral_records);
     RUN(test_bad_records_refused);
