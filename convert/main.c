@@ -37,7 +37,8 @@ static const char usage_text[] =
     "        write the effective float32 weights of module NAME ([N, K] or [E, N, K])\n"
     "  run OUT NAME --input X.npy -o Y.npy [--device cpu|gpu] [--topk-ids I.npy --topk-weights W.npy]\n"
     "        Y = X W^T for the layer NAME of the container in OUT (X [M, K] float32); with\n"
-    "        routing, one row per (token, k): weight[t, k] * X[t] W_ids[t, k]^T\n"
+    "        routing, one row per (token, k): weight[t, k] * X[t] W_ids[t, k]^T; NAME an MoE\n"
+    "        block (\"model.layers.0.mlp\"): the whole block, Y [tokens, H] (cpu)\n"
     "  verify OUT\n"
     "        recompute every hash of the container in OUT (a folder or a container file)\n"
     "\n"
@@ -378,6 +379,22 @@ static int cmd_run(int argc, char **argv) {
         goto done;
     }
     uint64_t T = xs[0], topk = is[1];
+    bool block = false; /* NAME is a whole MoE block of the record: Y [T, H] */
+    for (size_t i = 0; i < hc_container_moe_count(c) && !block; i++)
+        block = !strcmp(hc_container_moe(c, i)->name, a.pos[1]);
+    if (block) {
+        if (!(y = malloc((T * xs[1] + 1) * sizeof *y))) {
+            st = hc__fail(&err, HC_NOMEM, "out of memory");
+            goto done;
+        }
+        st = hc_cpu_moe_block(c, a.pos[1], x, T, xs[1], ids, w, topk, y, msg, sizeof msg);
+        if (st) hc__fail(&err, st, "%s", msg);
+        if (!st) st = hc__npy_write_f32(a.output, (uint64_t[]){T, xs[1]}, 2, y, &err);
+        if (!st) printf("run: Y [%llu, %llu] = MoE block '%s' for %llu tokens x top-%llu -> %s "
+                        "(cpu)\n", (unsigned long long)T, (unsigned long long)xs[1], a.pos[1],
+                        (unsigned long long)T, (unsigned long long)topk, a.output);
+        goto done;
+    }
     st = hc_cpu_moe(c, a.pos[1], x, T, xs[1], ids, w, topk, &y, &N, msg, sizeof msg);
     if (st) hc__fail(&err, st, "%s", msg);
     if (!st) st = hc__npy_write_f32(a.output, (uint64_t[]){T * topk, N}, 2, y, &err);

@@ -174,6 +174,20 @@ HC_API hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t exper
 HC_API hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t tokens,
                      uint64_t k, const int32_t *ids, const float *weights, uint64_t topk,
                      float **y, uint64_t *n, char *msg, size_t msg_len);
+/* The whole MoE block LAYER of the container's record (hc_container_moe: "model.layers.0.mlp")
+ * on the CPU: for each token t, y[t] (h floats; h is the experts' H) = the sum over the slots
+ * j = 0..topk-1, in that order, of weights[t, j] * down_e(act(gate_e(x[t]), up_e(x[t]))) with
+ * e = ids[t, j] (gate_up split by the record's order; biases added after gate_up and after
+ * down where the record names them; act SiLU or gpt-oss's clamped SwiGLU), then the shared
+ * expert, times sigmoid of its 1-row gate where there is one. An id outside [0, E) contributes
+ * nothing (expert parallelism: a rank's tokens routed elsewhere). float32 throughout; rows
+ * routed to one expert run as one hc_cpu_linear call (same bits as one row at a time).
+ * HC_NOTFOUND when LAYER is not in the record; errors name the layer, the expert and the
+ * first token/slot routed to it. */
+HC_API hc_status hc_cpu_moe_block(hc_container *c, const char *layer, const float *x,
+                                  uint64_t tokens, uint64_t h, const int32_t *ids,
+                                  const float *weights, uint64_t topk, float *y, char *msg,
+                                  size_t msg_len);
 /* The (n, k, experts) of the linear layer NAME, for sizing inputs and outputs. */
 HC_API hc_status hc_linear_shape(hc_container *c, const char *name, uint64_t *n, uint64_t *k,
                           uint64_t *experts, char *msg, size_t msg_len);

@@ -1,6 +1,6 @@
 /* cpu.c: the CPU executor: Y = X W^T from a container's stored bytes (the CPU twin of the GPU
  * kernels). Row stripes of W are decoded through the layout code and multiplied with float32
- * accumulation; stripes run in parallel. */
+ * accumulation; stripes run in parallel. The MoE paths built on it are in cpu_moe.c. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,60 +119,6 @@ hc_status hc_cpu_linear(hc_container *c, const char *name, uint32_t expert, cons
     if (failed) {
         hc__fail(&err, HC_NOMEM, "out of memory for a %llu-column stripe", (unsigned long long)Kp);
         return err_out(HC_NOMEM, &err, msg, msg_len);
-    }
-    return HC_OK;
-}
-
-/* The container tensor holding expert id of layer NAME, and its index inside that tensor. */
-static char *expert_name(hc_container *c, const char *name, int32_t id, uint32_t *index) {
-    uint64_t n, k, E;
-    if (hc_linear_shape(c, name, &n, &k, &E, NULL, 0) == HC_OK && E > 1) {
-        *index = (uint32_t)id;
-        return hc__strdup(name);
-    }
-    const char *p = strstr(name, ".experts.");
-    *index = 0;
-    return p ? hc__asprintf("%.*s.experts.%d.%s", (int)(p - name), name, id, p + 9) : NULL;
-}
-
-hc_status hc_cpu_moe(hc_container *c, const char *name, const float *x, uint64_t tokens,
-                     uint64_t k, const int32_t *ids, const float *weights, uint64_t topk,
-                     float **y, uint64_t *n, char *msg, size_t msg_len) {
-    hc_err err = {0};
-    hc_status st = HC_OK;
-    *y = NULL;
-    *n = 0;
-    for (uint64_t i = 0; i < tokens * topk && !st; i++) {
-        uint32_t ex = 0;
-        char *en = ids[i] >= 0 ? expert_name(c, name, ids[i], &ex) : NULL;
-        uint64_t en_n, en_k, en_e;
-        if (!en || hc_linear_shape(c, en, &en_n, &en_k, &en_e, NULL, 0) || ex >= en_e ||
-            en_k != k || (*n && en_n != *n)) {
-            st = hc__fail(&err, HC_INVALID, "routing: token %llu, slot %llu: expert %d of '%s' %s",
-                         (unsigned long long)(i / topk), (unsigned long long)(i % topk), ids[i],
-                         name, en ? "is missing or does not take K columns" : "is invalid");
-            free(en);
-            break;
-        }
-        if (!*y) {
-            *n = en_n;
-            *y = calloc(tokens * topk * en_n + 1, sizeof **y);
-            if (!*y) {
-                free(en);
-                st = hc__fail(&err, HC_NOMEM, "out of memory");
-                break;
-            }
-        }
-        /* one token through its expert: the reference for the GPU's sorted, one-launch MoE */
-        st = hc_cpu_linear(c, en, ex, x + (i / topk) * k, 1, k, *y + i * *n, *n, err.msg,
-                           sizeof err.msg);
-        free(en);
-        for (uint64_t j = 0; !st && j < *n; j++) (*y)[i * *n + j] *= weights[i];
-    }
-    if (st) {
-        free(*y);
-        *y = NULL;
-        return err_out(st, &err, msg, msg_len);
     }
     return HC_OK;
 }

@@ -76,5 +76,6 @@ void suite_faults(void);
 void suite_convert(void);
 void suite_plan(void);
 void suite_moe(void);
+void suite_moeblock(void);
 
 #endif

@@ -100,7 +100,8 @@ int main(int argc, char **argv) {
                   {"jit", suite_jit},       {"inputs", suite_inputs},
                   {"regex", suite_regex},   {"hostile", suite_hostile},
                   {"faults", suite_faults}, {"convert", suite_convert},
-                  {"plan", suite_plan},     {"moe", suite_moe}};
+                  {"plan", suite_plan},     {"moe", suite_moe},
+                  {"moeblock", suite_moeblock}};
     int ran = 0;
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
         bool want = argc < 2;
