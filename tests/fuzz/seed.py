@@ -144,14 +144,17 @@ def prune(src, dst, keep):
 
 def seed_container(hconvert):
     """Containers of each tile layout (int with and without zero points, act-order, fp4,
-    mxfold, fp8, fused experts) and of zstd source tensors, converted from pruned fixtures."""
+    mxfold, fp8, fused experts), of MoE blocks (with their moe_layers record) and of zstd
+    source tensors, converted from pruned fixtures."""
     norm = lambda k: "norm" in k
     cases = {
         "int4_sym": ("quant/gptq_4bit_sym_v1", "q_proj"), "int2": ("quant/gptq_2bit", "q_proj"),
         "int8": ("quant/ct_w8a8_int", "q_proj"), "int4_zeros": ("quant/awq_gemm", "q_proj"),
         "actorder": ("quant/gptq_desc_act", "q_proj"), "fp4": ("quant/ct_nvfp4", "down_proj"),
         "mxfold": ("quant/ct_mxfp4_v014", "q_proj"), "fp8": ("quant/ct_fp8_channel", "q_proj"),
-        "experts": ("quant/gptoss_mxfp4", "experts.down_proj"),
+        # whole MoE blocks (convert refuses a block without its router or an expert since
+        # session 12): their containers carry the moe_layers record
+        "experts": ("quant/gptoss_mxfp4", ".mlp."), "moe_qwen2": ("quant/ct_moe_qwen2_shared", ".mlp."),
         "zstd": ("quant/ct_mxfp4_v014", "lm_head"),
     }
     with tempfile.TemporaryDirectory() as tmp:
