@@ -54,7 +54,7 @@ void hc__join_ids(const int *v, size_t n, char *out, size_t cap) {
         snprintf(out + strlen(out), cap - strlen(out), "%s%d", i ? ", " : "", v[i]);
 }
 
-static int cmp_member(const void *a, const void *b) {
+int hc__moe_member_cmp(const void *a, const void *b) {
     const hc_module *x = *(const hc_module *const *)a, *y = *(const hc_module *const *)b;
     int r = strcmp(x->moe_key, y->moe_key);
     return r ? r : (x->expert > y->expert) - (x->expert < y->expert);
@@ -318,7 +318,7 @@ void hc__model_check_moe(const hc_model *md, const hc_moe_shape *res, hc_finding
     if (!v || !ids || !bad) goto out;
     for (size_t i = 0; i < md->n; i++)
         if (md->m[i].expert >= 0) v[n++] = &md->m[i];
-    qsort(v, n, sizeof *v, cmp_member);
+    qsort(v, n, sizeof *v, hc__moe_member_cmp);
     /* a layer is a run of keys sharing "<prefix>.experts.*"; a projection a run of one key */
     for (size_t a = 0, b; a < n; a = b) {
         size_t ll = layer_len(v[a]->moe_key);

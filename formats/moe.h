@@ -27,6 +27,9 @@ void hc__model_check_moe(const hc_model *md, const hc_moe_shape *shapes, hc_find
  * SiLU-gated) is left out: validate reports what makes it so. *out: hc__moe_record_free. */
 hc_status hc__model_moe_layers(const hc_model *md, hc_moe_layer_info **out, size_t *n,
                                hc_err *err);
+/* qsort comparator of `const hc_module *` experts: by MoE key, then expert id (a layer's
+ * members together, each projection's experts in order). */
+int hc__moe_member_cmp(const void *a, const void *b);
 /* "1, 3, 5" into out. */
 void hc__join_ids(const int *v, size_t n, char *out, size_t cap);
 

@@ -77,12 +77,6 @@ static bool block_parts(const hc_model *md, hc_moe_layer_info *l) {
     return l->router != NULL;
 }
 
-static int cmp_key(const void *a, const void *b) {
-    const hc_module *x = *(const hc_module *const *)a, *y = *(const hc_module *const *)b;
-    int r = strcmp(x->moe_key, y->moe_key);
-    return r ? r : (x->expert > y->expert) - (x->expert < y->expert);
-}
-
 /* A per-expert layer: v[0..n) sorted by key, one "<block>.experts"; ll the length of that. */
 static bool per_expert_layer(const hc_model *md, const hc_module *const *v, size_t n, size_t ll,
                              hc_moe_layer_info *l) {
@@ -164,7 +158,7 @@ hc_status hc__model_moe_layers(const hc_model *md, hc_moe_layer_info **out, size
     }
     for (size_t i = 0; i < md->n; i++)
         if (md->m[i].expert >= 0) mv[nm++] = &md->m[i];
-    qsort(mv, nm, sizeof *mv, cmp_key);
+    qsort(mv, nm, sizeof *mv, hc__moe_member_cmp);
     for (size_t a = 0, b; a < nm && !st; a = b) {
         size_t ll = (size_t)(strstr(mv[a]->moe_key, ".experts.*") - mv[a]->moe_key) + 8;
         for (b = a; b < nm && !strncmp(mv[b]->moe_key, mv[a]->moe_key, ll + 2); b++) {}
