@@ -60,7 +60,7 @@ STEST_OBJ:= $(call objs,$(BUILD)/san,$(TEST_SRC))
 
 DEPS_OK  := $(BUILD)/.deps-ok
 
-.PHONY: all deps test demo install clean bench fixtures fuzz fuzz-bins gpu-test bench-gpu
+.PHONY: all deps test demo install clean bench fixtures fuzz fuzz-bins gpu-test bench-gpu bench-moe
 all: $(BUILD)/hconvert $(BUILD)/libhcrt.a $(BUILD)/libhcrt.so $(BUILD)/libhconvert.a \
      $(BUILD)/libhconvert.so
 
@@ -150,8 +150,10 @@ test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert $(FUZZ
 # GPU tests: on a machine without a GPU they say so and pass
 $(BUILD)/gpu_test: tests/gpu/gpu_test.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
 	$(CC) $(BASEFLAGS) $(INC_all) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
-gpu-test: $(BUILD)/gpu_test
-	@$(BUILD)/gpu_test
+$(BUILD)/gpu_moe_test: tests/gpu/moe_test.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a
+	$(CC) $(BASEFLAGS) $(INC_all) -O2 -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS)
+gpu-test: $(BUILD)/gpu_test $(BUILD)/gpu_moe_test
+	@$(BUILD)/gpu_test && $(BUILD)/gpu_moe_test
 # the GPU benchmark links cuBLASLt and the CUDA runtime directly (its peer; the library does not)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart
 $(BUILD)/bench/gpu_bench: bench/gpu_bench.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
@@ -159,6 +161,11 @@ $(BUILD)/bench/gpu_bench: bench/gpu_bench.c tests/gpu/tile_synth.h $(BUILD)/libh
 	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
 bench-gpu: $(BUILD)/bench/gpu_bench
 	@$(BUILD)/bench/gpu_bench
+$(BUILD)/bench/moe_bench: bench/moe_bench.c tests/gpu/moe_synth.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
+bench-moe: $(BUILD)/bench/moe_bench
+	@$(BUILD)/bench/moe_bench
 
 demo: $(BUILD)/hconvert
 	@sh tests/demo.sh $(BUILD)/hconvert

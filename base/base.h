@@ -31,6 +31,12 @@ void hc__err_clear(hc_err *err);
         if (hc__s != HC_OK) return hc__s;  \
     } while (0)
 
+/* HC_TRY in a function that cleans up: st = expr; on failure goto label. */
+#define HC_TRY_GOTO(st, expr, label)              \
+    do {                                          \
+        if (((st) = (expr)) != HC_OK) goto label; \
+    } while (0)
+
 /* Checked arithmetic: return false on overflow. */
 static inline bool hc__mul_u64(uint64_t a, uint64_t b, uint64_t *r) {
     return !__builtin_mul_overflow(a, b, r);

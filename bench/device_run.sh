@@ -6,27 +6,28 @@
 # The measurement-only steps -- scaling (the M = 1 time over N with the copy pipeline alone
 # beside it) and timeline (M = 1 launches per block and per SM) -- run from a bench build with
 # -DHC_BENCH_DIAG=1 (docs/gpu.md). Sanitizer logs go to one file (at most 8 files come back).
-# STEPS picks a subset (default: test sanitize bench):
-#   STEPS="test sanitize bench scaling timeline" sh bench/device_run.sh
+# STEPS picks a subset (default: test sanitize bench moe):
+#   STEPS="test sanitize bench moe scaling timeline" sh bench/device_run.sh
+# (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too)
 # There are no environment knobs any more: a kernel variant is an edit of kernels/config.h on
 # a branch, measured with this script. Each step has its own time limit so that one hang cannot
 # eat the call.
 set -u
 out=${OUT:-device-out}
 mkdir -p "$out"
-steps=${STEPS:-"test sanitize bench"}
+steps=${STEPS:-"test sanitize bench moe"}
 b=build-dev
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 # (at most 8 files come back from the device: the GPU's state goes into build.log)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv \
     >"$out/build.log" 2>&1
-if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/bench/gpu_bench >>"$out/build.log" 2>&1; then
+if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/gpu_moe_test $b/bench/gpu_bench >>"$out/build.log" 2>&1; then
     tail -30 "$out/build.log"
     exit 1
 fi
-if has scaling || has timeline; then
+if has scaling || has timeline || has moe; then
     if ! make HC_DEPS=.deps BUILD=$b-diag CFLAGS='-O2 -DHC_BENCH_DIAG=1' -j16 \
-        $b-diag/bench/gpu_bench >>"$out/build.log" 2>&1; then
+        $b-diag/bench/gpu_bench $b-diag/bench/moe_bench >>"$out/build.log" 2>&1; then
         tail -30 "$out/build.log"
         exit 1
     fi
@@ -35,12 +36,18 @@ if has test; then
     timeout 240 $b/gpu_test >"$out/gpu_test.log" 2>&1
     echo "gpu_test rc=$?: $(tail -1 "$out/gpu_test.log")"
     grep -v '^ok' "$out/gpu_test.log" | head -15
+    timeout 300 $b/gpu_moe_test >"$out/gpu_moe_test.log" 2>&1
+    echo "gpu_moe_test rc=$?: $(tail -1 "$out/gpu_moe_test.log")"
+    grep -v '^ok' "$out/gpu_moe_test.log" | head -25
 fi
 if has sanitize; then
     for tool in memcheck racecheck; do
         HC_GPU_TEST_QUICK=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
             $b/gpu_test >"$out/$tool.log" 2>&1
         echo "$tool rc=$?: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
+        HC_GPU_TEST_QUICK=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+            $b/gpu_moe_test >>"$out/$tool.log" 2>&1
+        echo "$tool (MoE) rc=$?: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
         cat "$out/$tool.log" >>"$out/sanitize.log" && rm -f "$out/$tool.log"
     done
 fi
@@ -48,6 +55,11 @@ if has bench; then
     timeout 240 $b/bench/gpu_bench >"$out/bench.log" 2>&1
     echo "bench rc=$?"
     grep -v '^    (ours' "$out/bench.log" | grep -E 'stream|M=1:| 1 \|| 16 \|| 4096 \|'
+fi
+if has moe; then
+    timeout 420 $b-diag/bench/moe_bench >"$out/moe_bench.log" 2>&1
+    echo "moe_bench rc=$?"
+    cat "$out/moe_bench.log"
 fi
 if has scaling; then
     HC_BENCH_SCALING=1 timeout 200 $b-diag/bench/gpu_bench >"$out/scaling.log" 2>&1

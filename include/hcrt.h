@@ -236,12 +236,40 @@ HC_API hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t 
                              size_t msg_len);
 /* For tests and measurements: the kernel every later hc_gpu_linear of model m with M > 16 runs
  * -- "mma" (mma.sync), "wgmma" (the 128-token wgmma kernel), "ws64", "ws128", "ws256" (the
- * warp-specialised kernel with that token tile) -- or NULL / "auto": the runtime's choice (the
- * default; M <= 16 always takes the memory-bound path). HC_USAGE for any other name and
+ * warp-specialised kernel with that token tile) -- or the grouped kernel every later
+ * hc_gpu_moe runs -- "moe-t8", "moe-t16" (small-M, tiles of 8 or 16 rows), "moe-ws64",
+ * "moe-ws128", "moe-ws256" -- or NULL / "auto": the runtime's choice for both (the default;
+ * M <= 16 always takes the memory-bound path in hc_gpu_linear). HC_USAGE for any other name and
  * HC_UNSUPPORTED for a kernel the device does not have, each naming it (the setting is then
  * unchanged). Set it between calls, not during one. */
 HC_API hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *msg,
                                            size_t msg_len);
+
+/* ---- mixture of experts on the GPU (docs/gpu.md, "Mixture of experts") ----
+ * hc_gpu_model_load prepares every layer of the container's MoE record whose experts it
+ * holds: y[t] (bf16 [tokens, H], H the experts' hidden size) = bf16 of the float32 sum over
+ * the slots j = 0..topk-1, in that order, of weights[t, j] x (down_e(act(gate_e(x[t]),
+ * up_e(x[t]))) + the down bias of e) with e = ids[t, j]: the routed experts of
+ * hc_cpu_moe_block (a shared expert is a dense layer beside it: run it with hc_gpu_linear).
+ * x bf16 [tokens, H], ids int32 [tokens, topk], weights float32 [tokens, topk], all device
+ * memory; an id outside the model's experts contributes nothing (a token with none gets 0).
+ * On `stream` (NULL: the legacy stream) with no host synchronisation or copy: capturable in a
+ * CUDA graph, which then replays with any routing. The same inputs give the same bits.
+ * Workspace is the model's (sized at load): calls on one model are serialised, and long
+ * calls run in chunks of the workspace's slots. Errors name the layer and the rule;
+ * HC_UNSUPPORTED says why the GPU does not run a layer (hc_cpu_moe_block does). */
+HC_API hc_status hc_gpu_moe(hc_gpu_model *m, const char *layer, const void *x, uint64_t tokens,
+                            const int32_t *ids, const float *weights, uint64_t topk, void *y,
+                            void *stream, char *msg, size_t msg_len);
+/* hc_gpu_moe over host buffers: x float32 rounded to bf16 (nearest even), y float32 from the
+ * bf16 results; synchronous. */
+HC_API hc_status hc_gpu_moe_host(hc_gpu_model *m, const char *layer, const float *x,
+                                 uint64_t tokens, const int32_t *ids, const float *weights,
+                                 uint64_t topk, float *y, char *msg, size_t msg_len);
+/* The hidden size H, the intermediate size I and the expert count of MoE layer `layer`:
+ * HC_OK when the GPU runs it, HC_UNSUPPORTED (sizes may be 0) when not, HC_NOTFOUND. */
+HC_API hc_status hc_gpu_moe_shape(const hc_gpu_model *m, const char *layer, uint64_t *h,
+                                  uint64_t *i, uint32_t *experts);
 /* Builds the kernel modules the tiled layers of c need on arch ("sm_90a", "sm_80") into the
  * NVRTC cache (no GPU needed: `convert --target sm90|sm80` calls it): the modules, with their
  * options, that hc_gpu_model_load would build, so a later run on that machine (or with that

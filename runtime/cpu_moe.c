@@ -9,6 +9,7 @@
 
 #include "base.h"
 #include "elements.h"
+#include "moe_int.h"
 #include "moe_record.h"
 
 static hc_status moe_err_out(hc_status st, const hc_err *err, char *msg, size_t msg_len) {
@@ -97,22 +98,21 @@ static hc_status expert_linear(hc_container *c, const block *b, const char *patt
     return st ? hc__fail(err, st, "MoE layer '%s', expert %u: %s", b->l->name, e, m2) : HC_OK;
 }
 
-/* Source tensor NAME ([E, n], any float dtype) as float32 into *out. */
-static hc_status read_bias(hc_container *c, const block *b, const char *name, uint64_t n,
-                           float **out, hc_err *err) {
+hc_status hc__moe_bias_f32(hc_container *c, const hc_moe_layer_info *l, const char *name,
+                           uint64_t n, float **out, hc_err *err) {
     *out = NULL;
     if (!name) return HC_OK;
     const hc_tensor_info *t = hc_container_find(c, name);
-    uint64_t E = b->l->experts, cnt;
+    uint64_t E = l->experts, cnt;
     if (!t || t->ndim != 2 || t->shape[0] != E || t->shape[1] != n || !hc__mul_u64(E, n, &cnt) ||
         !(t->dtype == HC_DT_BF16 || t->dtype == HC_DT_F16 || t->dtype == HC_DT_F32))
         return hc__fail(err, HC_INVALID, "MoE layer '%s': bias '%s' is not a float tensor "
-                       "[%llu, %llu] of the container", b->l->name, name, (unsigned long long)E,
+                       "[%llu, %llu] of the container", l->name, name, (unsigned long long)E,
                        (unsigned long long)n);
     const void *data;
     void *owned = NULL;
     if (hc_container_tensor_data(c, t, &data, &owned))
-        return hc__fail(err, HC_INVALID, "MoE layer '%s': bias '%s': %s", b->l->name, name,
+        return hc__fail(err, HC_INVALID, "MoE layer '%s': bias '%s': %s", l->name, name,
                        hc_container_errmsg(c));
     *out = malloc(cnt * sizeof **out + 1);
     if (!*out) {
@@ -250,8 +250,8 @@ static hc_status moe_block(hc_container *c, const char *layer, const float *x, u
         return hc__fail(err, HC_INVALID, "MoE layer '%s': %llu tokens x top-%llu overflow the "
                        "buffers", layer, (unsigned long long)T, (unsigned long long)topk);
     memset(y, 0, cells * sizeof *y);
-    hc_status st = read_bias(c, &b, b.l->gate_up_bias, 2 * b.I, &b.gu_bias, err);
-    if (!st) st = read_bias(c, &b, b.l->down_bias, b.H, &b.d_bias, err);
+    hc_status st = hc__moe_bias_f32(c, b.l, b.l->gate_up_bias, 2 * b.I, &b.gu_bias, err);
+    if (!st) st = hc__moe_bias_f32(c, b.l, b.l->down_bias, b.H, &b.d_bias, err);
     /* rows grouped by expert (a counting sort, stable: slot order within an expert), run as one
      * GEMM per expert; an id outside [0, E) takes no row */
     uint64_t *start = calloc(E + 1, sizeof *start), *order = malloc(rows * sizeof *order + 1);

@@ -61,8 +61,11 @@ out:
 void hc_gpu_free(hc_gpu *g) {
     if (!g) return;
     if (hc__cuda.loaded && g->lib) hc__cuda.lib_unload(g->lib);
-    for (int i = 0; i < g->nmods; i++)
+    if (hc__cuda.loaded && g->moe_lib) hc__cuda.lib_unload(g->moe_lib);
+    for (int i = 0; i < g->nmods; i++) {
         if (hc__cuda.loaded && g->mods[i].lib) hc__cuda.lib_unload(g->mods[i].lib);
+        if (hc__cuda.loaded && g->mods[i].glib) hc__cuda.lib_unload(g->mods[i].glib);
+    }
     if (g->sms) pthread_mutex_destroy(&g->mu);
     free(g);
 }
@@ -85,6 +88,7 @@ static double wall_s(void) {
 
 void hc_gpu_model_free(hc_gpu_model *m) {
     if (!m) return;
+    hc__gpu_moe_free(m);
     for (size_t i = 0; i < m->n; i++) {
         if (hc__cuda.loaded) hc__cuda.free_(m->l[i].w), hc__cuda.free_(m->l[i].perm);
         free(m->l[i].name);
@@ -107,7 +111,7 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
         return HC_NOMEM;
     }
     m->g = g;
-    m->forced = HC_GPU_KERNEL_AUTO;
+    m->forced = m->moe_forced = HC_GPU_KERNEL_AUTO;
     pthread_mutex_init(&m->mu, NULL);
     if (!(m->l = calloc(nt + 1, sizeof *m->l))) {
         st = hc__fail(&err, HC_NOMEM, "out of memory");
@@ -158,6 +162,11 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
                      "runs tiled layouts only)", only);
         goto out;
     }
+    if (!only) { /* the MoE layers of the container's record (a single layer has none) */
+        st = hc__gpu_moe_load(m, c, &err);
+        if (st) goto out;
+        m->seconds = wall_s() - t0;
+    }
     *out = m;
     return HC_OK;
 out:
@@ -180,9 +189,11 @@ hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *m
     hc_gpu_caps dev = hc__gpu_caps_of(m->g);
     hc_status st = hc__gpu_force_parse(kernel, &forced, &err);
     if (!st) st = hc__gpu_force_check(&dev, forced, &err);
-    if (!st) { /* hc_gpu_linear reads it under the same lock */
+    if (!st) { /* hc_gpu_linear and hc_gpu_moe read it under the same lock */
         pthread_mutex_lock(&m->mu);
-        m->forced = forced;
+        if (forced >= HC_GPU_MOE_FORCED) m->moe_forced = forced - HC_GPU_MOE_FORCED;
+        else if (forced == HC_GPU_KERNEL_AUTO) m->forced = m->moe_forced = forced;
+        else m->forced = forced;
         pthread_mutex_unlock(&m->mu);
     } else if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;

@@ -54,4 +54,9 @@ out:
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
 }
+void hc__gpu_diag_moe_stages(hc_gpu_model *m, unsigned last) {
+    pthread_mutex_lock(&m->mu);
+    m->moe_stop = last;
+    pthread_mutex_unlock(&m->mu);
+}
 #endif

@@ -63,3 +63,16 @@ const hc_gpu_family *hc__gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant
 bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap) {
     return (!f->arch || !strcmp(f->arch, arch)) && (!f->tmap || tmap);
 }
+
+static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
+    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16},
+    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64},
+    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128},
+    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256},
+};
+
+const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n) {
+    *n = HC_GMK_COUNT;
+    return moe_variants;
+}

@@ -62,4 +62,26 @@ const hc_gpu_family *hc__gpu_kernel_family(hc_gpu_kernel k, const hc_gpu_variant
 /* Whether family f can run on architecture arch with (tmap) or without the tensor-map encoder. */
 bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap);
 
+/* ---- the grouped MoE GEMMs (kernels/moe_gemm.cu, built per kind of layer for models with MoE
+ * layers): each is a dense variant's body over the routing's tiles, so its block, shared
+ * memory, architecture and layouts are that variant's (like). ---- */
+typedef enum {
+    HC_GMK_T8,    /* hc_moe_gemv_t8: tiles of 8 rows */
+    HC_GMK_T16,   /* hc_moe_gemv_t16 */
+    HC_GMK_WS64,  /* hc_moe_ws64 (sm_90a) */
+    HC_GMK_WS128, /* hc_moe_ws128 */
+    HC_GMK_WS256, /* hc_moe_ws256 */
+    HC_GMK_COUNT
+} hc_gpu_moe_kernel;
+
+typedef struct {
+    hc_gpu_moe_kernel id;
+    const char *entry;  /* in moe_gemm.cu */
+    const char *forced; /* its name for hc_gpu_model_force_kernel */
+    hc_gpu_kernel like; /* the dense variant it mirrors */
+} hc_gpu_moe_variant;
+
+/* The grouped kernels, tiles ascending (hc__gpu_moe_variants()[i], i < *n == HC_GMK_COUNT). */
+const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n);
+
 #endif

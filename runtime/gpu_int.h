@@ -26,6 +26,8 @@ typedef struct {
     hc_gpu_kind kind;
     cudaLibrary_t lib;
     cudaKernel_t k[HC_GK_COUNT];
+    cudaLibrary_t glib; /* kernels/moe_gemm.cu for this kind, built on first MoE use */
+    cudaKernel_t gk[HC_GMK_COUNT];
 } hc_gpu_module;
 
 struct hc_gpu {
@@ -33,6 +35,8 @@ struct hc_gpu {
     char arch[16];
     cudaLibrary_t lib;
     cudaKernel_t gemm_ref, stream_read, gather;
+    cudaLibrary_t moe_lib; /* kernels/moe_route.cu, built with the first MoE layer */
+    cudaKernel_t moe_route, moe_expand, moe_act, moe_finalize;
     pthread_mutex_t mu; /* guards the lazily built modules */
     hc_gpu_module mods[HC_MODULES];
     int nmods;
@@ -61,8 +65,13 @@ struct hc_gpu_model {
     pthread_mutex_t mu; /* guards the workspaces' growth */
     void *ws, *cnt, *xg;
     size_t ws_bytes, cnt_n, xg_bytes;
+    int moe_forced; /* a grouped MoE kernel (hc_gpu_moe_kernel) or HC_GPU_KERNEL_AUTO */
+    struct hc_gpu_moe_layer *moe; /* gpu_moe.c: the record's layers, sorted by name */
+    size_t nmoe;
+    struct hc_gpu_moe_ws *mws;    /* their workspace, sized at load */
 #ifdef HC_BENCH_DIAG
     uint64_t tl_off, tl_blocks; /* timeline: where the last small-M call's records are */
+    unsigned moe_stop;          /* hc__gpu_diag_moe_stages: the last MoE stage run (0: all) */
 #endif
 };
 
@@ -71,6 +80,13 @@ struct hc_gpu_model {
 #define HC_GPU_DIAG(g) ((g)->diag)
 #else
 #define HC_GPU_DIAG(g) 0u
+#endif
+
+/* Whether hc_gpu_moe stops after stage n (bench builds: hc__gpu_diag_moe_stages). */
+#ifdef HC_BENCH_DIAG
+#define HC_GPU_MOE_STOP(md, n) ((md)->moe_stop && (md)->moe_stop <= (n))
+#else
+#define HC_GPU_MOE_STOP(md, n) 0
 #endif
 
 /* Orders layers by name (the model's layers are sorted: hc_gpu_linear finds them by bsearch). */
@@ -84,8 +100,19 @@ hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, h
 /* Builds (or loads from the NVRTC cache) the tile_mma.cu module of kind k for arch, with the
  * options of the measurement mode diag (0: none): the one place that says a module's options,
  * for hc_gpu_model_load and hc_gpu_precompile alike. */
-hc_status hc__gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, void **cubin,
-                              size_t *size, hc_err *err);
+hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k, unsigned diag,
+                              void **cubin, size_t *size, hc_err *err);
+/* The grouped MoE kernels (kernels/moe_gemm.cu) of module mod, built and loaded on first use. */
+hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *err);
+/* gpu_moe.c: the container's MoE layers for model md (after its layers are loaded and sorted):
+ * expert tables, biases, the routing module and the workspace. A layer the GPU cannot run
+ * keeps the reason, which hc_gpu_moe reports. */
+hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, hc_err *err);
+void hc__gpu_moe_free(hc_gpu_model *md);
+/* Launches kernel k with grid, block and shared memory on s, under programmatic dependent
+ * launch when pdl and the runtime has cudaLaunchKernelExC (gpu_linear.c). */
+hc_status hc__gpu_launch(cudaKernel_t k, const unsigned grid[3], unsigned block, size_t smem,
+                        bool pdl, void **args, cudaStream_t s, const char *entry, hc_err *err);
 /* The module of g for layers of kind k, built and loaded on first use; *index is its place. */
 hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *err);
 /* The resident blocks per SM of the small-M kernels of module mod with layer p's shared memory

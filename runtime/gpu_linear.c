@@ -27,35 +27,41 @@ out:
     return st;
 }
 
+hc_status hc__gpu_launch(cudaKernel_t k, const unsigned grid3[3], unsigned block1, size_t smem,
+                        bool pdl, void **args, cudaStream_t s, const char *entry, hc_err *perr) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    dim3 grid = {grid3[0], grid3[1], grid3[2] ? grid3[2] : 1}, block = {block1, 1, 1};
+    char what[64];
+    if (pdl && hc__cuda.launch_ex) {
+        cudaLaunchAttribute at;
+        memset(&at, 0, sizeof at);
+        at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at.val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {0};
+        cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s;
+        cfg.attrs = &at, cfg.numAttrs = 1;
+        snprintf(what, sizeof what, "launch %s (PDL)", entry);
+        CU(hc__cuda.launch_ex(&cfg, (const void *)k, args), what);
+    } else {
+        snprintf(what, sizeof what, "launch %s", entry);
+        CU(hc__cuda.launch((const void *)k, grid, block, args, smem, s), what);
+    }
+out:
+    if (st) *perr = err;
+    return st;
+}
+
 /* Launches kernel k as ch says: under programmatic dependent launch where the family asks for
  * it (the small-M kernels) and the runtime has cudaLaunchKernelExC, so that this kernel's blocks
  * start and fetch their first weight tiles while the kernel before it finishes (the kernel waits
  * for it -- hc_gather_x included -- before reading activations or writing anything). */
 static hc_status launch(cudaKernel_t k, const hc_gpu_choice *ch, void **args, cudaStream_t s,
                         hc_err *perr) {
-    hc_err err = {0};
-    hc_status st = HC_OK;
-    dim3 grid = {ch->grid[0], ch->grid[1], 1}, block = {ch->block, 1, 1};
-    char what[64];
+    const unsigned grid[3] = {ch->grid[0], ch->grid[1], 1};
     /* (messages name the small-M variants by their common name, as they always have) */
     const char *entry = ch->family->args == HC_GPU_ARGS_GEMV ? "hc_mma_gemv" : ch->variant->entry;
-    if (ch->family->pdl && hc__cuda.launch_ex) {
-        cudaLaunchAttribute at;
-        memset(&at, 0, sizeof at);
-        at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        at.val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t cfg = {0};
-        cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = ch->smem, cfg.stream = s;
-        cfg.attrs = &at, cfg.numAttrs = 1;
-        snprintf(what, sizeof what, "launch %s (PDL)", entry);
-        CU(hc__cuda.launch_ex(&cfg, (const void *)k, args), what);
-    } else {
-        snprintf(what, sizeof what, "launch %s", entry);
-        CU(hc__cuda.launch((const void *)k, grid, block, args, ch->smem, s), what);
-    }
-out:
-    if (st) *perr = err;
-    return st;
+    return hc__gpu_launch(k, grid, ch->block, ch->smem, ch->family->pdl, args, s, entry, perr);
 }
 
 hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, const void *x,

@@ -43,8 +43,8 @@ hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, h
     return HC_OK;
 }
 
-hc_status hc__gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, void **cubin,
-                              size_t *size, hc_err *err) {
+hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k, unsigned diag,
+                              void **cubin, size_t *size, hc_err *err) {
     char buf[5][32];
     const char *opts[5];
     snprintf(buf[0], sizeof buf[0], "-DHC_CODEC=%u", k.codec);
@@ -54,7 +54,7 @@ hc_status hc__gpu_kind_compile(const char *arch, hc_gpu_kind k, unsigned diag, v
     int no = 4;
     if (diag) snprintf(buf[no++], sizeof buf[0], "-DHC_GEMV_DIAG=%u", diag); /* bench builds */
     for (int i = 0; i < no; i++) opts[i] = buf[i];
-    return hc__jit_compile("tile_mma.cu", arch, opts, no, cubin, size, err);
+    return hc__jit_compile(file, arch, opts, no, cubin, size, err);
 }
 
 hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *perr) {
@@ -76,7 +76,7 @@ hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *per
     hc_gpu_module *M = &g->mods[g->nmods];
     memset(M, 0, sizeof *M);
     M->kind = k;
-    st = hc__gpu_kind_compile(g->arch, k, HC_GPU_DIAG(g), &cubin, &size, &err);
+    st = hc__gpu_kind_compile("tile_mma.cu", g->arch, k, HC_GPU_DIAG(g), &cubin, &size, &err);
     if (st) goto out;
     CU(hc__cuda.lib_load(&M->lib, cubin, NULL, NULL, 0, NULL, NULL, 0),
        "cudaLibraryLoadData(tile_mma)");
@@ -107,6 +107,45 @@ out:
     if (st) {
         *perr = err;
         hc__err_prefix(perr, "kernels for %s tiles", codec_name(k.codec));
+    }
+    return st;
+}
+
+hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *perr) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    void *cubin = NULL;
+    size_t size = 0;
+    pthread_mutex_lock(&g->mu);
+    hc_gpu_module *M = &g->mods[mod];
+    if (M->glib) goto out;
+    st = hc__gpu_kind_compile("moe_gemm.cu", g->arch, M->kind, 0, &cubin, &size, &err);
+    if (st) goto out;
+    CU(hc__cuda.lib_load(&M->glib, cubin, NULL, NULL, 0, NULL, NULL, 0),
+       "cudaLibraryLoadData(moe_gemm)");
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
+    for (size_t i = 0; i < nv; i++) {
+        const hc_gpu_variant *v = NULL;
+        const hc_gpu_family *f = hc__gpu_kernel_family(mv[i].like, &v);
+        if (f->arch && strcmp(f->arch, g->arch)) continue;
+        char what[64];
+        CU(hc__cuda.lib_kernel(&M->gk[mv[i].id], M->glib, mv[i].entry), mv[i].entry);
+        snprintf(what, sizeof what, "shared memory of %s", mv[i].entry);
+        CU(hc__cuda.func_attr((const void *)M->gk[mv[i].id],
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)f->smem(v, HC_CHUNK_MAX)), what);
+    }
+out:
+    if (st && M->glib) {
+        hc__cuda.lib_unload(M->glib);
+        M->glib = NULL;
+    }
+    pthread_mutex_unlock(&g->mu);
+    free(cubin);
+    if (st) {
+        *perr = err;
+        hc__err_prefix(perr, "grouped MoE kernels for %s tiles", codec_name(M->kind.codec));
     }
     return st;
 }
@@ -149,7 +188,7 @@ hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, 
         seen[n++] = k;
         void *cubin = NULL;
         size_t size = 0;
-        st = hc__gpu_kind_compile(arch, k, 0, &cubin, &size, &err);
+        st = hc__gpu_kind_compile("tile_mma.cu", arch, k, 0, &cubin, &size, &err);
         free(cubin);
         if (st) hc__err_prefix(&err, "kernels for '%s' (%s)", t->name, codec_name(k.codec));
         else (*built)++;

@@ -9,7 +9,7 @@
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
     *forced = HC_GPU_KERNEL_AUTO;
     if (!name || !*name || !strcmp(name, "auto")) return HC_OK;
-    char names[128] = "auto";
+    char names[256] = "auto";
     size_t len = strlen(names);
     for (int k = 0; k < HC_GK_COUNT; k++) {
         const hc_gpu_variant *v = NULL;
@@ -21,11 +21,34 @@ hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
         int w = snprintf(names + len, sizeof names - len, ", %s", v->forced);
         if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     }
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
+    for (size_t k = 0; k < nv; k++) {
+        if (!strcmp(mv[k].forced, name)) {
+            *forced = HC_GPU_MOE_FORCED + (int)k;
+            return HC_OK;
+        }
+        int w = snprintf(names + len, sizeof names - len, ", %s", mv[k].forced);
+        if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
+    }
     return hc__fail(err, HC_USAGE, "hc_gpu_model_force_kernel: '%s' is none of %s", name, names);
 }
 
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err) {
     if (forced == HC_GPU_KERNEL_AUTO) return HC_OK;
+    if (forced >= HC_GPU_MOE_FORCED) { /* a grouped kernel: its dense twin's family decides */
+        size_t nv = 0;
+        const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
+        if (forced - HC_GPU_MOE_FORCED >= (int)nv)
+            return hc__fail(err, HC_INVALID, "forced kernel %d is not a forcible kernel", forced);
+        const hc_gpu_moe_variant *m = &mv[forced - HC_GPU_MOE_FORCED];
+        const hc_gpu_family *f = hc__gpu_kernel_family(m->like, NULL);
+        if (!hc__gpu_family_runs_on(f, dev->arch, dev->tmap))
+            return hc__fail(err, HC_UNSUPPORTED, "hc_gpu_model_force_kernel(\"%s\"): that kernel "
+                           "is not available here (%s%s)", m->forced, dev->arch,
+                           dev->tmap ? "" : ", no cuTensorMapEncodeTiled");
+        return HC_OK;
+    }
     const hc_gpu_variant *v = NULL;
     const hc_gpu_family *f =
         forced >= 0 && forced < HC_GK_COUNT ? hc__gpu_kernel_family((hc_gpu_kernel)forced, &v) : NULL;
@@ -106,5 +129,69 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
                        "(grid.y)", (unsigned long long)m, v->toks);
     out->grid[0] = (unsigned)((l->tiles_n + 1) / 2), out->grid[1] = (unsigned)tiles_m;
     out->tmap_toks = f->tmap ? v->toks : 0;
+    return HC_OK;
+}
+
+/* ---- mixture of experts ---- */
+
+hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
+                                uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!slots || !el) return hc__fail(err, HC_INVALID, "no slot or no local expert to route");
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
+    out->touched = el < slots ? el : slots;
+    uint64_t r = hc__cdiv_u64(slots, out->touched);
+    int k = forced;
+    if (k == HC_GPU_KERNEL_AUTO) {
+        k = r <= 8 ? HC_GMK_T8 : HC_GMK_T16;
+        const hc_gpu_family *ws = hc__gpu_kernel_family(HC_GK_WS64, NULL);
+        if (r > 16 && (families & ws->kf) && hc__gpu_family_runs_on(ws, dev->arch, dev->tmap))
+            k = r <= 64 ? HC_GMK_WS64 : r <= 128 ? HC_GMK_WS128 : HC_GMK_WS256;
+    }
+    if (k < 0 || k >= (int)nv)
+        return hc__fail(err, HC_INVALID, "forced MoE kernel %d is not one of the grouped kernels", k);
+    const hc_gpu_variant *v = NULL;
+    const hc_gpu_family *f = hc__gpu_kernel_family(mv[k].like, &v);
+    if (!(families & f->kf) || !hc__gpu_family_runs_on(f, dev->arch, dev->tmap))
+        return hc__fail(err, HC_UNSUPPORTED, "the grouped %s kernel (%s) does not run here (%s%s)",
+                       f->name, mv[k].forced, dev->arch, dev->tmap ? "" : ", no cuTensorMapEncodeTiled");
+    out->kernel = (hc_gpu_moe_kernel)k, out->family = f, out->variant = v;
+    out->tile = v->toks;
+    uint64_t pad;
+    if (!hc__mul_u64(out->touched, out->tile - 1, &pad) || !hc__add_u64(pad, slots, &pad))
+        return hc__fail(err, HC_INVALID, "%llu slots overflow the routing", (unsigned long long)slots);
+    out->tiles_max = pad / out->tile;
+    if (out->tiles_max > 65535)
+        return hc__fail(err, HC_UNSUPPORTED, "%llu slots over %llu experts need up to %llu tiles of "
+                       "%u rows (at most 65535 a launch)", (unsigned long long)slots,
+                       (unsigned long long)el, (unsigned long long)out->tiles_max, out->tile);
+    return HC_OK;
+}
+
+hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
+                               const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err) {
+    memset(out, 0, sizeof *out);
+    const hc_gpu_family *f = r->family;
+    const hc_gpu_variant *v = r->variant;
+    out->block = f->block;
+    out->smem = f->smem(v, l->chunk_bytes);
+    out->ksplit = 1;
+    if (f->args == HC_GPU_ARGS_GEMV) {
+        uint64_t stripes = l->tiles_n * parts, all;
+        if (!hc__mul_u64(stripes, r->tiles_max, &all) || stripes > 0x7FFFFFFFull)
+            return hc__fail(err, HC_INVALID, "too many stripes for one launch");
+        out->ksplit = hc__gemv_ksplit(all, l->tiles_k, dev->sms, l->gemv_occ[v - f->var]);
+        out->grid[0] = (unsigned)stripes, out->grid[1] = out->ksplit;
+        out->grid[2] = (unsigned)r->tiles_max;
+        if (out->ksplit > 1) {
+            out->part_bytes = all * out->ksplit * 64 * v->toks * 4;
+            out->cnt_bytes = all * 4;
+        }
+        return HC_OK;
+    }
+    uint64_t pairs = (l->tiles_n + 1) / 2 * parts;
+    if (pairs > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
+    out->grid[0] = (unsigned)pairs, out->grid[1] = (unsigned)r->tiles_max, out->grid[2] = 1;
     return HC_OK;
 }

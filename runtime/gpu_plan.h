@@ -56,8 +56,12 @@ typedef struct {
     unsigned tmap_toks;      /* GEMM by TMA: the tensor map's box of tokens; 0: no tensor map */
 } hc_gpu_choice;
 
-/* The forced kernel (HC_GPU_KERNEL_AUTO or an hc_gpu_kernel) a name stands for: NULL, "" or
- * "auto", "mma", "wgmma", "ws64", "ws128", "ws256". HC_USAGE naming it for any other. */
+/* Forced grouped MoE kernels are HC_GPU_MOE_FORCED + their hc_gpu_moe_kernel. */
+#define HC_GPU_MOE_FORCED 1000
+/* The forced kernel (HC_GPU_KERNEL_AUTO, an hc_gpu_kernel or HC_GPU_MOE_FORCED + an
+ * hc_gpu_moe_kernel) a name stands for: NULL, "" or "auto", "mma", "wgmma", "ws64", "ws128",
+ * "ws256", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256". HC_USAGE naming it for
+ * any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
@@ -71,5 +75,38 @@ hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
  * blocks, no family for M. */
 hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *layer, uint64_t m,
                         int forced, hc_gpu_choice *out, hc_err *err);
+
+/* ---- mixture of experts (runtime/gpu_moe.c) ---- */
+
+/* A call's routing shape: slots (tokens x topk) over el local experts, and the grouped kernel
+ * and token tile T both projections run with (the routing tables are sorted for T). */
+typedef struct {
+    hc_gpu_moe_kernel kernel;
+    const hc_gpu_family *family; /* the dense family it mirrors */
+    const hc_gpu_variant *variant;
+    unsigned tile;               /* T */
+    uint64_t touched;            /* the most experts the slots can reach: min(el, slots) */
+    uint64_t tiles_max;          /* the most T-row tiles: (slots + touched (T - 1)) / T */
+} hc_gpu_moe_route;
+
+/* The grouped kernel for `slots` slots over el experts (forced: HC_GPU_KERNEL_AUTO or an
+ * hc_gpu_moe_kernel), the layers' HC_KF_* bits ANDed in families: r = ceil(slots / touched)
+ * rows per touched expert; r <= 8 tiles of 8 (small-M), <= 16 tiles of 16, else the
+ * warp-specialised kernels where the device has them (the smallest of 64, 128, 256 rows
+ * holding r; else tiles of 16). Refusals: no slot or expert, a tile count over 65535 (grid). */
+hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
+                                uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err);
+
+/* One grouped GEMM launch of layer l (parts 1, or 2 for separate gate and up layers) for route
+ * r: grid, block, shared memory; small M also the K split (hc__gemv_ksplit over the stripes of
+ * every possible tile) and its workspace (partial sums and counters per tile and part). */
+typedef struct {
+    unsigned grid[3], block;
+    size_t smem;
+    unsigned ksplit;
+    uint64_t part_bytes, cnt_bytes;
+} hc_gpu_moe_launch;
+hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
+                               const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err);
 
 #endif

@@ -35,16 +35,18 @@ __device__ __forceinline__ unsigned long long gtimer() {
  * kernel starts under programmatic dependent launch: the weight copies of the first stages are
  * issued before griddepcontrol.wait (weights do not depend on the kernel before; activations,
  * outputs and the workspace are touched only after it). */
-template <int TOK, int XR, int NS>
+template <int TOK, int XR, int NS, bool PRE = (HC_GEMV_PDL != 0)>
 __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                           hc_u64 expert, const hc_u16 *__restrict__ x, hc_u64 m,
                                           hc_u16 *__restrict__ y, float *__restrict__ ws,
-                                          unsigned *__restrict__ cnt) {
+                                          unsigned *__restrict__ cnt, hc_u64 nb,
+                                          const int *__restrict__ rows = nullptr,
+                                          hc_u64 rdiv = 1) {
     constexpr int MT = TOK / 8;
     hc_u8 *smem = hc_smem;
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned g = lane >> 2, c = lane & 3;
-    const hc_u64 nb = blockIdx.x, cb = HC_CHUNK_BYTES, sb = cb + XR * 128;
+    const hc_u64 cb = HC_CHUNK_BYTES, sb = cb + XR * 128;
     constexpr unsigned ZR = XR < TOK ? 128 : 0; /* the zero row */
     const hc_u8 *stripe = w + (expert * p.tiles_n + nb) * p.tiles_k * cb;
     hc_u8 *mine = smem + (hc_u64)warp * (NS * sb + ZR), *zrow = mine + NS * sb;
@@ -95,7 +97,9 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     for (unsigned h = 0; h < XH; h++) {
         unsigned q = lane + h * 32, t = q >> 3, pc = q & 7;
         xlive[h] = q < xpieces;
-        xrow[h] = x + (hc_u64)t * p.ldx + pc * 8;
+        /* token t's row: t, or with rows (grouped MoE) its slot's token rows[t] / rdiv */
+        const hc_u64 xr = rows ? (xlive[h] ? (hc_u64)rows[t] / rdiv : 0) : t;
+        xrow[h] = x + xr * p.ldx + pc * 8;
         xend[h] = p.K > pc * 8 ? p.K - pc * 8 : 0;
         xoff[h] = (unsigned)cb + t * 128 + ((pc ^ (t & 7)) * 16);
     }
@@ -124,26 +128,26 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         snext = snext + 1 == NS ? 0 : snext + 1;
     };
     __syncwarp();
-#if HC_GEMV_PDL
-    /* the first stages' weights before the previous kernel is done (they go into the first
-     * commit group with stage 0's activations; later groups hold activations only) */
+    if (PRE) {
+        /* the first stages' weights before the previous kernel is done (they go into the
+         * first commit group with stage 0's activations; later groups hold activations only) */
 #pragma unroll
-    for (int s = 0; s < NS - 1; s++)
-        if (s < nt) issue_w((unsigned)s);
-    HC_PDL_RELEASE();
-    HC_PDL_WAIT();
+        for (int s = 0; s < NS - 1; s++)
+            if (s < nt) issue_w((unsigned)s);
+        HC_PDL_RELEASE();
+        HC_PDL_WAIT();
 #pragma unroll
-    for (int s = 0; s < NS - 1; s++) {
-        if (s < nt) issue_x((unsigned)s, kcol), kcol += kstep, snext++;
-        cp_commit();
+        for (int s = 0; s < NS - 1; s++) {
+            if (s < nt) issue_x((unsigned)s, kcol), kcol += kstep, snext++;
+            cp_commit();
+        }
+    } else { /* (the caller has waited: grouped MoE reads its routing first) */
+#pragma unroll
+        for (int s = 0; s < NS - 1; s++) {
+            if (s < nt) issue();
+            cp_commit();
+        }
     }
-#else
-#pragma unroll
-    for (int s = 0; s < NS - 1; s++) {
-        if (s < nt) issue();
-        cp_commit();
-    }
-#endif
     unsigned scur = 0; /* tile i's stage, i % NS without a division */
     for (long i = 0; i < nt; i++, scur = scur + 1 == NS ? 0 : scur + 1) {
         __syncwarp(); /* every lane is done with the stage about to be refilled */

@@ -26,22 +26,18 @@
  * Blocks walk the (stripe pair, token tile) grid in groups of HC_WIDE_GROUP token tiles so that
  * the weights and activations of the blocks in flight stay in L2. Arguments of hc_wgmma_gemm
  * plus tmx; grid ((tiles_n + 1) / 2, ceil(m / TOKS)); 384 threads; shared memory 1024 +
- * HC_WIDE_STAGES x round1024(TOKS x 128 + 2 chunk bytes). */
+ * HC_WIDE_STAGES x round1024(TOKS x 128 + 2 chunk bytes).
+ * ws_gemm_block is one block: stripes nb0 and nb0 + 1 of the weights at w (the expert's first
+ * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. */
 template <int TOKS>
-__device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
-                                        hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
-                                        const hc_tmap &tmx) {
+__device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                              hc_u64 nb0, hc_u64 tok0, hc_u64 m,
+                                              hc_u16 *__restrict__ y, const hc_tmap &tmx) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
     __shared__ __align__(8) unsigned long long full[HC_WIDE_STAGES], empty[HC_WIDE_STAGES];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + 2 * cb + 1023) / 1024 * 1024;
-    /* block -> (stripe pair nt, token tile mt), token tiles fastest inside groups */
-    const unsigned tn = gridDim.x, tm = gridDim.y, id = blockIdx.y * tn + blockIdx.x;
-    const unsigned grp = id / (HC_WIDE_GROUP * tn), gm0 = grp * HC_WIDE_GROUP;
-    const unsigned gm = tm - gm0 < HC_WIDE_GROUP ? tm - gm0 : HC_WIDE_GROUP;
-    const unsigned within = id - grp * HC_WIDE_GROUP * tn;
-    const hc_u64 nb0 = (hc_u64)(within / gm) * 2, tok0 = (hc_u64)(gm0 + within % gm) * TOKS;
     const bool two = nb0 + 1 < p.tiles_n;
     const hc_u64 tiles = p.tiles_k;
     if (tid == 0) {
@@ -55,7 +51,7 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
     if (warp < 4) { /* ---- producer ---- */
         setmaxnreg_dec<40>();
         if (tid != 0) return;
-        const hc_u8 *wsrc = w + (expert * p.tiles_n + nb0) * tiles * cb;
+        const hc_u8 *wsrc = w + nb0 * tiles * cb;
         const hc_u64 sstride = tiles * cb;
         const unsigned tx = XB + (two ? 2u : 1u) * (unsigned)cb;
         const hc_u64 tmap = (hc_u64)&tmx;
@@ -131,6 +127,28 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
     }
     wgmma_wait<0>();
     store_staged<TOKS>(d, smem, tid, wgc, r0, c, two, y, nb0, tok0, p, m);
+}
+
+/* The block walk of the (stripe pair, token tile) grid gx x gy: block id's pair *vp and token
+ * tile *mt, token tiles fastest inside groups of HC_WIDE_GROUP (the dense kernels' walk; the
+ * grouped MoE kernels walk (pair, expert tile) the same way). */
+__device__ __forceinline__ void ws_walk(unsigned gx, unsigned gy, unsigned id, unsigned *vp,
+                                        unsigned *mt) {
+    const unsigned grp = id / (HC_WIDE_GROUP * gx), gm0 = grp * HC_WIDE_GROUP;
+    const unsigned gm = gy - gm0 < HC_WIDE_GROUP ? gy - gm0 : HC_WIDE_GROUP;
+    const unsigned within = id - grp * HC_WIDE_GROUP * gx;
+    *vp = within / gm, *mt = gm0 + within % gm;
+}
+
+/* The dense kernels: grid ((tiles_n + 1) / 2, ceil(m / TOKS)). */
+template <int TOKS>
+__device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                        hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
+                                        const hc_tmap &tmx) {
+    unsigned vp, mt;
+    ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
+    ws_gemm_block<TOKS>(w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES, p, (hc_u64)vp * 2,
+                        (hc_u64)mt * TOKS, m, y, tmx);
 }
 #endif
 

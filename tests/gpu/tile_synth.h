@@ -91,12 +91,31 @@ static double synth_value(const synth_spec *sp, unsigned u, double s, unsigned z
     }
 }
 
-/* Writes `path`: layer "w" of spec s, [E, N, K], with a random permutation when perm. With ref
+/* One generated layer: its tiled tensor NAME and, with a permutation, NAME.perm (t[0..n-1]); the
+ * caller frees data, perm and lp (synth_layer_free) after writing. */
+typedef struct {
+    hc_cw_tensor t[2];
+    unsigned n;
+    char name[2][256];
+    uint8_t *data;
+    int32_t *perm;
+    cJSON *lp;
+} synth_layer;
+
+static void synth_layer_free(synth_layer *L) {
+    cJSON_Delete(L->lp);
+    free(L->data), free(L->perm);
+    memset(L, 0, sizeof *L);
+}
+
+/* Layer NAME of spec s, [E, N, K], with a random permutation when perm (drawn from perm_seed
+ * when it is not 0, so that two layers can share one; else from the data's generator). With ref
  * non-NULL, also the weights as float64 [E][N][K] in source column order, computed from the
  * codes, scales and zero points as they are generated (not read back through the layout). */
-static int synth_container(const char *path, const synth_spec *s, uint64_t E, uint64_t N,
-                           uint64_t K, bool perm, uint64_t seed, double *ref, char *msg,
-                           size_t msg_len) {
+static int synth_layer_make(synth_layer *L, const char *name, const synth_spec *s, uint64_t E,
+                            uint64_t N, uint64_t K, bool perm, uint64_t perm_seed, uint64_t seed,
+                            double *ref, char *msg, size_t msg_len) {
+    memset(L, 0, sizeof *L);
     hc_tile_params p = {.kind = s->kind, .code_bits = s->code_bits,
                         .src_bits = s->kind == HC_TL_INT ? s->code_bits : s->code_bits,
                         .E = E, .N = N, .K = K, .Np = (N + 63) / 64 * 64,
@@ -110,6 +129,7 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
         return -1;
     }
     uint64_t bytes = hc__tile_bytes_of(&p), rng = seed * 0x9e3779b97f4a7c15ull + 1;
+    uint64_t prng = perm_seed ? perm_seed * 0x2545F4914F6CDD1Dull + 7 : 0;
     uint8_t *d = calloc(1, bytes);
     int32_t *pm = perm ? malloc(K * 4) : NULL;
     if (!d || (perm && !pm)) {
@@ -120,7 +140,7 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
     if (pm) { /* a random permutation of 0..K-1 */
         for (uint64_t i = 0; i < K; i++) pm[i] = (int32_t)i;
         for (uint64_t i = K - 1; i > 0; i--) {
-            uint64_t j = synth_rng(&rng) % (i + 1);
+            uint64_t j = synth_rng(perm_seed ? &prng : &rng) % (i + 1);
             int32_t t = pm[i];
             pm[i] = pm[j], pm[j] = t;
         }
@@ -186,20 +206,33 @@ static int synth_container(const char *path, const synth_spec *s, uint64_t E, ui
                             s->divides ? synth_value(s, u, 1.0, z) / sc : synth_value(s, u, sc, z);
                     }
             }
-    cJSON *lp = hc__tile_params_json(&p);
-    hc_cw_tensor t[2] = {{.name = "w", .dtype = HC_DT_U8, .ndim = 4,
-                          .shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
-                          .padded_shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
-                          .layout = hc__layout_by_kind(s->kind)->id, .layout_version = hc__tile_layout_version(&p), .data = d,
-                          .size = bytes, .layout_params = lp},
-                         {.name = "w.perm", .dtype = HC_DT_I32, .ndim = 1, .shape = {K},
-                          .padded_shape = {K}, .layout = "source", .data = pm, .size = K * 4}};
+    snprintf(L->name[0], sizeof L->name[0], "%s", name);
+    snprintf(L->name[1], sizeof L->name[1], "%s.perm", name);
+    L->lp = hc__tile_params_json(&p);
+    L->data = d, L->perm = pm;
+    L->t[0] = (hc_cw_tensor){.name = L->name[0], .dtype = HC_DT_U8, .ndim = 4,
+                             .shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
+                             .padded_shape = {E, p.tiles_n, p.tiles_k, p.chunk_bytes},
+                             .layout = hc__layout_by_kind(s->kind)->id,
+                             .layout_version = hc__tile_layout_version(&p), .data = d,
+                             .size = bytes, .layout_params = L->lp};
+    L->t[1] = (hc_cw_tensor){.name = L->name[1], .dtype = HC_DT_I32, .ndim = 1, .shape = {K},
+                             .padded_shape = {K}, .layout = "source", .data = pm, .size = K * 4};
+    L->n = perm ? 2 : 1;
+    return 0;
+}
+
+/* Writes `path`: layer "w" of spec s, [E, N, K] (synth_layer_make). */
+static inline int synth_container(const char *path, const synth_spec *s, uint64_t E, uint64_t N,
+                           uint64_t K, bool perm, uint64_t seed, double *ref, char *msg,
+                           size_t msg_len) {
+    synth_layer L;
+    if (synth_layer_make(&L, "w", s, E, N, K, perm, 0, seed, ref, msg, msg_len)) return -1;
     hc_cw_options o = {.source_format = "synthetic", .target = "tiles", .tp_size = 1};
     hc_err err = {0};
-    hc_status st = hc__container_write(path, t, perm ? 2 : 1, &o, &err);
+    hc_status st = hc__container_write(path, L.t, L.n, &o, &err);
     if (st) snprintf(msg, msg_len, "%s: write: %s", s->label, err.msg);
-    cJSON_Delete(lp);
-    free(d), free(pm);
+    synth_layer_free(&L);
     return st ? -1 : 0;
 }
 

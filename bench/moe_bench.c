@@ -1,0 +1,360 @@
+/* moe_bench.c (make bench-moe): hc_gpu_moe on the lent GPU for three model-like MoE blocks at M
+ * from 1 to 16384 tokens, beside the peers measured in the same run: the device's stream-read
+ * rate and a loop a user could write -- one cuBLASLt bf16 GEMM per touched expert for gate_up
+ * and one for down, on bf16 weights of the same shapes, captured in a CUDA graph (the gather,
+ * the activation and the weighted sum are not timed for it: a generous peer). Blocks:
+ *   qwen3-30b-a3b-like  E=128 top-8 H=2048 I=768, int4 g128 (bf16 scales), gate/up/down per expert
+ *   gpt-oss-120b-like   E=128 top-4 H=2880 I=2880, MXFP4 (folded), fused interleaved gate_up,
+ *                       biases, clamped SwiGLU
+ *   deepseek-v3-tp8     E=256 top-8 H=7168 I=256, FP8 block 128 (f32 scales), per expert
+ * Ours is timed as CUDA-graph replays of 16 calls, each with its own uniform random routing (so
+ * consecutive calls touch other experts, as a decode step's layers do: no L2 reuse of a hot
+ * expert across calls), the median of 7 replays per call. Small M prints GB/s over the experts
+ * the routing touched (their tile bytes / time), large M TFLOP/s (2 x slots x 3 H I / time). In
+ * a bench build (-DHC_BENCH_DIAG=1, docs/gpu.md) the gate_up GEMM alone is timed too (the block
+ * stopped after gate_up, less the block stopped after routing), with Humming's indexed MoE GEMM
+ * for the Qwen3-like gate_up on this H200 (issue 15's measurement, timed the same way) beside. */
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpu_diag.h"
+#include "hconvert.h"
+#include "moe_synth.h"
+
+static void die(const char *what, const char *msg) {
+    fprintf(stderr, "moe_bench: %s: %s\n", what, msg);
+    exit(1);
+}
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_));                         \
+    } while (0)
+#define LT(call)                                                                           \
+    do {                                                                                   \
+        cublasStatus_t s_ = (call);                                                        \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
+            char b_[32];                                                                   \
+            snprintf(b_, sizeof b_, "status %d", (int)s_);                                 \
+            die(#call, b_);                                                                \
+        }                                                                                  \
+    } while (0)
+
+#define NR 16 /* routings per graph (calls) */
+
+typedef struct {
+    const char *name;
+    int spec; /* synth_specs[] */
+    mcfg cfg;
+    uint64_t topk;
+    double humming_gate_up[7]; /* us at Ms[], 0: not measured */
+} bshape;
+
+static const uint64_t Ms[] = {1, 16, 64, 256, 1024, 4096, 16384};
+#define NMS (sizeof Ms / sizeof Ms[0])
+
+static const bshape shapes[] = {
+    {"qwen3-30b-a3b-like", 0, {128, 2048, 768, G_SPLIT, false, false, false}, 8,
+     {10.8, 33.5, 78.1, 77.7, 188.7, 491.9, 0}},
+    {"gpt-oss-120b-like", 7, {128, 2880, 2880, G_INTERLEAVED, false, true, true}, 4, {0}},
+    {"deepseek-v3-tp8-like", 8, {256, 7168, 256, G_SPLIT, false, false, false}, 8, {0}},
+};
+
+static int cmp_f(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t rng(uint64_t *s) {
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+/* Median of 7 replays of graph ge on s, per call (calls in the graph). */
+static double replay_us(cudaGraphExec_t ge, cudaStream_t s, int calls) {
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    float t[7];
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int r = 0; r < 7; r++) {
+        CK(cudaEventRecord(a, s));
+        CK(cudaGraphLaunch(ge, s));
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&t[r], a, b));
+    }
+    CK(cudaGetLastError());
+    qsort(t, 7, sizeof t[0], cmp_f);
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    return (double)t[3] * 1e3 / calls;
+}
+
+typedef struct {
+    hc_gpu_model *md;
+    const void *x;
+    void *y;
+    int32_t *ids[NR];
+    float *w[NR];
+    uint64_t m, k;
+} ours_ctx;
+
+/* NR calls of hc_gpu_moe (routing i in call i) captured and replayed. */
+static double ours_us(ours_ctx *c, cudaStream_t s) {
+    char msg[1024];
+    for (int i = 0; i < NR; i++) /* warm-up, outside the capture */
+        if (hc_gpu_moe(c->md, "mlp", c->x, c->m, c->ids[i], c->w[i], c->k, c->y, s, msg, sizeof msg))
+            die("hc_gpu_moe", msg);
+    CK(cudaStreamSynchronize(s));
+    cudaGraph_t gr;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < NR; i++)
+        if (hc_gpu_moe(c->md, "mlp", c->x, c->m, c->ids[i], c->w[i], c->k, c->y, s, msg, sizeof msg))
+            die("hc_gpu_moe (capture)", msg);
+    CK(cudaStreamEndCapture(s, &gr));
+    CK(cudaGraphInstantiate(&ge, gr, 0));
+    double us = replay_us(ge, s, NR);
+    cudaGraphExecDestroy(ge), cudaGraphDestroy(gr);
+    return us;
+}
+
+/* ---- the peer: cuBLASLt bf16 per touched expert ---- */
+typedef struct {
+    uint64_t m, n, k;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+} lt_plan;
+typedef struct {
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t op;
+    void *ws;
+    size_t ws_bytes;
+    lt_plan *p;
+    size_t np, cap;
+} lt_ctx;
+
+static const lt_plan *lt_get(lt_ctx *c, uint64_t m, uint64_t n, uint64_t k) {
+    for (size_t i = 0; i < c->np; i++)
+        if (c->p[i].m == m && c->p[i].n == n && c->p[i].k == k) return &c->p[i];
+    if (c->np == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        if (!(c->p = realloc(c->p, c->cap * sizeof *c->p))) die("lt", "out of memory");
+    }
+    lt_plan *p = &c->p[c->np++];
+    p->m = m, p->n = n, p->k = k;
+    LT(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, k, n, k));
+    LT(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, k, m, k));
+    LT(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, n, m, n));
+    cublasLtMatmulPreference_t pref;
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                            &c->ws_bytes, sizeof c->ws_bytes));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    LT(cublasLtMatmulAlgoGetHeuristic(c->h, c->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found));
+    if (!found) die("cuBLASLt", "no algorithm");
+    p->algo = res.algo;
+    cublasLtMatmulPreferenceDestroy(pref);
+    return p;
+}
+
+static void lt_mm(lt_ctx *c, const void *w, const void *x, void *y, uint64_t m, uint64_t n,
+                  uint64_t k, cudaStream_t s) {
+    const lt_plan *p = lt_get(c, m, n, k);
+    float one = 1.0f, zero = 0.0f;
+    LT(cublasLtMatmul(c->h, c->op, &one, w, p->a, x, p->b, &zero, y, p->c, y, p->c, &p->algo,
+                      c->ws, c->ws_bytes, s));
+}
+
+/* The expert loop for NR routings, captured and replayed: per call, for each expert with c
+ * rows, gate_up [c, 2I] = X_e Wgu_e^T and down [c, H] = H_e Wd_e^T. */
+static double peer_us(lt_ctx *lc, const bshape *b, void *const *wgu, void *const *wd,
+                      const void *x, void *hb, void *yb, int32_t *const *hids, uint64_t m,
+                      cudaStream_t s) {
+    const uint64_t E = b->cfg.E, H = b->cfg.H, I = b->cfg.I, S = m * b->topk;
+    uint64_t *cnt = calloc(E, sizeof *cnt);
+    for (int pass = 0; pass < 2; pass++) { /* plans first (not capturable), then the capture */
+        cudaGraph_t gr;
+        if (pass) CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < NR; i++) {
+            memset(cnt, 0, E * sizeof *cnt);
+            for (uint64_t q = 0; q < S; q++) cnt[hids[i][q]]++;
+            uint64_t row = 0;
+            for (uint64_t e = 0; e < E; e++) {
+                if (!cnt[e]) continue;
+                uint64_t c = cnt[e], xr = row % (m > 1 ? m : 1);
+                if (xr + c > m) xr = 0; /* (X rows: any c rows of x; the gather is not timed) */
+                const uint16_t *xe = (const uint16_t *)x + xr * H;
+                if (pass) {
+                    lt_mm(lc, wgu[e], xe, (uint16_t *)hb + row * 2 * I, c, 2 * I, H, s);
+                    lt_mm(lc, wd[e], (uint16_t *)hb + row * 2 * I, (uint16_t *)yb + row * H, c,
+                          H, I, s);
+                } else {
+                    lt_get(lc, c, 2 * I, H), lt_get(lc, c, H, I);
+                }
+                row += c;
+            }
+        }
+        if (!pass) continue;
+        CK(cudaStreamEndCapture(s, &gr));
+        cudaGraphExec_t ge;
+        CK(cudaGraphInstantiate(&ge, gr, 0));
+        double us = replay_us(ge, s, NR);
+        cudaGraphExecDestroy(ge), cudaGraphDestroy(gr);
+        free(cnt);
+        return us;
+    }
+    free(cnt);
+    return 0;
+}
+
+static void fill_bf16(void *dev, uint64_t count, uint64_t seed) {
+    uint16_t *h = malloc(count * 2);
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 7;
+    for (uint64_t i = 0; i < count; i++) h[i] = (uint16_t)(0x3C00 | (rng(&s) & 0x80FF)); /* ~+-2^-7 */
+    CK(cudaMemcpy(dev, h, count * 2, cudaMemcpyHostToDevice));
+    free(h);
+}
+
+int main(void) {
+    hc_gpu *g = NULL;
+    char msg[1024];
+    if (hc_gpu_open(&g, msg, sizeof msg)) {
+        printf("moe_bench: skipped: %s\n", msg);
+        return 0;
+    }
+    double stream = 0;
+    if (hc_gpu_stream_read(g, 2ull << 30, 20, &stream, msg, sizeof msg)) die("stream", msg);
+    printf("moe_bench on %s: stream read (2 GiB, 20 passes): %.0f GB/s\n", hc_gpu_arch(g), stream);
+    cublasLtHandle_t lth;
+    LT(cublasLtCreate(&lth));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const uint64_t Mmax = Ms[NMS - 1];
+    int only = getenv("HC_BENCH_MOE_SHAPE") ? atoi(getenv("HC_BENCH_MOE_SHAPE")) : -1;
+    for (size_t bi = 0; bi < sizeof shapes / sizeof shapes[0]; bi++) {
+        if (only >= 0 && (size_t)only != bi) continue;
+        const bshape *b = &shapes[bi];
+        const uint64_t E = b->cfg.E, H = b->cfg.H, I = b->cfg.I, k = b->topk;
+        char path[128];
+        snprintf(path, sizeof path, "/tmp/hc-moe-bench-%d.hconvert", (int)getpid());
+        double t0 = (double)clock() / CLOCKS_PER_SEC;
+        if (write_block(path, &synth_specs[b->spec], &b->cfg, 17 + bi, NULL, msg, sizeof msg))
+            die("write", msg);
+        hc_container *c = NULL;
+        hc_gpu_model *md = NULL;
+        if (hc_container_open(path, 0, &c, msg, sizeof msg)) die("open", msg);
+        if (hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) die("load", msg);
+        uint64_t layers, bytes, ebytes = 0;
+        double secs;
+        hc_gpu_model_stats(md, &layers, &bytes, &secs);
+        for (size_t i = 0; i < hc_container_tensor_count(c); i++) {
+            const hc_tensor_info *t = hc_container_tensor(c, i);
+            if (t->layout_params) ebytes += t->length;
+        }
+        const double per_expert = (double)ebytes / (double)E;
+        printf("\n%s: E=%llu top-%llu H=%llu I=%llu %s: experts %.2f GB (%.2f MB each); "
+               "generated in %.0f s, loaded in %.2f s\n", b->name, (unsigned long long)E,
+               (unsigned long long)k, (unsigned long long)H, (unsigned long long)I,
+               synth_specs[b->spec].label, (double)ebytes / 1e9, per_expert / 1e6,
+               (double)clock() / CLOCKS_PER_SEC - t0, secs);
+        /* activations, outputs, routings; the peer's bf16 weights and buffers */
+        void *x, *y, *hb, *yb, *lws;
+        CK(cudaMalloc(&x, Mmax * H * 2));
+        CK(cudaMalloc(&y, Mmax * H * 2));
+        CK(cudaMalloc(&hb, Mmax * k * 2 * I * 2));
+        CK(cudaMalloc(&yb, Mmax * k * H * 2));
+        fill_bf16(x, Mmax * H, 5);
+        size_t lws_bytes = 64ull << 20;
+        CK(cudaMalloc(&lws, lws_bytes));
+        void **wgu = calloc(E, sizeof *wgu), **wd = calloc(E, sizeof *wd);
+        for (uint64_t e = 0; e < E; e++) {
+            CK(cudaMalloc(&wgu[e], 2 * I * H * 2));
+            CK(cudaMalloc(&wd[e], H * I * 2));
+            fill_bf16(wgu[e], 2 * I * H, 100 + e), fill_bf16(wd[e], H * I, 900 + e);
+        }
+        lt_ctx lc = {.h = lth, .ws = lws, .ws_bytes = lws_bytes};
+        LT(cublasLtMatmulDescCreate(&lc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+        LT(cublasLtMatmulDescSetAttribute(lc.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+        LT(cublasLtMatmulDescSetAttribute(lc.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+        printf("%-22s %6s | %9s %9s %8s %6s %7s | %9s %6s | %s\n", "block", "M", "block us",
+               "gate_up", "GB/s", "stream", "TFLOP/s", "cuBLASLt", "TFLOP/s", "peer/ours");
+        for (size_t mi = 0; mi < NMS; mi++) {
+            const uint64_t M = Ms[mi], S = M * k;
+            ours_ctx oc = {md, x, y, {0}, {0}, M, k};
+            int32_t *hids[NR];
+            float *hw = malloc(S * 4);
+            double touched = 0;
+            uint64_t r = 0x1234567ull + mi * 77;
+            uint8_t *seen = malloc(E);
+            for (int i = 0; i < NR; i++) {
+                hids[i] = malloc(S * 4);
+                memset(seen, 0, E);
+                for (uint64_t t = 0; t < M; t++)
+                    for (uint64_t j = 0; j < k; j++) {
+                        int32_t e;
+                        bool dup;
+                        do { /* distinct experts per token */
+                            e = (int32_t)(rng(&r) % E);
+                            dup = false;
+                            for (uint64_t q = 0; q < j; q++) dup |= hids[i][t * k + q] == e;
+                        } while (dup);
+                        hids[i][t * k + j] = e;
+                        hw[t * k + j] = (float)(rng(&r) % 1000 + 1) / 1000.0f;
+                        seen[e] = 1;
+                    }
+                for (uint64_t e = 0; e < E; e++) touched += seen[e];
+                CK(cudaMalloc((void **)&oc.ids[i], S * 4));
+                CK(cudaMalloc((void **)&oc.w[i], S * 4));
+                CK(cudaMemcpy(oc.ids[i], hids[i], S * 4, cudaMemcpyHostToDevice));
+                CK(cudaMemcpy(oc.w[i], hw, S * 4, cudaMemcpyHostToDevice));
+            }
+            touched = touched / NR * per_expert;
+            double us = ours_us(&oc, s), gu = 0;
+#ifdef HC_BENCH_DIAG
+            hc__gpu_diag_moe_stages(md, 1);
+            double t_route = ours_us(&oc, s);
+            hc__gpu_diag_moe_stages(md, 2);
+            gu = ours_us(&oc, s) - t_route;
+            hc__gpu_diag_moe_stages(md, 0);
+#endif
+            double pus = peer_us(&lc, b, wgu, wd, x, hb, yb, hids, M, s);
+            double fl = 2.0 * (double)S * 3.0 * (double)H * (double)I;
+            char gus[32] = "-";
+            if (gu > 0) snprintf(gus, sizeof gus, "%.1f", gu);
+            printf("%-22s %6llu | %9.1f %9s %8.0f %5.0f%% %7.1f | %9.1f %6.1f | %.2fx\n", b->name,
+                   (unsigned long long)M, us, gus, touched / us * 1e-3,
+                   100.0 * touched / us * 1e-3 / stream, fl / us * 1e-6, pus, fl / pus * 1e-6,
+                   pus / us);
+            if (b->humming_gate_up[mi] > 0 && gu > 0)
+                printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
+                       b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
+            for (int i = 0; i < NR; i++) cudaFree(oc.ids[i]), cudaFree(oc.w[i]), free(hids[i]);
+            free(hw), free(seen);
+        }
+        for (size_t i = 0; i < lc.np; i++) {
+            cublasLtMatrixLayoutDestroy(lc.p[i].a), cublasLtMatrixLayoutDestroy(lc.p[i].b);
+            cublasLtMatrixLayoutDestroy(lc.p[i].c);
+        }
+        free(lc.p);
+        cublasLtMatmulDescDestroy(lc.op);
+        for (uint64_t e = 0; e < E; e++) cudaFree(wgu[e]), cudaFree(wd[e]);
+        free(wgu), free(wd);
+        cudaFree(x), cudaFree(y), cudaFree(hb), cudaFree(yb), cudaFree(lws);
+        hc_gpu_model_free(md);
+        hc_container_free(c);
+        unlink(path);
+    }
+    cudaStreamDestroy(s);
+    cublasLtDestroy(lth);
+    hc_gpu_free(g);
+    return 0;
+}

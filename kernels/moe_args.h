@@ -1,0 +1,35 @@
+/* moe_args.h: what the grouped MoE kernels (moe_gemm.cu, moe_route.cu) and the runtime that
+ * launches them (runtime/gpu_moe.c) agree on: the routing tables' layout and the grouped GEMMs'
+ * argument block. Plain C, seen by NVRTC as a header.
+ *
+ * Routing (hc_moe_route): the slots s = t * topk + j of a call whose expert id is one of the
+ * model's [e0, e0 + El) are sorted by local expert, stably (slot order inside an expert), each
+ * expert's run padded to a multiple of the token tile T:
+ *   sorted[p] = the slot at sorted position p, -1 in a pad;   inv[s] = p, or -1 (not local);
+ *   meta[0] = the number of T-row tiles; meta[HC_MOE_META_TILE(i)] = tile i's local expert,
+ *   meta[HC_MOE_META_TILE(i) + 1] = its live rows (1..T, the pads after them).
+ * The grids are sized by the largest tile count a call can need; blocks of tiles past meta[0]
+ * return at once, so no count goes back to the host and a captured graph replays with any
+ * routing. */
+#ifndef HC_MOE_ARGS_H
+#define HC_MOE_ARGS_H
+
+#define HC_MOE_META_TILE(i) (1u + 2u * (unsigned)(i))
+/* the most local experts one routing launch sorts (its shared-memory counters: 32 x El) */
+#define HC_MOE_EXPERTS_MAX 1024u
+/* threads of the routing kernel (one block): 32 warps */
+#define HC_MOE_ROUTE_THREADS 1024u
+
+/* The grouped GEMMs' arguments beside the layer's hc_mma_params: parts (1, or 2 when gate and
+ * up are separate layers: part 0 gate, part 1 up, each N = I) of El experts each;
+ * wtab[part * El + e] is expert e's first tile of that part; part q's outputs start at
+ * out + q * ystride. rdiv 0: the activations are rows in sorted order (xs or the activation
+ * output); rdiv = topk: row p is the token sorted[p] / topk of x (gathered in place). */
+typedef struct {
+    const unsigned long long *wtab;
+    const int *sorted, *meta;
+    unsigned long long el, ystride, rdiv;
+    unsigned parts, tile;
+} hc_moe_args;
+
+#endif

@@ -1,0 +1,77 @@
+// moe_gemm.cu: the grouped GEMMs of a mixture-of-experts block (runtime/gpu_moe.c): one launch
+// runs a projection of every local expert over the rows routed to it (moe_args.h: the sorted
+// rows in T-row tiles, each tile one expert's). Built per kind of layer like tile_mma.cu (the
+// same four options, kernels/codec/kind.cuh), but only for models that have MoE layers, so
+// dense models build and load nothing of it. The kernels are the dense families' bodies with
+// the expert, the rows and the outputs taken from the routing tables:
+//   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
+//   hc_moe_ws64, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts, tiles)
+#include "gemm/gemv.cuh"
+#include "gemm/ws_gemm.cuh"
+#include "moe_args.h"
+
+/* ---- small M: tile i = blockIdx.z of TOK rows (TOK is the routing's tile), stripe nb of part
+ * blockIdx.x / tiles_n. The routing comes from the kernel before: the block waits for it
+ * first (no weight copies before the wait: the expert is not known yet). Activations: the
+ * tile's rows of x gathered by slot (rdiv = topk), or rows i * TOK.. of a sorted buffer; the
+ * K split's partial sums and counters are each (tile, part)'s own region of ws and cnt. ---- */
+template <int TOK>
+__device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_params &p,
+                                         const hc_u16 *__restrict__ x, hc_u16 *__restrict__ out,
+                                         float *__restrict__ ws, unsigned *__restrict__ cnt) {
+    HC_PDL_WAIT();
+    const unsigned i = blockIdx.z;
+    if ((int)i >= a.meta[0]) return;
+    HC_PDL_RELEASE();
+    const unsigned part = blockIdx.x / (unsigned)p.tiles_n;
+    const hc_u64 nb = blockIdx.x - (hc_u64)part * p.tiles_n;
+    const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
+    const hc_u8 *w = (const hc_u8 *)a.wtab[part * a.el + (unsigned)e];
+    const hc_u64 slot = (hc_u64)i * a.parts + part;
+    const hc_u16 *xin = a.rdiv ? x : x + (hc_u64)i * TOK * p.ldx;
+    gemv_body<TOK, TOK, HC_GEMV_STAGES, false>(
+        w, p, 0, xin, (hc_u64)rows, out + part * a.ystride + (hc_u64)i * TOK * p.N,
+        ws + slot * gridDim.y * p.tiles_n * 64 * TOK, cnt + slot * p.tiles_n, nb,
+        a.rdiv ? a.sorted + (hc_u64)i * TOK : nullptr, a.rdiv ? a.rdiv : 1);
+}
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
+    hc_moe_gemv_t8(hc_moe_args a, hc_mma_params p, const hc_u16 *x, hc_u16 *out, float *ws,
+                   unsigned *cnt) {
+    moe_gemv<8>(a, p, x, out, ws, cnt);
+}
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
+    hc_moe_gemv_t16(hc_moe_args a, hc_mma_params p, const hc_u16 *x, hc_u16 *out, float *ws,
+                    unsigned *cnt) {
+    moe_gemv<16>(a, p, x, out, ws, cnt);
+}
+
+/* ---- large M (sm_90a): block (stripe pair, tile) in the dense kernels' walk; the tensor map
+ * is over the sorted activation rows (xs or the activation output, [rows][K]), tile mt's
+ * tokens are its rows mt * TOKS.., outputs below mt * TOKS + live rows. ---- */
+#ifdef HC_SM90A
+template <int TOKS>
+__device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
+                                       hc_u16 *__restrict__ out, const hc_tmap &tmx) {
+    unsigned vp, mt;
+    ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
+    if ((int)mt >= a.meta[0]) return;
+    const unsigned pairs = (unsigned)((p.tiles_n + 1) / 2), part = vp / pairs;
+    const int e = a.meta[HC_MOE_META_TILE(mt)], rows = a.meta[HC_MOE_META_TILE(mt) + 1];
+    const hc_u64 tok0 = (hc_u64)mt * TOKS;
+    ws_gemm_block<TOKS>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], p,
+                        (hc_u64)(vp - part * pairs) * 2, tok0, tok0 + (hc_u64)rows,
+                        out + part * a.ystride, tmx);
+}
+#define HC_MOE_WS_BODY(toks) moe_ws<toks>(a, p, out, tmx)
+#else
+#define HC_MOE_WS_BODY(toks) ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
+#endif
+#define HC_MOE_WS_KERNEL(name, toks)                                                           \
+    extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)                             \
+        name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
+             const __grid_constant__ hc_tmap tmx) {                                            \
+        HC_MOE_WS_BODY(toks);                                                                  \
+    }
+HC_MOE_WS_KERNEL(hc_moe_ws64, 64)
+HC_MOE_WS_KERNEL(hc_moe_ws128, 128)
+HC_MOE_WS_KERNEL(hc_moe_ws256, 256)

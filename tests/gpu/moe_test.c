@@ -1,0 +1,243 @@
+/* moe_test.c: hc_gpu_moe on the GPU against a float64 reference written here from the
+ * generated weights (tile_synth.h: the codes, scales and zero points as they are generated, not
+ * read back through the layout) and against the CPU twin hc_cpu_moe_block. Every layout x
+ * three block shapes (per-expert gate/up/down with act-order permutations for the integer
+ * codes, SiLU; a gpt-oss-like fused interleaved gate_up with biases and the clamped SwiGLU,
+ * E = 128; a fused stacked gate_up with H % 8 != 0) x M in {1, 3, 16, 64, 333} (and 4096 on the
+ * fused E = 128 block) x top-k in {1, 2, 4, 8}, uniform and skewed routing (ids -1 and E
+ * included: they contribute nothing), each grouped kernel forced once per layout, and the same
+ * bits on a second run. On a machine without a GPU it says so and passes. HC_GPU_TEST_QUICK
+ * (the sanitizer runs): the first layout only. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hconvert.h"
+#include "hcrt.h"
+#include "moe_synth.h"
+
+static int passed, failed;
+
+static float bf16_round(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = (u + 0x7FFFu + ((u >> 16) & 1)) & 0xFFFF0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+static double sigm(double v) { return 1.0 / (1.0 + exp(-v)); }
+
+/* The float64 block and a per-output bound on |gpu - ref|: the GPU rounds gate/up sums, the
+ * activation's output, each expert's down output and y to bf16 (2^-8 relative each) and, on
+ * the tensor-core paths, the scaled weights to bf16; the bound carries each rounding through
+ * the activation's derivative and the down projection's |weights|, doubled. */
+static void reference(const mcfg *c, const mref *r, const float *xb, uint64_t M,
+                      const int32_t *ids, const float *w, uint64_t k, double *y, double *bnd) {
+    const uint64_t H = c->H, I = c->I;
+    double *h = malloc(I * 8), *he = malloc(I * 8);
+    for (uint64_t t = 0; t < M; t++) {
+        double *yt = y + t * H, *bt = bnd + t * H;
+        for (uint64_t n = 0; n < H; n++) yt[n] = bt[n] = 0;
+        for (uint64_t j = 0; j < k; j++) {
+            int32_t e = ids[t * k + j];
+            if (e < 0 || (uint64_t)e >= c->E) continue;
+            const float *x = xb + t * H;
+            for (uint64_t q = 0; q < I; q++) {
+                const double *gw = r->gate + ((uint64_t)e * I + q) * H;
+                const double *uw = r->up + ((uint64_t)e * I + q) * H;
+                double g = r->bg[e * I + q], u = r->bu[e * I + q], ga = fabs(g), ua = fabs(u);
+                for (uint64_t i = 0; i < H; i++)
+                    g += gw[i] * x[i], u += uw[i] * x[i], ga += fabs(gw[i] * x[i]),
+                        ua += fabs(uw[i] * x[i]);
+                double dg, du;
+                if (c->swiglu) {
+                    double gc = g < 7.0 ? g : 7.0, uc = u < -7.0 ? -7.0 : u > 7.0 ? 7.0 : u;
+                    double s = sigm(1.702 * gc);
+                    h[q] = gc * s * (uc + 1.0);
+                    dg = fabs(uc + 1.0) * (s + 1.702 * fabs(gc) * s * (1 - s));
+                    du = fabs(gc * s);
+                } else {
+                    double s = sigm(g);
+                    h[q] = g * s * u;
+                    dg = fabs(u) * (s + fabs(g) * s * (1 - s));
+                    du = fabs(g * s);
+                }
+                he[q] = ldexp(dg * ga + du * ua, -7) + ldexp(fabs(h[q]), -8);
+            }
+            for (uint64_t n = 0; n < H; n++) {
+                const double *dw = r->down + ((uint64_t)e * H + n) * I;
+                double o = r->bd[e * H + n], oa = fabs(o), oe = 0;
+                for (uint64_t q = 0; q < I; q++)
+                    o += dw[q] * h[q], oa += fabs(dw[q] * h[q]), oe += fabs(dw[q]) * he[q];
+                yt[n] += w[t * k + j] * o;
+                bt[n] += fabs(w[t * k + j]) * (oe + ldexp(oa, -7));
+            }
+        }
+        for (uint64_t n = 0; n < H; n++) bt[n] = 2.0 * (bt[n] + ldexp(fabs(yt[n]), -8)) + 1e-6;
+    }
+    free(h), free(he);
+}
+
+/* Routing of M tokens, top-k: uniform (distinct experts per token) or skewed (expert
+ * floor(E u^3), repeats allowed, one slot in 16 -1 or E: nowhere). Weights in (0, 1]. */
+static void route(uint64_t E, uint64_t M, uint64_t k, bool skew, uint64_t seed, int32_t *ids,
+                  float *w) {
+    uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 3;
+    for (uint64_t t = 0; t < M; t++)
+        for (uint64_t j = 0; j < k; j++) {
+            int32_t e;
+            if (skew) {
+                double u = (double)(rng_next(&rng) % 1000000) / 1e6;
+                e = (int32_t)(E * u * u * u);
+                if (rng_next(&rng) % 16 == 0) e = rng_next(&rng) & 1 ? -1 : (int32_t)E;
+            } else {
+                bool dup;
+                do {
+                    e = (int32_t)(rng_next(&rng) % E);
+                    dup = false;
+                    for (uint64_t q = 0; q < j; q++) dup |= ids[t * k + q] == e;
+                } while (dup && k <= E);
+            }
+            ids[t * k + j] = e;
+            w[t * k + j] = (float)((double)(rng_next(&rng) % 1000 + 1) / 1000.0);
+        }
+}
+
+/* One call: GPU twice (same bits), against the reference and (up to M = 333) the CPU twin. */
+static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref *r,
+                  const char *label, const char *kern, uint64_t M, uint64_t k, bool skew,
+                  uint64_t seed) {
+    const uint64_t H = cf->H;
+    char msg[1024];
+    float *x = malloc(M * H * 4), *y = malloc(M * H * 4), *y2 = malloc(M * H * 4);
+    float *yc = malloc(M * H * 4), *w = malloc(M * k * 4);
+    int32_t *ids = malloc(M * k * 4);
+    double *ref = malloc(M * H * 8), *bnd = malloc(M * H * 8);
+    uint64_t rng = seed + 77;
+    for (uint64_t i = 0; i < M * H; i++)
+        x[i] = bf16_round((float)((double)(rng_next(&rng) % 2000) / 1000.0 - 1.0));
+    route(cf->E, M, k, skew, seed, ids, w);
+    int ok = 1;
+    if (!md) { /* no GPU: the CPU twin stands in, so the reference is checked everywhere */
+        if (hc_cpu_moe_block(c, "mlp", x, M, H, ids, w, k, y, msg, sizeof msg)) {
+            printf("FAIL %s: CPU twin: %s\n", label, msg);
+            failed++;
+            goto done;
+        }
+        memcpy(y2, y, M * H * 4);
+    } else if (hc_gpu_model_force_kernel(md, kern, msg, sizeof msg) ||
+               hc_gpu_moe_host(md, "mlp", x, M, ids, w, k, y, msg, sizeof msg) ||
+               hc_gpu_moe_host(md, "mlp", x, M, ids, w, k, y2, msg, sizeof msg)) {
+        printf("FAIL %s M=%llu top-%llu %s: %s\n", label, (unsigned long long)M,
+               (unsigned long long)k, kern ? kern : "auto", msg);
+        failed++;
+        goto done;
+    }
+    reference(cf, r, x, M, ids, w, k, ref, bnd);
+    uint64_t bad = 0, cbad = 0, worst = 0;
+    double num = 0, den = 0, wr = 0;
+    for (uint64_t i = 0; i < M * H; i++) {
+        double d = fabs((double)y[i] - ref[i]);
+        if (!(d <= bnd[i])) {
+            if (!bad || d / bnd[i] > wr) wr = d / bnd[i], worst = i;
+            bad++;
+        }
+        num += d * d, den += ref[i] * ref[i];
+    }
+    bool same = memcmp(y, y2, M * H * 4) == 0;
+    if (md && M <= 333) {
+        if (hc_cpu_moe_block(c, "mlp", x, M, H, ids, w, k, yc, msg, sizeof msg)) {
+            printf("FAIL %s: CPU twin: %s\n", label, msg);
+            ok = 0;
+        }
+        for (uint64_t i = 0; ok && i < M * H; i++) cbad += !(fabs((double)yc[i] - ref[i]) <= bnd[i]);
+    }
+    double rel = den > 0 ? sqrt(num / den) : 0;
+    ok = ok && !bad && !cbad && same && rel < 0.1; /* (the bound decides; rel: gross errors) */
+    if (ok) {
+        printf("ok   %s M=%llu top-%llu %s %s (rel %.1e)\n", label, (unsigned long long)M,
+               (unsigned long long)k, skew ? "skewed" : "uniform",
+               md ? kern ? kern : "auto" : "CPU twin", rel);
+    } else {
+        printf("FAIL %s M=%llu top-%llu %s %s: %llu of %llu beyond the bound (worst y[%llu][%llu] "
+               "%g vs %g, bound %g), CPU twin %llu beyond, rel %.2e%s\n", label,
+               (unsigned long long)M, (unsigned long long)k, skew ? "skewed" : "uniform",
+               kern ? kern : "auto", (unsigned long long)bad, (unsigned long long)(M * H),
+               (unsigned long long)(worst / H), (unsigned long long)(worst % H), (double)y[worst],
+               ref[worst], bnd[worst], (unsigned long long)cbad, rel, same ? "" : ", two runs differ");
+    }
+    passed += ok, failed += !ok;
+done:
+    if (md) hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
+    free(x), free(y), free(y2), free(yc), free(w), free(ids), free(ref), free(bnd);
+}
+
+int main(void) {
+    hc_gpu *g = NULL;
+    char msg[1024];
+    hc_status st = hc_gpu_open(&g, msg, sizeof msg);
+    if (st && st != HC_UNSUPPORTED) {
+        printf("FAIL gpu open: %s\n0 passed, 1 failed\n", msg);
+        return 1;
+    }
+    uint64_t seed = (uint64_t)time(NULL);
+    if (!g) printf("skipped: no GPU (%s): the CPU twin against the reference only\n", msg);
+    else printf("GPU %s, seed %llu\n", hc_gpu_arch(g), (unsigned long long)seed);
+    const bool quick = getenv("HC_GPU_TEST_QUICK") != NULL || !g;
+    static const uint64_t Ms[] = {1, 3, 16, 64, 333};
+    static const uint64_t ks[] = {1, 2, 4, 8};
+    static const char *const forced[] = {"moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256"};
+    for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
+        const synth_spec *sp = &synth_specs[si];
+        const mcfg cfgs[3] = {
+            {8, 256, 80, G_SPLIT, sp->kind == HC_TL_INT, false, false},
+            {128, 200, 72, G_INTERLEAVED, false, true, true},
+            {8, 70, 64, G_STACKED, false, false, false},
+        };
+        for (int ci = 0; ci < 3; ci++) {
+            const mcfg *cf = &cfgs[ci];
+            if (ci == 2 && si % 3 != 0) continue; /* (H % 8 != 0 on every third layout) */
+            char path[256], label[256];
+            snprintf(path, sizeof path, "/tmp/hc-moe-test-%d-%zu-%d.hconvert", (int)getpid(), si, ci);
+            snprintf(label, sizeof label, "%s %s E=%llu H=%llu I=%llu%s", sp->label,
+                     ci == 0 ? "per-expert" : ci == 1 ? "fused interleaved swiglu+bias"
+                                                      : "fused stacked",
+                     (unsigned long long)cf->E, (unsigned long long)cf->H,
+                     (unsigned long long)cf->I, cf->perm ? " act-order" : "");
+            mref r;
+            hc_container *c = NULL;
+            hc_gpu_model *md = NULL;
+            if (write_block(path, sp, cf, seed + si * 11 + (uint64_t)ci, &r, msg, sizeof msg) ||
+                hc_container_open(path, 1, &c, msg, sizeof msg) ||
+                (g && hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg))) {
+                printf("FAIL %s: setup: %s\n", label, msg);
+                failed++;
+            } else {
+                for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+                    check(md, c, cf, &r, label, NULL, Ms[mi], ks[(mi + (size_t)ci) % 4], mi % 2,
+                          seed + mi);
+                if (ci == 1 && !quick) check(md, c, cf, &r, label, NULL, 4096, 4, false, seed + 9);
+                if (ci == 0 && md)
+                    for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++)
+                        check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f);
+            }
+            hc_gpu_model_free(md);
+            hc_container_free(c);
+            mref_free(&r);
+            unlink(path);
+        }
+    }
+    hc_gpu_free(g);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
