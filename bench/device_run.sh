@@ -21,7 +21,7 @@ has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 # (at most 8 files come back from the device: the GPU's state goes into build.log)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv \
     >"$out/build.log" 2>&1
-if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/gpu_moe_test $b/bench/gpu_bench >>"$out/build.log" 2>&1; then
+if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/gpu_moe_test $b/hconvert $b/bench/gpu_bench >>"$out/build.log" 2>&1; then
     tail -30 "$out/build.log"
     exit 1
 fi
@@ -39,6 +39,9 @@ if has test; then
     timeout 300 $b/gpu_moe_test >"$out/gpu_moe_test.log" 2>&1
     echo "gpu_moe_test rc=$?: $(tail -1 "$out/gpu_moe_test.log")"
     grep -v '^ok' "$out/gpu_moe_test.log" | head -25
+    timeout 200 python3 tests/gpu/real_client.py $b >"$out/real_client.log" 2>&1
+    echo "real_client rc=$?: $(tail -1 "$out/real_client.log")"
+    grep -v '^ok' "$out/real_client.log" | head -10
 fi
 if has sanitize; then
     for tool in memcheck racecheck; do

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +302,64 @@ static int cmd_dequant(int argc, char **argv) {
     return st ? fail(st, err.msg) : 0;
 }
 
+/* The MoE block `layer` on the GPU (hc_gpu_moe, the routed experts) plus its shared expert
+ * where the record names one (its dense layers through hc_gpu_linear, SiLU and the sigmoid
+ * gate on the host), as hc_cpu_moe_block computes the block. *g: the device, opened here. */
+static hc_status run_moe_gpu(hc_container *c, const char *layer, const float *x, uint64_t T,
+                             uint64_t h, const int32_t *ids, const float *w, uint64_t topk,
+                             float *y, hc_gpu **g, hc_err *err) {
+    char msg[HC_ERRMSG_MAX] = "";
+    hc_gpu_model *md = NULL;
+    const hc_moe_layer_info *l = NULL;
+    for (size_t i = 0; i < hc_container_moe_count(c); i++)
+        if (!strcmp(hc_container_moe(c, i)->name, layer)) l = hc_container_moe(c, i);
+    uint64_t H = 0, n, k, e;
+    float *gate = NULL, *up = NULL, *d = NULL, *sg = NULL;
+    hc_status st = hc_gpu_open(g, msg, sizeof msg);
+    if (!st) st = hc_gpu_model_load(*g, c, NULL, &md, msg, sizeof msg);
+    if (!st) st = hc_gpu_moe_shape(md, layer, &H, NULL, NULL);
+    if (st == HC_UNSUPPORTED || st == HC_NOTFOUND) /* (hc_gpu_moe says why) */
+        st = hc_gpu_moe_host(md, layer, x, 1, ids, w, topk, y, msg, sizeof msg);
+    if (!st && H != h)
+        st = hc__fail(err, HC_INVALID, "X has %llu columns, MoE block '%s' takes H=%llu",
+                     (unsigned long long)h, layer, (unsigned long long)H);
+    if (!st) st = hc_gpu_moe_host(md, layer, x, T, ids, w, topk, y, msg, sizeof msg);
+    if (!st && l && l->shared_gate) { /* y += sigmoid(gate . x) x down(silu(g) x u) */
+        st = hc_linear_shape(c, l->shared_gate, &n, &k, &e, msg, sizeof msg);
+        if (!st && (!(gate = malloc(T * n * 4 + 4)) || !(up = malloc(T * n * 4 + 4)) ||
+                    !(d = malloc(T * h * 4 + 4)) || !(sg = malloc(T * 4 + 4))))
+            st = hc__fail(err, HC_NOMEM, "out of memory");
+        hc_gpu_model *sm = NULL;
+        const char *parts[3] = {l->shared_gate, l->shared_up, l->shared_down};
+        for (int p = 0; !st && p < 3; p++) {
+            hc_gpu_model_free(sm);
+            sm = NULL;
+            /* (a layer kept in its source dtype is not on the GPU: the CPU executor runs it) */
+            bool on_gpu = hc_gpu_model_load(*g, c, parts[p], &sm, msg, sizeof msg) == HC_OK;
+            msg[0] = 0;
+            const float *in = p < 2 ? x : gate;
+            float *out = p == 0 ? gate : p == 1 ? up : d;
+            uint64_t kk = p < 2 ? h : n, nn = p < 2 ? n : h;
+            st = on_gpu ? hc_gpu_linear_host(sm, parts[p], 0, in, T, kk, out, nn, msg, sizeof msg)
+                        : hc_cpu_linear(c, parts[p], 0, in, T, kk, out, nn, msg, sizeof msg);
+            if (!st && p == 1)
+                for (uint64_t i = 0; i < T * n; i++)
+                    gate[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+        }
+        hc_gpu_model_free(sm);
+        if (!st && l->shared_expert_gate) /* a [1, H] source layer: the CPU executor */
+            st = hc_cpu_linear(c, l->shared_expert_gate, 0, x, T, h, sg, 1, msg, sizeof msg);
+        for (uint64_t t = 0; !st && t < T; t++) {
+            float s = l->shared_expert_gate ? 1.0f / (1.0f + expf(-sg[t])) : 1.0f;
+            for (uint64_t j = 0; j < h; j++) y[t * h + j] += s * d[t * h + j];
+        }
+    }
+    if (st && msg[0]) hc__fail(err, st, "%s", msg);
+    free(gate), free(up), free(d), free(sg);
+    hc_gpu_model_free(md);
+    return st;
+}
+
 static int cmd_run(int argc, char **argv) {
     args_t a;
     int r = parse_args(argc, argv, "or", 2, &a);
@@ -312,9 +371,6 @@ static int cmd_run(int argc, char **argv) {
     if (!a.topk_ids != !a.topk_weights)
         return usage_error("%s", "--topk-ids and --topk-weights go together");
     bool gpu = a.device && !strcmp(a.device, "gpu");
-    if (gpu && a.topk_ids)
-        return fail(HC_UNSUPPORTED, "--device gpu with routing: the GPU MoE GEMM is not in this "
-                                    "version; use --device cpu");
     hc_err err = {0};
     hc_gpu *g = NULL;
     char msg[HC_ERRMSG_MAX] = "";
@@ -382,17 +438,26 @@ static int cmd_run(int argc, char **argv) {
     bool block = false; /* NAME is a whole MoE block of the record: Y [T, H] */
     for (size_t i = 0; i < hc_container_moe_count(c) && !block; i++)
         block = !strcmp(hc_container_moe(c, i)->name, a.pos[1]);
+    if (gpu && !block) {
+        st = hc__fail(&err, HC_UNSUPPORTED, "--device gpu with routing runs a whole MoE block of "
+                     "the container's record; '%s' is not one (the routed rows of one layer run "
+                     "with --device cpu)", a.pos[1]);
+        goto done;
+    }
     if (block) {
         if (!(y = malloc((T * xs[1] + 1) * sizeof *y))) {
             st = hc__fail(&err, HC_NOMEM, "out of memory");
             goto done;
         }
-        st = hc_cpu_moe_block(c, a.pos[1], x, T, xs[1], ids, w, topk, y, msg, sizeof msg);
-        if (st) hc__fail(&err, st, "%s", msg);
+        if (gpu) st = run_moe_gpu(c, a.pos[1], x, T, xs[1], ids, w, topk, y, &g, &err);
+        else if ((st = hc_cpu_moe_block(c, a.pos[1], x, T, xs[1], ids, w, topk, y, msg, sizeof msg)))
+            hc__fail(&err, st, "%s", msg);
         if (!st) st = hc__npy_write_f32(a.output, (uint64_t[]){T, xs[1]}, 2, y, &err);
         if (!st) printf("run: Y [%llu, %llu] = MoE block '%s' for %llu tokens x top-%llu -> %s "
-                        "(cpu)\n", (unsigned long long)T, (unsigned long long)xs[1], a.pos[1],
-                        (unsigned long long)T, (unsigned long long)topk, a.output);
+                        "(%s)\n", (unsigned long long)T, (unsigned long long)xs[1], a.pos[1],
+                        (unsigned long long)T, (unsigned long long)topk, a.output,
+                        gpu ? hc_gpu_arch(g) : "cpu");
+        if (!st && gpu) fprintf(stderr, "run: the GPU rounds X to bf16 and returns bf16 Y\n");
         goto done;
     }
     st = hc_cpu_moe(c, a.pos[1], x, T, xs[1], ids, w, topk, &y, &N, msg, sizeof msg);

@@ -258,6 +258,13 @@ HC_API hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, 
  * Workspace is the model's (sized at load): calls on one model are serialised, and long
  * calls run in chunks of the workspace's slots. Errors name the layer and the rule;
  * HC_UNSUPPORTED says why the GPU does not run a layer (hc_cpu_moe_block does). */
+/* hc_gpu_model_load for expert parallelism: a rank's experts [e0, e1) of every MoE layer (a
+ * per-expert layer of another expert is not uploaded, a fused [E, N, K] tensor only its slice;
+ * everything else as hc_gpu_model_load). hc_gpu_moe then sums the slots routed to those
+ * experts only: the ranks' y add up to the whole block (the caller's all-reduce).
+ * hc_gpu_linear on a sliced tensor takes the global expert id. HC_INVALID for e0 >= e1. */
+HC_API hc_status hc_gpu_model_load_experts(hc_gpu *g, hc_container *c, uint32_t e0, uint32_t e1,
+                                           hc_gpu_model **out, char *msg, size_t msg_len);
 HC_API hc_status hc_gpu_moe(hc_gpu_model *m, const char *layer, const void *x, uint64_t tokens,
                             const int32_t *ids, const float *weights, uint64_t topk, void *y,
                             void *stream, char *msg, size_t msg_len);

@@ -99,8 +99,8 @@ void hc_gpu_model_free(hc_gpu_model *m) {
     free(m);
 }
 
-hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu_model **out,
-                            char *msg, size_t msg_len) {
+static hc_status model_load(hc_gpu *g, hc_container *c, const char *only, uint32_t e0,
+                            uint32_t e1, hc_gpu_model **out, char *msg, size_t msg_len) {
     hc_err err = {0};
     hc_status st = HC_OK;
     *out = NULL;
@@ -111,6 +111,7 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
         return HC_NOMEM;
     }
     m->g = g;
+    m->e0 = e0, m->e1 = e1;
     m->forced = m->moe_forced = HC_GPU_KERNEL_AUTO;
     pthread_mutex_init(&m->mu, NULL);
     if (!(m->l = calloc(nt + 1, sizeof *m->l))) {
@@ -123,8 +124,20 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
         if (!t->layout_params || (only && strcmp(only, t->name))) continue;
         hc_gpu_layer *L = &m->l[m->n];
         const int32_t *perm;
+        /* expert parallelism: an expert layer of the MoE record outside [e0, e1) stays home, a
+         * fused [E, N, K] one comes as its slice */
+        uint32_t first = 0, count = 0;
+        int part = hc__gpu_moe_tensor_part(c, t->name, e0, e1, &first, &count);
+        if (part == HC_GPU_MOE_ELSEWHERE) continue;
         st = hc__tile_layer(c, t->name, &t, &L->p, &perm, &err);
         if (st) goto out;
+        uint64_t per = L->p.tiles_n * L->p.tiles_k * L->p.chunk_bytes, off = 0, len = t->length;
+        if (part == HC_GPU_MOE_SLICE) {
+            if (first >= L->p.E) continue; /* (none of its experts here) */
+            if (count > L->p.E - first) count = (uint32_t)(L->p.E - first);
+            off = first * per, len = count * per;
+            L->e0 = first, L->p.E = count;
+        }
         hc_gpu_kind k;
         st = hc__gpu_layer_kind(t, &L->p, &k, &err);
         if (st) goto out;
@@ -138,10 +151,10 @@ hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu
             goto out;
         }
         m->n++;
-        CU(hc__cuda.malloc_(&L->w, t->length), "cudaMalloc(weights)");
-        CU(hc__cuda.memcpy_(L->w, hc_container_stored(c, t), t->length, cudaMemcpyHostToDevice),
-           "upload of weights");
-        m->bytes += t->length;
+        CU(hc__cuda.malloc_(&L->w, len), "cudaMalloc(weights)");
+        CU(hc__cuda.memcpy_(L->w, (const uint8_t *)hc_container_stored(c, t) + off, len,
+                           cudaMemcpyHostToDevice), "upload of weights");
+        m->bytes += len;
         if (perm) {
             CU(hc__cuda.malloc_(&L->perm, L->p.K * 4), "cudaMalloc(perm)");
             CU(hc__cuda.memcpy_(L->perm, perm, L->p.K * 4, cudaMemcpyHostToDevice),
@@ -173,6 +186,21 @@ out:
     hc_gpu_model_free(m);
     if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
+}
+
+hc_status hc_gpu_model_load(hc_gpu *g, hc_container *c, const char *only, hc_gpu_model **out,
+                            char *msg, size_t msg_len) {
+    return model_load(g, c, only, 0, UINT32_MAX, out, msg, msg_len);
+}
+
+hc_status hc_gpu_model_load_experts(hc_gpu *g, hc_container *c, uint32_t e0, uint32_t e1,
+                                    hc_gpu_model **out, char *msg, size_t msg_len) {
+    if (e0 >= e1) {
+        *out = NULL;
+        if (msg && msg_len) snprintf(msg, msg_len, "experts [%u, %u): an empty range", e0, e1);
+        return HC_INVALID;
+    }
+    return model_load(g, c, NULL, e0, e1, out, msg, msg_len);
 }
 
 void hc_gpu_model_stats(const hc_gpu_model *m, uint64_t *layers, uint64_t *bytes,

@@ -5,6 +5,7 @@
 #define HC_GPU_INT_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "gpu_cuda.h"
 #include "gpu_families.h"
@@ -53,6 +54,7 @@ typedef struct {
     int mod;            /* index of its kernel module in hc_gpu */
     void *w;            /* the tensor's stored bytes, as in the container */
     void *perm;         /* NAME.perm (I32 [K]) or NULL */
+    uint32_t e0;        /* a fused tensor's first expert here (hc_gpu_model_load_experts), else 0 */
 } hc_gpu_layer;
 
 struct hc_gpu_model {
@@ -65,6 +67,7 @@ struct hc_gpu_model {
     pthread_mutex_t mu; /* guards the workspaces' growth */
     void *ws, *cnt, *xg;
     size_t ws_bytes, cnt_n, xg_bytes;
+    uint32_t e0, e1; /* the experts of the MoE layers it holds: [e0, e1) */
     int moe_forced; /* a grouped MoE kernel (hc_gpu_moe_kernel) or HC_GPU_KERNEL_AUTO */
     struct hc_gpu_moe_layer *moe; /* gpu_moe.c: the record's layers, sorted by name */
     size_t nmoe;
@@ -89,6 +92,14 @@ struct hc_gpu_model {
 #define HC_GPU_MOE_STOP(md, n) 0
 #endif
 
+/* float32 -> bf16, nearest even (NaN stays a quiet NaN): the host wrappers' rounding. */
+static inline uint16_t hc__bf16_rne(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
+}
+
 /* Orders layers by name (the model's layers are sorted: hc_gpu_linear finds them by bsearch). */
 int hc__gpu_layer_cmp(const void *a, const void *b);
 /* The device as the chooser sees it. */
@@ -108,6 +119,13 @@ hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *err);
  * expert tables, biases, the routing module and the workspace. A layer the GPU cannot run
  * keeps the reason, which hc_gpu_moe reports. */
 hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, hc_err *err);
+/* What tensor NAME is to a model holding the experts [e0, e1): not an expert layer of the MoE
+ * record (HC_GPU_MOE_WHOLE), a per-expert layer of an expert elsewhere (HC_GPU_MOE_ELSEWHERE),
+ * one here (WHOLE), or a fused [E, N, K] layer of which the experts [*first, *first + *count)
+ * are here (HC_GPU_MOE_SLICE; *count may run past E). */
+enum { HC_GPU_MOE_WHOLE, HC_GPU_MOE_ELSEWHERE, HC_GPU_MOE_SLICE };
+int hc__gpu_moe_tensor_part(hc_container *c, const char *name, uint32_t e0, uint32_t e1,
+                            uint32_t *first, uint32_t *count);
 void hc__gpu_moe_free(hc_gpu_model *md);
 /* Launches kernel k with grid, block and shared memory on s, under programmatic dependent
  * launch when pdl and the runtime has cudaLaunchKernelExC (gpu_linear.c). */

@@ -78,6 +78,12 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         goto out;
     }
     const hc_tile_params *p = &L->p;
+    if (expert < L->e0) { /* (a slice of a fused tensor: experts [e0, e0 + E) are here) */
+        st = hc__fail(&err, HC_INVALID, "'%s': expert %u is not on this GPU model (it holds "
+                     "experts %u..%llu)", name, expert, L->e0, (unsigned long long)(L->e0 + p->E - 1));
+        goto out;
+    }
+    expert -= L->e0;
     st = hc__tile_layer_call(name, p, k, n, expert, &err);
     if (st) goto out;
     if (m == 0) goto out;
@@ -155,13 +161,6 @@ out:
     return st;
 }
 
-static uint16_t bf16_rne(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
-}
-
 hc_status hc_gpu_linear_host(hc_gpu_model *md, const char *name, uint32_t expert, const float *x,
                              uint64_t m, uint64_t k, float *y, uint64_t n, char *msg,
                              size_t msg_len) {
@@ -180,7 +179,7 @@ hc_status hc_gpu_linear_host(hc_gpu_model *md, const char *name, uint32_t expert
         st = hc__fail(&err, HC_NOMEM, "out of memory");
         goto out;
     }
-    for (uint64_t i = 0; i < xe; i++) hx[i] = bf16_rne(x[i]);
+    for (uint64_t i = 0; i < xe; i++) hx[i] = hc__bf16_rne(x[i]);
     CU(hc__cuda.malloc_(&dx, xe * 2 + 16), "cudaMalloc(x)");
     CU(hc__cuda.malloc_(&dy, ye * 2 + 16), "cudaMalloc(y)");
     CU(hc__cuda.memcpy_(dx, hx, xe * 2, cudaMemcpyHostToDevice), "upload X");

@@ -193,6 +193,17 @@ hc_status hc_gpu_precompile(hc_container *c, const char *arch, unsigned *built, 
         if (st) hc__err_prefix(&err, "kernels for '%s' (%s)", t->name, codec_name(k.codec));
         else (*built)++;
     }
+    /* MoE layers: the grouped kernels of every kind (a kind no expert has costs a build, not a
+     * wrong answer) and the routing module, as hc_gpu_model_load builds them */
+    for (unsigned j = 0; !st && hc_container_moe_count(c) && j <= n; j++) {
+        void *cubin = NULL;
+        size_t size = 0;
+        st = j < n ? hc__gpu_kind_compile("moe_gemm.cu", arch, seen[j], 0, &cubin, &size, &err)
+                   : hc__jit_compile("moe_route.cu", arch, NULL, 0, &cubin, &size, &err);
+        free(cubin);
+        if (st) hc__err_prefix(&err, "MoE kernels (%s)", j < n ? codec_name(seen[j].codec) : "routing");
+        else (*built)++;
+    }
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
 }

@@ -112,8 +112,9 @@ static hc_status setup_proj(hc_gpu_model *md, hc_container *c, hc_gpu_moe_layer 
             hc_gpu_layer *L = find_layer(md, name);
             REFUSE(L, "'%s' is not on the GPU (the GPU runs tiled layers of its layouts; the CPU "
                    "twin hc_cpu_moe_block runs the rest)", name);
-            REFUSE(index < L->p.E, "'%s' holds %llu experts, not %u", name,
-                   (unsigned long long)L->p.E, id);
+            REFUSE(index >= L->e0 && index - L->e0 < L->p.E, "'%s' holds %llu experts here, "
+                   "not %u", name, (unsigned long long)L->p.E, id);
+            index -= L->e0;
             if (q == 0 && e == 0) pr->mp = L->mp, pr->shape = L->shape, pr->mod = L->mod;
             REFUSE(L->mod == pr->mod && !memcmp(&L->mp, &pr->mp, sizeof pr->mp),
                    "'%s' (expert %u) is not of the kind and geometry of the other experts "
@@ -147,12 +148,49 @@ done:
     return st;
 }
 
+/* The id a per-expert layer name gives pattern pat ('*' standing for decimal digits), or -1. */
+static long expert_id(const char *pat, const char *name) {
+    const char *star = strchr(pat, '*');
+    if (!star) return -1;
+    size_t pre = (size_t)(star - pat), post = strlen(star + 1), n = strlen(name);
+    if (n <= pre + post || strncmp(name, pat, pre) || strcmp(name + n - post, star + 1)) return -1;
+    long id = 0;
+    for (size_t i = pre; i < n - post; i++) {
+        if (name[i] < '0' || name[i] > '9' || id > 100000000) return -1;
+        id = id * 10 + (name[i] - '0');
+    }
+    return id;
+}
+
+int hc__gpu_moe_tensor_part(hc_container *c, const char *name, uint32_t e0, uint32_t e1,
+                            uint32_t *first, uint32_t *count) {
+    for (size_t i = 0; i < hc_container_moe_count(c); i++) {
+        const hc_moe_layer_info *l = hc_container_moe(c, i);
+        const char *pats[4] = {l->gate, l->up, l->gate_up, l->down};
+        for (int q = 0; q < 4; q++) {
+            if (!pats[q]) continue;
+            if (l->layout == HC_MOE_PER_EXPERT) {
+                long id = expert_id(pats[q], name);
+                if (id >= 0) return (uint64_t)id >= e0 && (uint64_t)id < e1 ? HC_GPU_MOE_WHOLE
+                                                                           : HC_GPU_MOE_ELSEWHERE;
+            } else if (!strcmp(pats[q], name)) {
+                *first = e0, *count = e1 - e0;
+                return HC_GPU_MOE_SLICE;
+            }
+        }
+    }
+    return HC_GPU_MOE_WHOLE;
+}
+
 /* Layer l of the record as the GPU runs it (ml->why says when it does not). */
 static hc_status setup_layer(hc_gpu_model *md, hc_container *c, const hc_moe_layer_info *l,
                              hc_gpu_moe_layer *ml, hc_err *err) {
     float *gu = NULL, *db = NULL, *gb = NULL;
     hc_status st = HC_OK;
-    ml->E = l->experts, ml->e0 = 0, ml->El = l->experts;
+    ml->E = l->experts;
+    ml->e0 = md->e0 < l->experts ? md->e0 : l->experts;
+    ml->El = (md->e1 < l->experts ? md->e1 : l->experts) - ml->e0;
+    REFUSE(ml->El > 0, "this GPU model holds experts from %u, the layer has %u", md->e0, ml->E);
     ml->order = l->gate_up_order, ml->act = l->activation;
     ml->alpha = (float)l->alpha, ml->limit = (float)l->limit;
     REFUSE(ml->El >= 1 && ml->El <= HC_MOE_EXPERTS_MAX, "%u experts (the routing sorts at most "
@@ -549,13 +587,6 @@ hc_status hc_gpu_moe_shape(const hc_gpu_model *md, const char *layer, uint64_t *
     return ml->why[0] ? HC_UNSUPPORTED : HC_OK;
 }
 
-static uint16_t bf16_rne(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
-}
-
 hc_status hc_gpu_moe_host(hc_gpu_model *md, const char *layer, const float *x, uint64_t tokens,
                           const int32_t *ids, const float *weights, uint64_t topk, float *y,
                           char *msg, size_t msg_len) {
@@ -578,7 +609,7 @@ hc_status hc_gpu_moe_host(hc_gpu_model *md, const char *layer, const float *x, u
         st = hc__fail(&err, HC_NOMEM, "out of memory");
         goto out;
     }
-    for (uint64_t i = 0; i < xe; i++) hx[i] = bf16_rne(x[i]);
+    for (uint64_t i = 0; i < xe; i++) hx[i] = hc__bf16_rne(x[i]);
     CU(hc__cuda.malloc_(&dx, xe * 2 + 16), "cudaMalloc(x)");
     CU(hc__cuda.malloc_(&dy, xe * 2 + 16), "cudaMalloc(y)");
     CU(hc__cuda.malloc_(&di, se * 4 + 16), "cudaMalloc(ids)");

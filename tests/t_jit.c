@@ -43,7 +43,7 @@ static void test_every_kernel_compiles(void) {
     typedef struct {
         const char *file, *arch, *opt[5];
     } build;
-    enum { NBUILDS = 2 + 2 * NKINDS + 2 };
+    enum { NBUILDS = 2 + 2 * NKINDS + 2 + 2 + 2 * NKINDS };
     build list[NBUILDS];
     int nb = 0;
     static const char *const archs[] = {"sm_90a", "sm_80"};
@@ -57,10 +57,18 @@ static void test_every_kernel_compiles(void) {
     static const char *const diag[] = {"-DHC_GEMV_DIAG=1", "-DHC_GEMV_DIAG=2"};
     for (int i = 0; i < 2; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], diag[i]}};
+    /* the MoE modules: routing once per device, the grouped GEMMs per kind */
+    for (int a = 0; a < 2; a++) {
+        list[nb++] = (build){"moe_route.cu", archs[a], {NULL}};
+        for (int i = 0; i < NKINDS; i++)
+            list[nb++] = (build){"moe_gemm.cu", archs[a], {kopt[i][0], kopt[i][1], kopt[i][2], kopt[i][3]}};
+    }
     CHECK_EQ_INT(nb, NBUILDS);
     if (getenv("HC_TEST_JIT_QUICK")) {
         list[2] = list[2 + NKINDS + 7]; /* kinds[7] (folded MXFP4) for sm_80 */
-        nb = 3;
+        list[3] = list[2 + 2 * NKINDS + 2];     /* moe_route.cu for sm_90a */
+        list[4] = list[2 + 2 * NKINDS + 2 + 1]; /* moe_gemm.cu, kinds[0], sm_90a */
+        nb = 5;
     }
     hc_status st[NBUILDS];
     size_t size[NBUILDS] = {0};
@@ -131,6 +139,36 @@ static long spill_stores(const char *log, const char *fn) {
     return strtol(sp, NULL, 10);
 }
 
+/* The grouped MoE kernels of the same kind (moe_gemm.cu, opts as tile_mma.cu's): no wgmma
+ * serialised, no spill in the warp-specialised and 8-row kernels. */
+static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why, size_t cap) {
+    void *cubin = NULL;
+    size_t size = 0;
+    char *log = NULL;
+    hc_err e = {0};
+    bool ok = true;
+    if (!tile_log) return true; /* (the caller reports a missing log) */
+    if (hc__jit_compile_log("moe_gemm.cu", "sm_90a", opts, 5, &cubin, &size, &log, &e)) {
+        snprintf(why, cap, "moe_gemm.cu does not compile: %s", e.msg);
+        ok = false;
+    } else if (!log || strstr(log, "C7514")) {
+        snprintf(why, cap, "moe_gemm.cu: %s", log ? "ptxas serialises wgmma (C7514)" : "no NVRTC log");
+        ok = false;
+    } else {
+        static const char *const hot[] = {"hc_moe_ws256", "hc_moe_ws128", "hc_moe_ws64",
+                                          "hc_moe_gemv_t8"};
+        for (int h = 0; h < 4 && ok; h++) {
+            long sp = spill_stores(log, hot[h]);
+            if (sp != 0) {
+                snprintf(why, cap, "%s: %ld bytes spill stores", hot[h], sp);
+                ok = false;
+            }
+        }
+    }
+    free(log), free(cubin);
+    return ok;
+}
+
 /* The performance-critical kernels keep what the measurements in bench/NOTES.md rely on, for
  * every kind of layer on sm_90a: ptxas serialises no wgmma (its note C7514: an accumulator read
  * between a wgmma and its wait) and the M <= 8 and warp-specialised large-M kernels do not
@@ -152,6 +190,8 @@ static void test_hot_kernels_do_not_regress(void) {
         why[i][0] = 0;
         if (hc__jit_compile_log("tile_mma.cu", "sm_90a", opts, 5, &cubin, &size, &log, &e)) {
             snprintf(why[i], sizeof why[i], "does not compile: %s", e.msg);
+        } else if (!moe_hot_ok(opts, log, why[i], sizeof why[i])) {
+            /* (why says it) */
         } else if (!log) {
             snprintf(why[i], sizeof why[i], "no NVRTC log");
         } else if (strstr(log, "C7514") || strstr(log, "Potential Performance Loss")) {

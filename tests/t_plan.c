@@ -234,7 +234,7 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
     CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, ws64, ws128, "
-                          "ws256, wgmma, mma");
+                          "ws256, wgmma, mma, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
     hc_gpu_caps a100 = {"sm_80", 108, false}, notmap = {"sm_90a", 132, false};
@@ -324,7 +324,90 @@ static void test_message_prefix_once(void) {
     unlink(path);
 }
 
+/* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
+ * touched expert: r <= 8 tiles of 8, else the warp-specialised tile of 64/128/256 holding r,
+ * tiles of 16 without it), the tile bound (slots + touched (T - 1)) / T worked by hand, the
+ * launches' grids and K split, the forced names and their refusals. */
+static void test_moe_plan(void) {
+    hc_err err = {0};
+    hc_gpu_moe_route r;
+    const unsigned ws = HC_KF_ALL;
+    /* Qwen3-like: E = 128, top-8 */
+    static const struct {
+        uint64_t slots;
+        hc_gpu_moe_kernel k;
+        unsigned tile;
+        uint64_t tiles;
+    } cases[] = {
+        {8, HC_GMK_T8, 8, 8},          /* M = 1: 8 experts of 1 row: (8 + 8 x 7) / 8 */
+        {128, HC_GMK_T8, 8, 128},      /* M = 16: (128 + 128 x 7) / 8 */
+        {1024, HC_GMK_T8, 8, 240},     /* M = 128: r = 8: (1024 + 896) / 8 */
+        {2048, HC_GMK_WS64, 64, 158},  /* M = 256: r = 16: (2048 + 128 x 63) / 64 */
+        {8192, HC_GMK_WS64, 64, 254},  /* r = 64: (8192 + 8064) / 64 */
+        {16384, HC_GMK_WS128, 128, 255}, /* r = 128: (16384 + 16256) / 128 */
+        {65536, HC_GMK_WS256, 256, 383}, /* r = 512: (65536 + 32640) / 256 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, cases[i].slots, 128, HC_GPU_KERNEL_AUTO,
+                                            &r, &err), HC_OK);
+        CHECK_EQ_INT(r.kernel, cases[i].k);
+        CHECK_EQ_INT(r.tile, cases[i].tile);
+        CHECK_EQ_U64(r.tiles_max, cases[i].tiles);
+        CHECK_EQ_U64(r.touched, cases[i].slots < 128 ? cases[i].slots : 128);
+    }
+    /* no warp-specialised kernels (sm_80, or a layout without them): tiles of 16 */
+    hc_gpu_caps a100 = {"sm_80", 108, false};
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 65536, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.kernel, HC_GMK_T16);
+    CHECK_EQ_U64(r.tiles_max, (65536 + 128 * 15) / 16);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_GEMV, 2048, 128, HC_GPU_KERNEL_AUTO, &r,
+                                        &err), HC_OK);
+    CHECK_EQ_INT(r.kernel, HC_GMK_T16);
+    /* refusals: no slot; more than 65535 tiles; a forced kernel the device lacks */
+    hc_err e1 = {0}, e2 = {0}, e3 = {0};
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 0, 128, HC_GPU_KERNEL_AUTO, &r, &e1), HC_INVALID);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 1100000, 128, HC_GPU_KERNEL_AUTO, &r, &e2),
+                 HC_UNSUPPORTED);
+    CHECK_CONTAINS(e2.msg, "at most 65535 a launch");
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS64, &r, &e3), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e3.msg, "moe-ws64");
+    /* launches: gate and up of Qwen3 (I = 768: 12 stripes each, K = 2048: 32 k-tiles) at M = 1:
+     * 24 stripes x 8 tiles = 192 blocks on 132 SMs x 4: split 528 / 192 = 2; partial sums
+     * 192 x 2 x 64 rows x 8 tokens x 4 bytes, a counter per (tile, stripe) */
+    hc_gpu_shape gate = layer(768, 2048, 2304);
+    hc_gpu_moe_launch lu;
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 24);
+    CHECK_EQ_INT(lu.grid[1], 2);
+    CHECK_EQ_INT(lu.grid[2], 8);
+    CHECK_EQ_INT(lu.block, 128);
+    CHECK_EQ_U64(lu.part_bytes, 192ull * 2 * 64 * 8 * 4);
+    CHECK_EQ_U64(lu.cnt_bytes, 192ull * 4);
+    CHECK_EQ_U64(lu.smem, 4 * (HC_GEMV_STAGES * (2304 + 8 * 128)));
+    /* down (H = 2048 rows: 16 pairs, K = 768) at r = 64: (pairs x parts, tiles), no split */
+    hc_gpu_shape down = layer(2048, 768, 2304);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 16);
+    CHECK_EQ_INT(lu.grid[1], 254);
+    CHECK_EQ_INT(lu.block, 384);
+    CHECK_EQ_U64(lu.part_bytes, 0);
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(64 * 128 + 2 * 2304));
+    /* forced names: parsed into their own range, checked against the device */
+    int f = 0;
+    static const char *const names[] = {"moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256"};
+    for (int i = 0; i < 5; i++) {
+        CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
+        CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
+        CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);
+        hc_err e4 = {0};
+        CHECK_EQ_INT(hc__gpu_force_check(&a100, f, &e4), i < 2 ? HC_OK : HC_UNSUPPORTED);
+    }
+}
+
 void suite_plan(void) {
+    RUN(test_moe_plan);
     RUN(test_registry_entries);
     RUN(test_registry_shared_memory);
     RUN(test_small_m);

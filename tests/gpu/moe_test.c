@@ -116,7 +116,7 @@ static void route(uint64_t E, uint64_t M, uint64_t k, bool skew, uint64_t seed, 
 /* One call: GPU twice (same bits), against the reference and (up to M = 333) the CPU twin. */
 static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref *r,
                   const char *label, const char *kern, uint64_t M, uint64_t k, bool skew,
-                  uint64_t seed) {
+                  uint64_t seed, uint32_t e0, uint32_t e1) {
     const uint64_t H = cf->H;
     char msg[1024];
     float *x = malloc(M * H * 4), *y = malloc(M * H * 4), *y2 = malloc(M * H * 4);
@@ -143,7 +143,13 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
         failed++;
         goto done;
     }
-    reference(cf, r, x, M, ids, w, k, ref, bnd);
+    { /* expert parallelism: the model holds [e0, e1); the other slots count for nothing */
+        int32_t *mine = malloc(M * k * 4);
+        for (uint64_t i = 0; i < M * k; i++)
+            mine[i] = ids[i] >= (int32_t)e0 && ids[i] < (int32_t)e1 ? ids[i] : -1;
+        reference(cf, r, x, M, mine, w, k, ref, bnd);
+        free(mine);
+    }
     uint64_t bad = 0, cbad = 0, worst = 0;
     double num = 0, den = 0, wr = 0;
     for (uint64_t i = 0; i < M * H; i++) {
@@ -155,7 +161,7 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
         num += d * d, den += ref[i] * ref[i];
     }
     bool same = memcmp(y, y2, M * H * 4) == 0;
-    if (md && M <= 333) {
+    if (md && M <= 333 && e0 == 0 && e1 >= cf->E) {
         if (hc_cpu_moe_block(c, "mlp", x, M, H, ids, w, k, yc, msg, sizeof msg)) {
             printf("FAIL %s: CPU twin: %s\n", label, msg);
             ok = 0;
@@ -223,13 +229,30 @@ int main(void) {
                 printf("FAIL %s: setup: %s\n", label, msg);
                 failed++;
             } else {
+                const uint32_t all = (uint32_t)cf->E;
                 for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
                     check(md, c, cf, &r, label, NULL, Ms[mi], ks[(mi + (size_t)ci) % 4], mi % 2,
-                          seed + mi);
-                if (ci == 1 && !quick) check(md, c, cf, &r, label, NULL, 4096, 4, false, seed + 9);
+                          seed + mi, 0, all);
+                if (ci == 1 && !quick)
+                    check(md, c, cf, &r, label, NULL, 4096, 4, false, seed + 9, 0, all);
                 if (ci == 0 && md)
                     for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++)
-                        check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f);
+                        check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
+                /* expert parallelism: a rank holding the middle half of the experts */
+                hc_gpu_model *ep = NULL;
+                uint32_t q0 = all / 4, q1 = all / 4 * 3;
+                char el[300];
+                snprintf(el, sizeof el, "%s, experts [%u, %u) of %u", label, q0, q1, all);
+                if (md && ci < 2) {
+                    if (hc_gpu_model_load_experts(g, c, q0, q1, &ep, msg, sizeof msg)) {
+                        printf("FAIL %s: load: %s\n", el, msg);
+                        failed++;
+                    } else {
+                        check(ep, c, cf, &r, el, NULL, 64, 4, false, seed + 31, q0, q1);
+                        check(ep, c, cf, &r, el, NULL, 333, 8, true, seed + 32, q0, q1);
+                    }
+                }
+                hc_gpu_model_free(ep);
             }
             hc_gpu_model_free(md);
             hc_container_free(c);
