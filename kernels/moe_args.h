@@ -32,23 +32,4 @@ typedef struct {
     unsigned parts, tile;
 } hc_moe_args;
 
-/* The epilogue of a grouped gate_up launch on the warp-specialised kernels: HC_MOE_EPI_STORE
- * writes the outputs to out (the activation kernel follows); the fused modes write the
- * activation's bf16 rows h [rows][ldh] straight from the accumulators -- HC_MOE_EPI_PAIR: a
- * block runs an expert's gate stripe s and its up stripe s (the up stripe ustride bytes after
- * the gate stripe, or with ustride 0 at the part-1 table's address: wtab[El + e]), grid x = the
- * gate's stripes; HC_MOE_EPI_IL: stripe pairs as the dense kernels, rows 2j and 2j + 1 of
- * gate_up being gate j and up j. bias: float32 [El][2][I] (gate, up) or 0; act, alpha, limit
- * as the activation kernel's. */
-#define HC_MOE_EPI_STORE 0u
-#define HC_MOE_EPI_PAIR 1u
-#define HC_MOE_EPI_IL 2u
-typedef struct {
-    const float *bias;
-    unsigned short *h;
-    unsigned long long ldh, I, ustride;
-    unsigned mode, act;
-    float alpha, limit;
-} hc_moe_epi;
-
 #endif

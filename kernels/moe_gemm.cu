@@ -7,7 +7,6 @@
 //   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
 //   hc_moe_ws64, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts, tiles)
 #include "gemm/gemv.cuh"
-#include "epilogue/moe_act.cuh"
 #include "gemm/ws_gemm.cuh"
 #include "moe_args.h"
 
@@ -48,58 +47,29 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
 
 /* ---- large M (sm_90a): block (stripe pair, tile) in the dense kernels' walk; the tensor map
  * is over the sorted activation rows (xs or the activation output, [rows][K]), tile mt's
- * tokens are its rows mt * TOKS.., outputs below mt * TOKS + live rows; ep: the outputs stored,
- * or for gate_up the activation fused (moe_args.h: a block's stripes an expert's gate and up
- * stripe, or interleaved rows). ---- */
+ * tokens are its rows mt * TOKS.., outputs below mt * TOKS + live rows. ---- */
 #ifdef HC_SM90A
 template <int TOKS>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
-                                       hc_u16 *__restrict__ out, const hc_tmap &tmx,
-                                       const hc_moe_epi &ep) {
+                                       hc_u16 *__restrict__ out, const hc_tmap &tmx) {
     unsigned vp, mt;
     ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     if ((int)mt >= a.meta[0]) return;
-    const unsigned e = (unsigned)a.meta[HC_MOE_META_TILE(mt)];
-    const int rows = a.meta[HC_MOE_META_TILE(mt) + 1];
-    const hc_u64 tok0 = (hc_u64)mt * TOKS, m = tok0 + (hc_u64)rows;
-    const hc_u64 sst = p.tiles_k * HC_CHUNK_BYTES;
-    hc_u64 nb0, j0, sstride = sst;
-    const hc_u8 *w0;
-    bool two;
-    unsigned part = 0;
-    if (ep.mode == HC_MOE_EPI_PAIR) { /* block vp: the expert's gate stripe vp and up stripe vp */
-        const hc_u64 g0 = a.wtab[e];
-        nb0 = vp, j0 = (hc_u64)vp * 64, two = true;
-        sstride = ep.ustride ? ep.ustride : a.wtab[a.el + e] - g0;
-        w0 = (const hc_u8 *)(g0 + nb0 * sst);
-    } else {
-        const unsigned pairs = (unsigned)((p.tiles_n + 1) / 2);
-        part = vp / pairs;
-        nb0 = (hc_u64)(vp - part * pairs) * 2, j0 = nb0 * 32, two = nb0 + 1 < p.tiles_n;
-        w0 = (const hc_u8 *)a.wtab[part * a.el + e] + nb0 * sst;
-    }
-    ws_gemm_block<TOKS>(w0, sstride, two, p, tok0, tmx,
-                        [&](const float *d, hc_u8 *smem, unsigned tid, unsigned wgc, unsigned r0,
-                            unsigned c) {
-                            if (ep.mode == HC_MOE_EPI_STORE)
-                                store_staged<TOKS>(d, smem, tid, wgc, r0, c, two,
-                                                   out + part * a.ystride, nb0, tok0, p, m);
-                            else
-                                act_staged<TOKS>(d, smem, tid, wgc, r0, c, ep, e, j0, tok0, m);
-                        });
+    const unsigned pairs = (unsigned)((p.tiles_n + 1) / 2), part = vp / pairs;
+    const int e = a.meta[HC_MOE_META_TILE(mt)], rows = a.meta[HC_MOE_META_TILE(mt) + 1];
+    const hc_u64 tok0 = (hc_u64)mt * TOKS;
+    ws_gemm_block<TOKS>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], p,
+                        (hc_u64)(vp - part * pairs) * 2, tok0, tok0 + (hc_u64)rows,
+                        out + part * a.ystride, tmx);
 }
-/* (the float32 staging of the fused epilogue fits the pipeline's stages) */
-static_assert(256 * 136 * 4 <= HC_WIDE_STAGES * ((256 * 128 + 2 * HC_CHUNK_BYTES + 1023) / 1024 * 1024) &&
-                  64 * 136 * 4 <= HC_WIDE_STAGES * ((64 * 128 + 2 * HC_CHUNK_BYTES + 1023) / 1024 * 1024),
-              "the fused activation's staging exceeds the warp-specialised kernels' stages");
-#define HC_MOE_WS_BODY(toks) moe_ws<toks>(a, p, out, tmx, ep)
+#define HC_MOE_WS_BODY(toks) moe_ws<toks>(a, p, out, tmx)
 #else
-#define HC_MOE_WS_BODY(toks) ((void)a, (void)p, (void)out, (void)tmx, (void)ep, __trap()) /* sm_90a only */
+#define HC_MOE_WS_BODY(toks) ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
 #endif
 #define HC_MOE_WS_KERNEL(name, toks)                                                           \
     extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)                             \
         name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
-             const __grid_constant__ hc_tmap tmx, hc_moe_epi ep) {                             \
+             const __grid_constant__ hc_tmap tmx) {                                            \
         HC_MOE_WS_BODY(toks);                                                                  \
     }
 HC_MOE_WS_KERNEL(hc_moe_ws64, 64)

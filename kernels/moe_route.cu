@@ -4,7 +4,6 @@
 // sum. One module per device, whatever the layers' kinds. No atomics on results: the same
 // inputs give the same bits on every run.
 #include "codec/bf16.cuh"
-#include "epilogue/moe_act.cuh"
 #include "memory/ptx.cuh"
 #include "moe_args.h"
 
@@ -150,7 +149,13 @@ extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 l
                 const hc_u64 j = perm ? (hc_u64)perm[c] : c;
                 float gv = f_of_bf16(g[p * ldg + j * cs]), uv = f_of_bf16(u[p * ldg + j * cs]);
                 if (bg) gv += bg[j], uv += bg[I + j];
-                v = moe_act(gv, uv, act, alpha, limit);
+                if (act == 1) {
+                    gv = fminf(gv, limit);
+                    uv = fminf(fmaxf(uv, -limit), limit);
+                    v = gv / (1.0f + expf(-alpha * gv)) * (uv + 1.0f);
+                } else {
+                    v = gv / (1.0f + expf(-gv)) * uv;
+                }
             }
             h[p * ldh + c] = bf16_of(v);
         }

@@ -43,11 +43,6 @@ typedef struct hc_gpu_moe_layer {
     float alpha, limit;
     moe_proj up, down;
     void *bias_gu, *bias_d; /* float [El][2][I] (gate, up), [El][H], or NULL */
-    /* the activation fused into gate_up on the warp-specialised path (moe_args.h
-     * HC_MOE_EPI_PAIR or _IL; HC_MOE_EPI_STORE: the activation kernel runs), the up stripe's
-     * distance for a stacked gate_up */
-    unsigned fuse;
-    uint64_t ustride;
 } hc_gpu_moe_layer;
 
 struct hc_gpu_moe_ws {
@@ -235,17 +230,6 @@ static hc_status setup_layer(hc_gpu_model *md, hc_container *c, const hc_moe_lay
     if (db)
         HC_TRY_GOTO(st, upload(&ml->bias_d, db + (size_t)ml->e0 * ml->H,
                                (size_t)ml->El * ml->H * sizeof *db, err), done);
-    /* the activation in gate_up's epilogue where a block can hold gate j and up j: separate
-     * layers (a gate stripe and the up stripe beside it), interleaved rows, stacked rows with
-     * I % 64 == 0; not with an act-order down (its columns are permuted) */
-    ml->fuse = HC_MOE_EPI_STORE;
-    if (!ml->down.ptab) {
-        if (ml->parts == 2) ml->fuse = HC_MOE_EPI_PAIR;
-        else if (ml->order == HC_MOE_INTERLEAVED) ml->fuse = HC_MOE_EPI_IL;
-        else if (ml->I % 64 == 0)
-            ml->fuse = HC_MOE_EPI_PAIR,
-            ml->ustride = ml->I / 64 * ml->up.mp.tiles_k * ml->up.mp.chunk_bytes;
-    }
     /* the grouped kernels of both projections' kinds */
     HC_TRY_GOTO(st, hc__gpu_moe_module(md->g, ml->up.mod, err), done);
     HC_TRY_GOTO(st, hc__gpu_moe_module(md->g, ml->down.mod, err), done);
@@ -299,10 +283,8 @@ static hc_status need_of(const hc_gpu_caps *dev, const hc_gpu_moe_layer *ml, uin
     memset(w, 0, sizeof *w);
     unsigned fam = ml->up.shape.families & ml->down.shape.families;
     HC_TRY(hc__gpu_moe_route_plan(dev, fam, slots, ml->El, forced, r, err));
-    const bool ws = r->family->args == HC_GPU_ARGS_GEMM;
-    HC_TRY(hc__gpu_moe_gemm_plan(dev, &ml->up.shape, ml->parts, ws && ml->fuse == HC_MOE_EPI_PAIR,
-                                r, lu, err));
-    HC_TRY(hc__gpu_moe_gemm_plan(dev, &ml->down.shape, 1, false, r, ld, err));
+    HC_TRY(hc__gpu_moe_gemm_plan(dev, &ml->up.shape, ml->parts, r, lu, err));
+    HC_TRY(hc__gpu_moe_gemm_plan(dev, &ml->down.shape, 1, r, ld, err));
     w->rows = r->tiles_max * r->tile, w->tiles = r->tiles_max;
     /* (every product below is of numbers bounded by 65535 tiles x 256 rows x a layer's sides) */
     w->xs = (size_t)(w->rows * (ml->ldx > ml->H ? ml->ldx : ml->H) * 2);
@@ -451,7 +433,7 @@ static hc_status tmap_of(CUtensorMap *tm, const void *base, uint64_t rows, uint6
 static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, uint32_t el,
                          const hc_gpu_moe_route *r, const hc_gpu_moe_launch *lp, const void *x,
                          uint64_t ldx, uint64_t rdiv, void *out, uint64_t ystride,
-                         uint64_t rows, const hc_moe_epi *ep, cudaStream_t s, hc_err *err) {
+                         uint64_t rows, cudaStream_t s, hc_err *err) {
     struct hc_gpu_moe_ws *w = md->mws;
     hc_moe_args a = {(const unsigned long long *)pr->wtab, (const int *)w->sorted,
                      (const int *)w->meta, el, ystride, rdiv, parts, r->tile};
@@ -465,8 +447,7 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
     }
     CUtensorMap tm;
     HC_TRY(tmap_of(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
-    hc_moe_epi store = {0};
-    void *args[] = {&a, &mp, &out, &tm, (void *)(ep ? ep : &store)};
+    void *args[] = {&a, &mp, &out, &tm};
     return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
 }
 
@@ -514,14 +495,10 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         xin = w->xs, ldx = ml->ldx, rdiv = 0;
     }
     const uint64_t ystride = rows * ml->up.mp.N;
-    const bool fused = r.family->args == HC_GPU_ARGS_GEMM && ml->fuse != HC_MOE_EPI_STORE;
-    hc_moe_epi ep = {(const float *)ml->bias_gu, (unsigned short *)w->h, ml->ldh, ml->I,
-                     ml->ustride, fused ? ml->fuse : HC_MOE_EPI_STORE,
-                     ml->act == HC_MOE_SWIGLU_CLAMP, ml->alpha, ml->limit};
     HC_TRY(grouped(md, &ml->up, ml->parts, ml->El, &r, &lu, xin, ldx, rdiv, w->g, ystride, rows,
-                   &ep, s, err));
+                   s, err));
     if (HC_GPU_MOE_STOP(md, 2)) return HC_OK;
-    if (!fused) { /* act */
+    { /* act */
         const uint16_t *gp = w->g, *up;
         unsigned long long ldg, cs, I = ml->I, ldh = ml->ldh;
         if (ml->parts == 2) up = gp + ystride, ldg = ml->I, cs = 1;
@@ -536,8 +513,7 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     }
     if (HC_GPU_MOE_STOP(md, 3)) return HC_OK;
     /* down: into xs's memory, rows of H */
-    HC_TRY(grouped(md, &ml->down, 1, ml->El, &r, &ld, w->h, ml->ldh, 0, w->xs, 0, rows, NULL, s,
-                   err));
+    HC_TRY(grouped(md, &ml->down, 1, ml->El, &r, &ld, w->h, ml->ldh, 0, w->xs, 0, rows, s, err));
     if (HC_GPU_MOE_STOP(md, 4)) return HC_OK;
     { /* finalize */
         unsigned long long H = ml->H, tk = topk, mm = m;

@@ -170,8 +170,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
 }
 
 hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
-                               bool paired, const hc_gpu_moe_route *r, hc_gpu_moe_launch *out,
-                               hc_err *err) {
+                               const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err) {
     memset(out, 0, sizeof *out);
     const hc_gpu_family *f = r->family;
     const hc_gpu_variant *v = r->variant;
@@ -191,7 +190,7 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         }
         return HC_OK;
     }
-    uint64_t pairs = paired ? l->tiles_n : (l->tiles_n + 1) / 2 * parts;
+    uint64_t pairs = (l->tiles_n + 1) / 2 * parts;
     if (pairs > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
     out->grid[0] = (unsigned)pairs, out->grid[1] = (unsigned)r->tiles_max, out->grid[2] = 1;
     return HC_OK;

@@ -100,9 +100,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
 
 /* One grouped GEMM launch of layer l (parts 1, or 2 for separate gate and up layers) for route
  * r: grid, block, shared memory; small M also the K split (hc__gemv_ksplit over the stripes of
- * every possible tile) and its workspace (partial sums and counters per tile and part). With
- * paired (the warp-specialised kernels' fused activation, moe_args.h HC_MOE_EPI_PAIR) a block
- * takes a gate stripe and its up stripe: grid x = l's stripes, whatever parts says. */
+ * every possible tile) and its workspace (partial sums and counters per tile and part). */
 typedef struct {
     unsigned grid[3], block;
     size_t smem;
@@ -110,7 +108,6 @@ typedef struct {
     uint64_t part_bytes, cnt_bytes;
 } hc_gpu_moe_launch;
 hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
-                               bool paired, const hc_gpu_moe_route *r, hc_gpu_moe_launch *out,
-                               hc_err *err);
+                               const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err);
 
 #endif

@@ -27,19 +27,18 @@
  * the weights and activations of the blocks in flight stay in L2. Arguments of hc_wgmma_gemm
  * plus tmx; grid ((tiles_n + 1) / 2, ceil(m / TOKS)); 384 threads; shared memory 1024 +
  * HC_WIDE_STAGES x round1024(TOKS x 128 + 2 chunk bytes).
- * ws_gemm_block is one block: the stripe at wsrc and, when two, the one at wsrc + sstride
- * (the dense kernels: the next stripe; grouped MoE: also an expert's up stripe beside its gate
- * stripe), tokens tok0.. of the tensor map's rows; epi(d, smem, tid, wgc, r0, c) is the
- * epilogue every consumer thread runs after its last wgmma (the dense kernels: store_staged). */
-template <int TOKS, class Epi>
-__device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ wsrc, hc_u64 sstride,
-                                              bool two, const hc_mma_params &p, hc_u64 tok0,
-                                              const hc_tmap &tmx, Epi epi) {
+ * ws_gemm_block is one block: stripes nb0 and nb0 + 1 of the weights at w (the expert's first
+ * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. */
+template <int TOKS>
+__device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                              hc_u64 nb0, hc_u64 tok0, hc_u64 m,
+                                              hc_u16 *__restrict__ y, const hc_tmap &tmx) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
     __shared__ __align__(8) unsigned long long full[HC_WIDE_STAGES], empty[HC_WIDE_STAGES];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + 2 * cb + 1023) / 1024 * 1024;
+    const bool two = nb0 + 1 < p.tiles_n;
     const hc_u64 tiles = p.tiles_k;
     if (tid == 0) {
         for (int s = 0; s < HC_WIDE_STAGES; s++) {
@@ -52,6 +51,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ wsrc, hc
     if (warp < 4) { /* ---- producer ---- */
         setmaxnreg_dec<40>();
         if (tid != 0) return;
+        const hc_u8 *wsrc = w + nb0 * tiles * cb;
+        const hc_u64 sstride = tiles * cb;
         const unsigned tx = XB + (two ? 2u : 1u) * (unsigned)cb;
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned s = 0, ph = 0;
@@ -125,7 +126,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ wsrc, hc
         sp = s1, s = s2, ph = ph2;
     }
     wgmma_wait<0>();
-    epi(d, smem, tid, wgc, r0, c);
+    store_staged<TOKS>(d, smem, tid, wgc, r0, c, two, y, nb0, tok0, p, m);
 }
 
 /* The block walk of the (stripe pair, token tile) grid gx x gy: block id's pair *vp and token
@@ -146,13 +147,8 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
                                         const hc_tmap &tmx) {
     unsigned vp, mt;
     ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
-    const hc_u64 nb0 = (hc_u64)vp * 2, tok0 = (hc_u64)mt * TOKS, sstride = p.tiles_k * HC_CHUNK_BYTES;
-    const bool two = nb0 + 1 < p.tiles_n;
-    ws_gemm_block<TOKS>(w + (expert * p.tiles_n + nb0) * sstride, sstride, two, p, tok0, tmx,
-                        [&](const float *d, hc_u8 *smem, unsigned tid, unsigned wgc, unsigned r0,
-                            unsigned c) {
-                            store_staged<TOKS>(d, smem, tid, wgc, r0, c, two, y, nb0, tok0, p, m);
-                        });
+    ws_gemm_block<TOKS>(w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES, p, (hc_u64)vp * 2,
+                        (hc_u64)mt * TOKS, m, y, tmx);
 }
 #endif
 

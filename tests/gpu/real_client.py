@@ -22,7 +22,6 @@ LAYER = "model.layers.0.mlp"
 
 
 def main():
-    """(see the module's comment)"""
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     hc = os.path.join(build, "hconvert")
     try:
@@ -94,10 +93,10 @@ def main():
                 block.experts[e].gate_proj.weight.copy_(g[e])
                 block.experts[e].up_proj.weight.copy_(u[e])
                 block.experts[e].down_proj.weight.copy_(d[e])
-        else:  # transformers 5: fused experts, gate_up [E, 2I, H] (gate rows first), down [E, H, I]
-            gu, dn = torch.cat([g, u], dim=1), d
-            params = dict(block.experts.named_parameters())
-            p_gu, p_dn = params["gate_up_proj"], params["down_proj"]
+        else:  # fused experts: gate_up [E, 2I, H] (gate rows first), down [E, H, I]
+            gu = torch.stack([torch.cat([g[e], u[e]]) for e in range(E)])
+            dn = torch.stack(d)
+            p_gu, p_dn = block.experts.gate_up_proj, block.experts.down_proj
             p_gu.copy_(gu if p_gu.shape == gu.shape else gu.transpose(1, 2))
             p_dn.copy_(dn if p_dn.shape == dn.shape else dn.transpose(1, 2))
     block = block.to(dev).eval()
