@@ -11,6 +11,7 @@ the transformers package on the GPU, given the same weights and the same routing
 usage: python3 tests/gpu/real_client.py BUILD  (BUILD holds hconvert; run from the project root)
 Prints one line per check and "N passed, N failed"; exit status 1 on a failure, 0 with a
 "skipped" line where torch, transformers or a GPU is missing."""
+import inspect
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ LAYER = "model.layers.0.mlp"
 
 
 def main():
+    """(see the module's comment)"""
     build = sys.argv[1] if len(sys.argv) > 1 else "build"
     hc = os.path.join(build, "hconvert")
     try:
@@ -93,10 +95,10 @@ def main():
                 block.experts[e].gate_proj.weight.copy_(g[e])
                 block.experts[e].up_proj.weight.copy_(u[e])
                 block.experts[e].down_proj.weight.copy_(d[e])
-        else:  # fused experts: gate_up [E, 2I, H] (gate rows first), down [E, H, I]
-            gu = torch.stack([torch.cat([g[e], u[e]]) for e in range(E)])
-            dn = torch.stack(d)
-            p_gu, p_dn = block.experts.gate_up_proj, block.experts.down_proj
+        else:  # transformers 5: fused experts, gate_up [E, 2I, H] (gate rows first), down [E, H, I]
+            gu, dn = torch.cat([g, u], dim=1), d
+            params = dict(block.experts.named_parameters())
+            p_gu, p_dn = params["gate_up_proj"], params["down_proj"]
             p_gu.copy_(gu if p_gu.shape == gu.shape else gu.transpose(1, 2))
             p_dn.copy_(dn if p_dn.shape == dn.shape else dn.transpose(1, 2))
     block = block.to(dev).eval()
@@ -125,9 +127,24 @@ def main():
     st = load_file(f"{FIX}/gptoss_mxfp4/model.safetensors")
     gu = dequant("gptoss_mxfp4", f"{LAYER}.experts.gate_up_proj")  # [E, 2I, H]
     dn = dequant("gptoss_mxfp4", f"{LAYER}.experts.down_proj")  # [E, H, I]
+    try:  # transformers' own MXFP4 dequantization, in the orientation its experts take
+        from transformers.integrations.mxfp4 import convert_moe_packed_tensors as hf_deq
+    except ImportError:
+        hf_deq = None
     with torch.no_grad():
-        for p, v in ((ex.gate_up_proj, gu), (ex.down_proj, dn)):
-            p.copy_(v if p.shape == v.shape else v.transpose(1, 2))
+        for nm, p, v in (("gate_up_proj", ex.gate_up_proj, gu), ("down_proj", ex.down_proj, dn)):
+            if hf_deq is not None:
+                hv = hf_deq(st[f"{LAYER}.experts.{nm}_blocks"], st[f"{LAYER}.experts.{nm}_scales"],
+                            dtype=torch.float32).reshape(p.shape).float()
+                same = torch.equal(hv, v.reshape(p.shape)) if hv.shape == v.shape else False
+                tr = torch.equal(hv, v.transpose(1, 2).reshape(p.shape))
+                ok = same or tr
+                print(f"{'ok  ' if ok else 'FAIL'} hconvert dequant of {nm} equals transformers' "
+                      f"MXFP4 dequantization{' (transposed)' if tr and not same else ''}")
+                results.append(ok)
+                p.copy_(v.reshape(p.shape) if same else v.transpose(1, 2).reshape(p.shape))
+            else:  # (an older transformers: the orientation from the shapes)
+                p.copy_(v if p.shape == v.shape else v.transpose(1, 2))
         ex.gate_up_proj_bias.copy_(st[f"{LAYER}.experts.gate_up_proj_bias"].float())
         ex.down_proj_bias.copy_(st[f"{LAYER}.experts.down_proj_bias"].float())
     ex = ex.to(dev).eval()
@@ -137,10 +154,13 @@ def main():
         scores = torch.rand(T, E, generator=gen)
         w, ids = torch.topk(scores, k, dim=-1)
         w = torch.softmax(w, dim=-1)
-        dense = torch.zeros(T, E).scatter_(1, ids, w)  # GptOssExperts takes [T, E] weights
+        dense = torch.zeros(T, E).scatter_(1, ids, w)
+        # transformers 4.x takes routing_weights [T, E]; later versions the top-k weights [T, k]
+        names = list(inspect.signature(ex.forward).parameters)
+        wt = dense if "routing_weights" in names else w
         with torch.no_grad():
-            ref = ex(x.to(dev), router_indices=ids.to(dev), routing_weights=dense.to(dev))
-            ref = ref.reshape(T, H).float().cpu()
+            ref = ex(x.to(dev), ids.to(dev), wt.to(dev))
+            ref = (ref[0] if isinstance(ref, tuple) else ref).reshape(T, H).float().cpu()
         for device in ("gpu", "cpu"):
             y = ours("gptoss_mxfp4", x, ids, w, device)
             compare(f"GptOssExperts T={T} E={E} top-{k} H={H} vs hconvert --device {device}", y,
