@@ -131,33 +131,76 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
  * layers: two buffers, cs = 1); j = c, or the down projection's act-order permutation of the
  * row's expert (ptab[e][c]); biases float32 bias[e][2][I] (gate, up) or 0. act 0: silu(gate) x
  * up; 1 (gpt-oss): gate clamped to <= limit, up to [-limit, limit], gate x sigmoid(alpha x
- * gate) x (up + 1). A block per row, grid-stride. ---- */
+ * gate) x (up + 1). A block per row, grid-stride; a thread takes 8 columns, with 16-byte loads
+ * and stores where no permutation and the strides allow (bench/NOTES.md MoE v3). ---- */
+__device__ __forceinline__ float moe_act(float g, float u, unsigned act, float alpha, float limit) {
+    if (act == 1) {
+        g = fminf(g, limit);
+        u = fminf(fmaxf(u, -limit), limit);
+        return g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+    }
+    return g / (1.0f + expf(-g)) * u;
+}
 extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 ldg, hc_u64 cs,
                                       hc_u64 I, const int *sorted, const int *meta, unsigned T,
                                       const float *bias, const hc_u64 *ptab, unsigned act,
                                       float alpha, float limit, hc_u16 *h, hc_u64 ldh) {
     HC_PDL_WAIT();
     const hc_u64 rows = (hc_u64)meta[0] * T;
+    /* 16-byte pieces: 8 columns of gate and up (cs = 1: 8 of each buffer; cs = 2: 16 interleaved
+     * values from g) and of h */
+    const bool vec = !ptab && I % 8 == 0 && ldg % 8 == 0 && ldh % 8 == 0 && ((hc_u64)g & 15) == 0 &&
+                     ((hc_u64)h & 15) == 0 && (cs == 2 ? u == g + 1 : cs == 1 && ((hc_u64)u & 15) == 0);
     for (hc_u64 p = blockIdx.x; p < rows; p += gridDim.x) {
         const unsigned e = (unsigned)meta[HC_MOE_META_TILE(p / T)];
         const bool live = sorted[p] >= 0;
         const int *perm = ptab ? (const int *)ptab[e] : nullptr;
         const float *bg = bias ? bias + (hc_u64)e * 2 * I : nullptr;
-        for (hc_u64 c = threadIdx.x; c < ldh; c += blockDim.x) {
-            float v = 0.0f;
-            if (live && c < I) {
-                const hc_u64 j = perm ? (hc_u64)perm[c] : c;
-                float gv = f_of_bf16(g[p * ldg + j * cs]), uv = f_of_bf16(u[p * ldg + j * cs]);
-                if (bg) gv += bg[j], uv += bg[I + j];
-                if (act == 1) {
-                    gv = fminf(gv, limit);
-                    uv = fminf(fmaxf(uv, -limit), limit);
-                    v = gv / (1.0f + expf(-alpha * gv)) * (uv + 1.0f);
+        for (hc_u64 c0 = threadIdx.x * 8ull; c0 < ldh; c0 += blockDim.x * 8ull) {
+            float v[8];
+            if (live && vec && c0 < I) {
+                float gv[8], uv[8];
+                if (cs == 2) {
+                    const uint4 a = *(const uint4 *)(g + p * ldg + 2 * c0);
+                    const uint4 b = *(const uint4 *)(g + p * ldg + 2 * c0 + 8);
+                    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+                    for (int q = 0; q < 8; q++)
+                        gv[q] = f_of_bf16((hc_u16)(w[q] & 0xFFFFu)), uv[q] = f_of_bf16((hc_u16)(w[q] >> 16));
                 } else {
-                    v = gv / (1.0f + expf(-gv)) * uv;
+                    const uint4 a = *(const uint4 *)(g + p * ldg + c0);
+                    const uint4 b = *(const uint4 *)(u + p * ldg + c0);
+                    const unsigned wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+                    for (int q = 0; q < 4; q++) {
+                        gv[2 * q] = f_of_bf16((hc_u16)(wa[q] & 0xFFFFu)), gv[2 * q + 1] = f_of_bf16((hc_u16)(wa[q] >> 16));
+                        uv[2 * q] = f_of_bf16((hc_u16)(wb[q] & 0xFFFFu)), uv[2 * q + 1] = f_of_bf16((hc_u16)(wb[q] >> 16));
+                    }
+                }
+#pragma unroll
+                for (int q = 0; q < 8; q++) {
+                    if (bg) gv[q] += bg[c0 + q], uv[q] += bg[I + c0 + q];
+                    v[q] = moe_act(gv[q], uv[q], act, alpha, limit);
+                }
+            } else {
+#pragma unroll
+                for (int q = 0; q < 8; q++) {
+                    const hc_u64 c = c0 + q;
+                    v[q] = 0.0f;
+                    if (live && c < I) {
+                        const hc_u64 j = perm ? (hc_u64)perm[c] : c;
+                        float gv = f_of_bf16(g[p * ldg + j * cs]), uv = f_of_bf16(u[p * ldg + j * cs]);
+                        if (bg) gv += bg[j], uv += bg[I + j];
+                        v[q] = moe_act(gv, uv, act, alpha, limit);
+                    }
                 }
             }
-            h[p * ldh + c] = bf16_of(v);
+            if (vec) {
+                *(uint4 *)(h + p * ldh + c0) = make_uint4(bf2_pack(v[0], v[1]), bf2_pack(v[2], v[3]),
+                                                          bf2_pack(v[4], v[5]), bf2_pack(v[6], v[7]));
+            } else {
+                for (int q = 0; q < 8 && c0 + q < ldh; q++) h[p * ldh + c0 + q] = bf16_of(v[q]);
+            }
         }
     }
     HC_PDL_RELEASE();
@@ -166,23 +209,56 @@ extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 l
 /* ---- hc_moe_finalize: y[t][n] = bf16 of the float32 sum over j = 0..topk-1, in that order,
  * of the slot's weight x (o[inv[t * topk + j]][n] + its expert's down bias[n]) for the local
  * slots (no local slot: 0; expert parallelism adds the ranks' y). A block per token,
- * grid-stride. ---- */
+ * grid-stride: the token's slots (row, weight, expert) into shared memory first, then a thread
+ * takes 8 columns with 16-byte loads of every slot's row (bench/NOTES.md MoE v3). Dynamic
+ * shared memory: 12 x topk bytes. ---- */
 extern "C" __global__ void hc_moe_finalize(const hc_u16 *o, hc_u64 H, const int *inv,
                                            const int *ids, hc_u64 topk, int e0,
                                            const float *wts, const float *dbias, hc_u64 M,
                                            hc_u16 *y) {
+    extern __shared__ unsigned fsm[];
+    int *sp = (int *)fsm, *se = sp + topk;
+    float *sw = (float *)(se + topk);
     HC_PDL_WAIT();
-    for (hc_u64 t = blockIdx.x; t < M; t += gridDim.x)
-        for (hc_u64 n = threadIdx.x; n < H; n += blockDim.x) {
-            float s = 0.0f;
-            for (hc_u64 j = 0; j < topk; j++) {
-                const int p = inv[t * topk + j];
-                if (p < 0) continue;
-                float v = f_of_bf16(o[(hc_u64)p * H + n]);
-                if (dbias) v += dbias[(hc_u64)(ids[t * topk + j] - e0) * H + n];
-                s += wts[t * topk + j] * v;
-            }
-            y[t * H + n] = bf16_of(s);
+    const bool vec = H % 8 == 0 && ((hc_u64)o & 15) == 0 && ((hc_u64)y & 15) == 0;
+    for (hc_u64 t = blockIdx.x; t < M; t += gridDim.x) {
+        __syncthreads(); /* (the previous token's slots are read) */
+        for (hc_u64 j = threadIdx.x; j < topk; j += blockDim.x) {
+            sp[j] = inv[t * topk + j];
+            se[j] = ids[t * topk + j] - e0;
+            sw[j] = wts[t * topk + j];
         }
+        __syncthreads();
+        for (hc_u64 n0 = threadIdx.x * 8ull; n0 < H; n0 += blockDim.x * 8ull) {
+            float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (hc_u64 j = 0; j < topk; j++) {
+                const int p = sp[j];
+                if (p < 0) continue;
+                float v[8];
+                if (vec) {
+                    const uint4 a = *(const uint4 *)(o + (hc_u64)p * H + n0);
+                    const unsigned w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+                    for (int q = 0; q < 4; q++)
+                        v[2 * q] = f_of_bf16((hc_u16)(w[q] & 0xFFFFu)), v[2 * q + 1] = f_of_bf16((hc_u16)(w[q] >> 16));
+                } else {
+#pragma unroll
+                    for (int q = 0; q < 8; q++) v[q] = n0 + q < H ? f_of_bf16(o[(hc_u64)p * H + n0 + q]) : 0.0f;
+                }
+                const float *db = dbias ? dbias + (hc_u64)se[j] * H : nullptr;
+#pragma unroll
+                for (int q = 0; q < 8; q++) {
+                    if (db && n0 + q < H) v[q] += db[n0 + q];
+                    s[q] += sw[j] * v[q];
+                }
+            }
+            if (vec) {
+                *(uint4 *)(y + t * H + n0) = make_uint4(bf2_pack(s[0], s[1]), bf2_pack(s[2], s[3]),
+                                                        bf2_pack(s[4], s[5]), bf2_pack(s[6], s[7]));
+            } else {
+                for (int q = 0; q < 8 && n0 + q < H; q++) y[t * H + n0 + q] = bf16_of(s[q]);
+            }
+        }
+    }
     HC_PDL_RELEASE();
 }

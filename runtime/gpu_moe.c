@@ -521,8 +521,8 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         const unsigned fgrid[3] = {(unsigned)(m < 65535 ? m : 65535), 1, 1};
         void *args[] = {&w->xs, &H, &w->inv, (void *)&ids, &tk, &e0, (void *)&wts,
                         (void *)&ml->bias_d, &mm, &y};
-        HC_TRY(hc__gpu_launch(g->moe_finalize, fgrid, 256, 0, true, args, s, "hc_moe_finalize",
-                             err));
+        HC_TRY(hc__gpu_launch(g->moe_finalize, fgrid, 256, 12 * topk, true, args, s,
+                             "hc_moe_finalize", err));
     }
     return HC_OK;
 }

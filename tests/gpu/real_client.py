@@ -155,9 +155,9 @@ def main():
         w, ids = torch.topk(scores, k, dim=-1)
         w = torch.softmax(w, dim=-1)
         dense = torch.zeros(T, E).scatter_(1, ids, w)
-        # transformers 4.x takes routing_weights [T, E]; later versions the top-k weights [T, k]
-        names = list(inspect.signature(ex.forward).parameters)
-        wt = dense if "routing_weights" in names else w
+        # the weights as its forward indexes them: per token and top-k slot (transformers 5:
+        # routing_weights[token_idx, top_k_pos]) or per token and expert (4.x: [T, E])
+        wt = w if "top_k_pos" in inspect.getsource(type(ex).forward) else dense
         with torch.no_grad():
             ref = ex(x.to(dev), ids.to(dev), wt.to(dev))
             ref = (ref[0] if isinstance(ref, tuple) else ref).reshape(T, H).float().cpu()
