@@ -28,6 +28,9 @@
 typedef struct {
     const unsigned long long *wtab;
     const int *sorted, *meta;
+    /* each (part, expert)'s NVFP4 global divisor, indexed as wtab (per-expert layers each carry
+     * their own), or 0: hc_mma_params' for all */
+    const float *gdiv;
     unsigned long long el, ystride, rdiv;
     unsigned parts, tile;
 } hc_moe_args;

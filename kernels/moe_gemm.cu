@@ -29,8 +29,10 @@ __device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_para
     const hc_u8 *w = (const hc_u8 *)a.wtab[part * a.el + (unsigned)e];
     const hc_u64 slot = (hc_u64)i * a.parts + part;
     const hc_u16 *xin = a.rdiv ? x : x + (hc_u64)i * TOK * p.ldx;
+    hc_mma_params pe = p;
+    if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
     gemv_body<TOK, TOK, HC_GEMV_STAGES, false>(
-        w, p, 0, xin, (hc_u64)rows, out + part * a.ystride + (hc_u64)i * TOK * p.N,
+        w, pe, 0, xin, (hc_u64)rows, out + part * a.ystride + (hc_u64)i * TOK * p.N,
         ws + slot * gridDim.y * p.tiles_n * 64 * TOK, cnt + slot * p.tiles_n, nb,
         a.rdiv ? a.sorted + (hc_u64)i * TOK : nullptr, a.rdiv ? a.rdiv : 1);
 }
@@ -58,7 +60,9 @@ __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params
     const unsigned pairs = (unsigned)((p.tiles_n + 1) / 2), part = vp / pairs;
     const int e = a.meta[HC_MOE_META_TILE(mt)], rows = a.meta[HC_MOE_META_TILE(mt) + 1];
     const hc_u64 tok0 = (hc_u64)mt * TOKS;
-    ws_gemm_block<TOKS>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], p,
+    hc_mma_params pe = p;
+    if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
+    ws_gemm_block<TOKS>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe,
                         (hc_u64)(vp - part * pairs) * 2, tok0, tok0 + (hc_u64)rows,
                         out + part * a.ystride, tmx);
 }

@@ -30,6 +30,7 @@ typedef struct {
     int mod;
     void *wtab; /* u64 [parts x El]: each expert's first tile */
     void *ptab; /* u64 [El]: each expert's act-order permutation (int32 [K]), or NULL */
+    void *gdiv; /* float [parts x El]: each expert's NVFP4 global divisor, or NULL (none) */
 } moe_proj;
 
 typedef struct hc_gpu_moe_layer {
@@ -93,7 +94,8 @@ static hc_status setup_proj(hc_gpu_model *md, hc_container *c, hc_gpu_moe_layer 
     uint64_t n = (uint64_t)parts * ml->El;
     uint64_t *wt = calloc(n + 1, sizeof *wt), *pt = calloc(ml->El + 1, sizeof *pt);
     const int32_t **hp = calloc(ml->El + 1, sizeof *hp);
-    if (!wt || !pt || !hp) {
+    float *gd = calloc(n + 1, sizeof *gd);
+    if (!wt || !pt || !hp || !gd) {
         st = hc__fail(err, HC_NOMEM, "out of memory");
         goto done;
     }
@@ -116,7 +118,11 @@ static hc_status setup_proj(hc_gpu_model *md, hc_container *c, hc_gpu_moe_layer 
                    "not %u", name, (unsigned long long)L->p.E, id);
             index -= L->e0;
             if (q == 0 && e == 0) pr->mp = L->mp, pr->shape = L->shape, pr->mod = L->mod;
-            REFUSE(L->mod == pr->mod && !memcmp(&L->mp, &pr->mp, sizeof pr->mp),
+            /* (NVFP4's global divisor is each per-expert layer's own: a table, not the kind) */
+            hc_mma_params mine = L->mp;
+            gd[q * ml->El + e] = mine.global_div;
+            mine.global_div = pr->mp.global_div;
+            REFUSE(L->mod == pr->mod && !memcmp(&mine, &pr->mp, sizeof pr->mp),
                    "'%s' (expert %u) is not of the kind and geometry of the other experts "
                    "(one grouped GEMM runs them all)", name, id);
             wt[q * ml->El + e] = (uint64_t)(uintptr_t)L->w +
@@ -140,11 +146,14 @@ static hc_status setup_proj(hc_gpu_model *md, hc_container *c, hc_gpu_moe_layer 
            "'%s' only", pat[0]);
     st = upload(&pr->wtab, wt, n * sizeof *wt, err);
     if (!st && withperm) st = upload(&pr->ptab, pt, ml->El * sizeof *pt, err);
+    bool divides = false;
+    for (uint64_t i = 0; i < n; i++) divides |= gd[i] != 0.0f;
+    if (!st && divides) st = upload(&pr->gdiv, gd, n * sizeof *gd, err);
     goto done;
 refused:
     st = HC_OK;
 done:
-    free(wt), free(pt), free(hp);
+    free(wt), free(pt), free(hp), free(gd);
     return st;
 }
 
@@ -400,8 +409,9 @@ void hc__gpu_moe_free(hc_gpu_model *md) {
     for (size_t i = 0; i < md->nmoe; i++) {
         hc_gpu_moe_layer *ml = &md->moe[i];
         if (hc__cuda.loaded) {
-            hc__cuda.free_(ml->up.wtab), hc__cuda.free_(ml->up.ptab);
+            hc__cuda.free_(ml->up.wtab), hc__cuda.free_(ml->up.ptab), hc__cuda.free_(ml->up.gdiv);
             hc__cuda.free_(ml->down.wtab), hc__cuda.free_(ml->down.ptab);
+            hc__cuda.free_(ml->down.gdiv);
             hc__cuda.free_(ml->bias_gu), hc__cuda.free_(ml->bias_d);
         }
         free(ml->name);
@@ -436,7 +446,8 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
                          uint64_t rows, cudaStream_t s, hc_err *err) {
     struct hc_gpu_moe_ws *w = md->mws;
     hc_moe_args a = {(const unsigned long long *)pr->wtab, (const int *)w->sorted,
-                     (const int *)w->meta, el, ystride, rdiv, parts, r->tile};
+                     (const int *)w->meta, (const float *)pr->gdiv, el, ystride, rdiv, parts,
+                     r->tile};
     hc_mma_params mp = pr->mp;
     mp.ldx = ldx;
     cudaKernel_t k = md->g->mods[pr->mod].gk[r->kernel];

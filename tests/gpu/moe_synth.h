@@ -57,16 +57,20 @@ static int write_block(const char *path, const synth_spec *sp, const mcfg *c, ui
     }
     if (c->gm == G_SPLIT) {
         for (uint64_t e = 0; e < E; e++) {
+            /* NVFP4: each per-expert layer its own global divisor (compressed-tensors writes a
+             * weight_global_scale per layer) */
+            synth_spec spe = *sp;
+            if (spe.global_div != 0) spe.global_div *= 1.0 + (double)(e % 5) / 4.0;
             char n[3][128];
             snprintf(n[0], sizeof n[0], "mlp.experts.%llu.gate_proj", (unsigned long long)e);
             snprintf(n[1], sizeof n[1], "mlp.experts.%llu.up_proj", (unsigned long long)e);
             snprintf(n[2], sizeof n[2], "mlp.experts.%llu.down_proj", (unsigned long long)e);
             /* gate and up share their permutation (GPTQ orders both by the same X) */
-            if (synth_layer_make(&L[nl++], n[0], sp, 1, I, H, c->perm, 1000 + e, seed + 3 * e,
+            if (synth_layer_make(&L[nl++], n[0], &spe, 1, I, H, c->perm, 1000 + e, seed + 3 * e,
                                  r ? r->gate + e * I * H : NULL, msg, ml) ||
-                synth_layer_make(&L[nl++], n[1], sp, 1, I, H, c->perm, 1000 + e, seed + 3 * e + 1,
+                synth_layer_make(&L[nl++], n[1], &spe, 1, I, H, c->perm, 1000 + e, seed + 3 * e + 1,
                                  r ? r->up + e * I * H : NULL, msg, ml) ||
-                synth_layer_make(&L[nl++], n[2], sp, 1, H, I, c->perm, 5000 + e, seed + 3 * e + 2,
+                synth_layer_make(&L[nl++], n[2], &spe, 1, H, I, c->perm, 5000 + e, seed + 3 * e + 2,
                                  r ? r->down + e * H * I : NULL, msg, ml))
                 goto done;
         }

@@ -235,6 +235,8 @@ int main(void) {
                           seed + mi, 0, all);
                 if (ci == 1 && !quick)
                     check(md, c, cf, &r, label, NULL, 4096, 4, false, seed + 9, 0, all);
+                if (ci == 0 && si == 0 && !quick) /* 131072 slots: more than one chunk */
+                    check(md, c, cf, &r, label, NULL, 16384, 8, false, seed + 10, 0, all);
                 if (ci == 0 && md)
                     for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++)
                         check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
