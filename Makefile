@@ -156,12 +156,12 @@ gpu-test: $(BUILD)/gpu_test $(BUILD)/gpu_moe_test
 	@$(BUILD)/gpu_test && $(BUILD)/gpu_moe_test
 # the GPU benchmark links cuBLASLt and the CUDA runtime directly (its peer; the library does not)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart
-$(BUILD)/bench/gpu_bench: bench/gpu_bench.c tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
+$(BUILD)/bench/gpu_bench: bench/gpu_bench.c bench/gpu_benchutil.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
 bench-gpu: $(BUILD)/bench/gpu_bench
 	@$(BUILD)/bench/gpu_bench
-$(BUILD)/bench/moe_bench: bench/moe_bench.c tests/gpu/moe_synth.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
+$(BUILD)/bench/moe_bench: bench/moe_bench.c bench/gpu_benchutil.h tests/gpu/moe_synth.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
 bench-moe: $(BUILD)/bench/moe_bench

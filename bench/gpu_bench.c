@@ -19,31 +19,9 @@
 
 #include "gpu_diag.h" /* measurement modes, in a bench build (-DHC_BENCH_DIAG=1) only */
 #include "hconvert.h"
+#define BENCH_NAME "gpu_bench"
+#include "gpu_benchutil.h"
 #include "tile_synth.h"
-
-static void die(const char *what, const char *msg) {
-    fprintf(stderr, "gpu_bench: %s: %s\n", what, msg);
-    exit(1);
-}
-#define CK(call)                                                                           \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_));                         \
-    } while (0)
-#define LT(call)                                                                           \
-    do {                                                                                   \
-        cublasStatus_t s_ = (call);                                                        \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            char b_[32];                                                                   \
-            snprintf(b_, sizeof b_, "status %d", (int)s_);                                 \
-            die(#call, b_);                                                                \
-        }                                                                                  \
-    } while (0)
-
-static int cmp_f(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
 
 #define REPS 30
 /* Median per-launch time in microseconds of fn(i) for i = 0..REPS-1 (after 3 warm-ups). */
@@ -106,26 +84,11 @@ static double graph_us(ours_ctx *c, double *host_us) {
     for (int i = 0; i < REPS; i++) ours(c, i);
     CK(cudaStreamEndCapture(s, &gr));
     CK(cudaGraphInstantiate(&ge, gr, 0));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaStreamSynchronize(s));
-    float t[7];
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int r = 0; r < 7; r++) {
-        CK(cudaEventRecord(a, s));
-        CK(cudaGraphLaunch(ge, s));
-        CK(cudaEventRecord(b, s));
-        CK(cudaEventSynchronize(b));
-        CK(cudaEventElapsedTime(&t[r], a, b));
-    }
-    CK(cudaGetLastError());
-    qsort(t, 7, sizeof t[0], cmp_f);
-    cudaEventDestroy(a), cudaEventDestroy(b);
+    double us = replay_us(ge, s, REPS);
     cudaGraphExecDestroy(ge), cudaGraphDestroy(gr);
     cudaStreamDestroy(s);
     c->s = NULL;
-    return (double)t[3] * 1e3 / REPS;
+    return us;
 }
 
 typedef struct {

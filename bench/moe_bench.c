@@ -24,26 +24,9 @@
 
 #include "gpu_diag.h"
 #include "hconvert.h"
+#define BENCH_NAME "moe_bench"
+#include "gpu_benchutil.h"
 #include "moe_synth.h"
-
-static void die(const char *what, const char *msg) {
-    fprintf(stderr, "moe_bench: %s: %s\n", what, msg);
-    exit(1);
-}
-#define CK(call)                                                                           \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_));                         \
-    } while (0)
-#define LT(call)                                                                           \
-    do {                                                                                   \
-        cublasStatus_t s_ = (call);                                                        \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            char b_[32];                                                                   \
-            snprintf(b_, sizeof b_, "status %d", (int)s_);                                 \
-            die(#call, b_);                                                                \
-        }                                                                                  \
-    } while (0)
 
 #define NR 16 /* routings per graph (calls) */
 
@@ -65,35 +48,9 @@ static const bshape shapes[] = {
     {"deepseek-v3-tp8-like", 8, {256, 7168, 256, G_SPLIT, false, false, false}, 8, {0}},
 };
 
-static int cmp_f(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
-
 static uint64_t rng(uint64_t *s) {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
     return *s;
-}
-
-/* Median of 7 replays of graph ge on s, per call (calls in the graph). */
-static double replay_us(cudaGraphExec_t ge, cudaStream_t s, int calls) {
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaStreamSynchronize(s));
-    float t[7];
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int r = 0; r < 7; r++) {
-        CK(cudaEventRecord(a, s));
-        CK(cudaGraphLaunch(ge, s));
-        CK(cudaEventRecord(b, s));
-        CK(cudaEventSynchronize(b));
-        CK(cudaEventElapsedTime(&t[r], a, b));
-    }
-    CK(cudaGetLastError());
-    qsort(t, 7, sizeof t[0], cmp_f);
-    cudaEventDestroy(a), cudaEventDestroy(b);
-    return (double)t[3] * 1e3 / calls;
 }
 
 typedef struct {

@@ -100,6 +100,14 @@ static inline uint16_t hc__bf16_rne(float f) {
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
 }
 
+/* n bf16 values (their bits in h) as float32 into y: the host wrappers' results. */
+static inline void hc__f32_of_bf16(float *y, const uint16_t *h, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)h[i] << 16;
+        memcpy(&y[i], &u, 4);
+    }
+}
+
 /* Orders layers by name (the model's layers are sorted: hc_gpu_linear finds them by bsearch). */
 int hc__gpu_layer_cmp(const void *a, const void *b);
 /* The device as the chooser sees it. */

@@ -188,10 +188,7 @@ hc_status hc_gpu_linear_host(hc_gpu_model *md, const char *name, uint32_t expert
     if (st) goto out;
     CU(hc__cuda.sync(), name);
     CU(hc__cuda.memcpy_(hy, dy, ye * 2, cudaMemcpyDeviceToHost), "download Y");
-    for (uint64_t i = 0; i < ye; i++) {
-        uint32_t u = (uint32_t)hy[i] << 16;
-        memcpy(&y[i], &u, 4);
-    }
+    hc__f32_of_bf16(y, hy, ye);
 out:
     if (hc__cuda.loaded) hc__cuda.free_(dx), hc__cuda.free_(dy);
     free(hx), free(hy);

@@ -57,6 +57,22 @@ hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k
     return hc__jit_compile(file, arch, opts, no, cubin, size, err);
 }
 
+/* Kernel `entry` of library lib into *k, its dynamic shared memory set for the largest chunk
+ * of any layout (HC_CHUNK_MAX bytes) with family f's variant v. */
+static hc_status fetch(cudaLibrary_t lib, const char *entry, const hc_gpu_family *f,
+                       const hc_gpu_variant *v, cudaKernel_t *k, hc_err *perr) {
+    hc_err err = {0};
+    hc_status st = HC_OK;
+    char what[64];
+    CU(hc__cuda.lib_kernel(k, lib, entry), entry);
+    snprintf(what, sizeof what, "shared memory of %s", entry);
+    CU(hc__cuda.func_attr((const void *)*k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                         (int)f->smem(v, HC_CHUNK_MAX)), what);
+out:
+    if (st) *perr = err;
+    return st;
+}
+
 hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
@@ -85,17 +101,10 @@ hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *per
     for (size_t i = 0; i < nf; i++) {
         const hc_gpu_family *f = &fams[i];
         if (f->arch && strcmp(f->arch, g->arch)) continue; /* (the tensor-map encoder: the chooser's) */
-        for (unsigned j = 0; j < f->nvar; j++) {
-            const hc_gpu_variant *v = &f->var[j];
-            char what[64];
-            CU(hc__cuda.lib_kernel(&M->k[v->id], M->lib, v->entry), v->entry);
-            /* every chunk size (at most HC_CHUNK_MAX bytes) fits */
-            snprintf(what, sizeof what, "shared memory of %s", v->entry);
-            CU(hc__cuda.func_attr((const void *)M->k[v->id],
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)f->smem(v, HC_CHUNK_MAX)), what);
-        }
+        for (unsigned j = 0; j < f->nvar && !st; j++)
+            st = fetch(M->lib, f->var[j].entry, f, &f->var[j], &M->k[f->var[j].id], &err);
     }
+    if (st) goto out;
     *index = g->nmods++;
 out:
     if (st && g->nmods < HC_MODULES && g->mods[g->nmods].lib) {
@@ -125,16 +134,11 @@ hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *perr) {
        "cudaLibraryLoadData(moe_gemm)");
     size_t nv = 0;
     const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
-    for (size_t i = 0; i < nv; i++) {
+    for (size_t i = 0; i < nv && !st; i++) {
         const hc_gpu_variant *v = NULL;
         const hc_gpu_family *f = hc__gpu_kernel_family(mv[i].like, &v);
-        if (f->arch && strcmp(f->arch, g->arch)) continue;
-        char what[64];
-        CU(hc__cuda.lib_kernel(&M->gk[mv[i].id], M->glib, mv[i].entry), mv[i].entry);
-        snprintf(what, sizeof what, "shared memory of %s", mv[i].entry);
-        CU(hc__cuda.func_attr((const void *)M->gk[mv[i].id],
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)f->smem(v, HC_CHUNK_MAX)), what);
+        if (!f->arch || !strcmp(f->arch, g->arch))
+            st = fetch(M->glib, mv[i].entry, f, v, &M->gk[mv[i].id], &err);
     }
 out:
     if (st && M->glib) {

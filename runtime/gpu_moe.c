@@ -633,10 +633,7 @@ hc_status hc_gpu_moe_host(hc_gpu_model *md, const char *layer, const float *x, u
     if (st) goto out;
     CU(hc__cuda.sync(), layer);
     CU(hc__cuda.memcpy_(hx, dy, xe * 2, cudaMemcpyDeviceToHost), "download Y");
-    for (uint64_t i = 0; i < xe; i++) {
-        uint32_t u = (uint32_t)hx[i] << 16;
-        memcpy(&y[i], &u, 4);
-    }
+    hc__f32_of_bf16(y, hx, xe);
 out:
     if (hc__cuda.loaded) hc__cuda.free_(dx), hc__cuda.free_(dy), hc__cuda.free_(di), hc__cuda.free_(dw);
     free(hx);

@@ -91,10 +91,11 @@ typedef struct {
 
 /* The grouped kernel for `slots` slots over el experts (forced: HC_GPU_KERNEL_AUTO or an
  * hc_gpu_moe_kernel), the layers' HC_KF_* bits ANDed in families: r = ceil(slots / touched)
- * rows per touched expert; r <= 8 tiles of 8 (small-M), else the warp-specialised kernels
- * where the device has them (the smallest of 64, 128, 256 rows holding r), else tiles of 16
- * (bench/NOTES.md, MoE v1: tiles of 16 at r = 16 ran at 0.62x Humming's GEMM). Refusals: no
- * slot or expert, a tile count over 65535 (grid). */
+ * rows per touched expert; r <= 8 tiles of 8 (small-M), r <= 16 tiles of 16, else the
+ * warp-specialised kernels where the device has them (the smallest of 64, 128, 256 rows
+ * holding r), else tiles of 16 (bench/NOTES.md MoE v2: the 64-row tile at r = 16 measured
+ * slower than tiles of 16, 174 vs 126 us). Refusals: no slot or expert, a tile count over
+ * 65535 (grid). */
 hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
                                 uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err);
 

@@ -1,0 +1,56 @@
+/* gpu_benchutil.h: what the GPU benchmarks (gpu_bench.c, moe_bench.c) share: failing with a
+ * message, the CUDA and cuBLASLt call checks, the float comparison for medians, the median replay time of a CUDA graph. */
+#ifndef HC_GPU_BENCHUTIL_H
+#define HC_GPU_BENCHUTIL_H
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static void die(const char *what, const char *msg) {
+    fprintf(stderr, "%s: %s: %s\n", BENCH_NAME, what, msg);
+    exit(1);
+}
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_));                         \
+    } while (0)
+#define LT(call)                                                                           \
+    do {                                                                                   \
+        cublasStatus_t s_ = (call);                                                        \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
+            char b_[32];                                                                   \
+            snprintf(b_, sizeof b_, "status %d", (int)s_);                                 \
+            die(#call, b_);                                                                \
+        }                                                                                  \
+    } while (0)
+
+static int cmp_f(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of 7 replays of graph ge on s, per call (calls in the graph). */
+static double replay_us(cudaGraphExec_t ge, cudaStream_t s, int calls) {
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    float t[7];
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int r = 0; r < 7; r++) {
+        CK(cudaEventRecord(a, s));
+        CK(cudaGraphLaunch(ge, s));
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&t[r], a, b));
+    }
+    CK(cudaGetLastError());
+    qsort(t, 7, sizeof t[0], cmp_f);
+    cudaEventDestroy(a), cudaEventDestroy(b);
+    return (double)t[3] * 1e3 / calls;
+}
+
+#endif
