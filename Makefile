@@ -144,7 +144,8 @@ FUZZ_PROBE  = printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n)
               | $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null
 FUZZ_FOR_TEST = $(if $(HC_DEPS),$(shell $(FUZZ_PROBE) && echo fuzz-bins),fuzz-bins)
 
-test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert $(FUZZ_FOR_TEST)
+test: all $(BUILD)/test_unit $(BUILD)/san/test_unit $(BUILD)/san/hconvert $(BUILD)/gpu_test \
+      $(BUILD)/gpu_moe_test $(FUZZ_FOR_TEST)
 	@HC_DEPS='$(HC_DEPS)' sh tests/run.sh $(BUILD)
 
 # GPU tests: on a machine without a GPU they say so and pass

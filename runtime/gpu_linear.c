@@ -78,7 +78,7 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         goto out;
     }
     const hc_tile_params *p = &L->p;
-    if (expert < L->e0) { /* (a slice of a fused tensor: experts [e0, e0 + E) are here) */
+    if (expert < L->e0 || (L->e0 && expert - L->e0 >= p->E)) { /* (a fused tensor's slice) */
         st = hc__fail(&err, HC_INVALID, "'%s': expert %u is not on this GPU model (it holds "
                      "experts %u..%llu)", name, expert, L->e0, (unsigned long long)(L->e0 + p->E - 1));
         goto out;

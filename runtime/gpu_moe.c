@@ -250,14 +250,17 @@ done:
     return st;
 }
 
-/* The routing module (kernels/moe_route.cu), once per device. */
-static hc_status route_module(hc_gpu *g, hc_err *perr) {
+/* The routing module (kernels/moe_route.cu), once per device, its sort's shared memory raised
+ * to what el experts need (4 x (34 el + 32) bytes: 139 KB at the 1024 most; a device without
+ * that much leaves the MoE layers refused, saying so). */
+static hc_status route_module(hc_gpu *g, uint32_t el, hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
     void *cubin = NULL;
     size_t size = 0;
+    const int need = (int)(4 * (34 * (size_t)el + 32));
     pthread_mutex_lock(&g->mu);
-    if (g->moe_lib) goto out;
+    if (g->moe_lib) goto smem;
     st = hc__jit_compile("moe_route.cu", g->arch, NULL, 0, &cubin, &size, &err);
     if (st) goto out;
     CU(hc__cuda.lib_load(&g->moe_lib, cubin, NULL, NULL, 0, NULL, NULL, 0),
@@ -266,10 +269,17 @@ static hc_status route_module(hc_gpu *g, hc_err *perr) {
     CU(hc__cuda.lib_kernel(&g->moe_expand, g->moe_lib, "hc_moe_expand"), "hc_moe_expand");
     CU(hc__cuda.lib_kernel(&g->moe_act, g->moe_lib, "hc_moe_act"), "hc_moe_act");
     CU(hc__cuda.lib_kernel(&g->moe_finalize, g->moe_lib, "hc_moe_finalize"), "hc_moe_finalize");
-    CU(hc__cuda.func_attr((const void *)g->moe_route, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         (int)(4 * (34 * HC_MOE_EXPERTS_MAX + 32))), "shared memory of hc_moe_route");
+smem:
+    if (need > g->moe_route_smem) {
+        char what[96];
+        snprintf(what, sizeof what, "shared memory of hc_moe_route for %u experts (%d bytes)", el,
+                 need);
+        CU(hc__cuda.func_attr((const void *)g->moe_route,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, need), what);
+        g->moe_route_smem = need;
+    }
 out:
-    if (st && g->moe_lib) {
+    if (st && g->moe_lib && !g->moe_route_smem) { /* (a failed build, not a refused size) */
         hc__cuda.lib_unload(g->moe_lib);
         g->moe_lib = NULL;
     }
@@ -279,8 +289,8 @@ out:
     return st;
 }
 
-/* What a chunk of `slots` slots of layer ml needs of the workspace (the automatic choice of
- * kernel; 0 with HC_OK when no kernel runs it). */
+/* What a chunk of `slots` slots of layer ml needs of the workspace with kernel `forced` (or the
+ * runtime's choice), and the route and launches it takes; an error when no kernel runs it. */
 typedef struct {
     uint64_t rows, tiles;
     size_t xs, g, h, part, cnt;
@@ -351,17 +361,18 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
         if (ml->why[0]) continue;
         uint64_t t = (w->slots + (uint64_t)ml->El * 7) / 8 + 1;
         if (t > w->tiles) w->tiles = t;
-        /* (the small-M kernels chosen or forced: tests force them past their range) */
-        static const int small[] = {HC_GPU_KERNEL_AUTO, HC_GMK_T8, HC_GMK_T16};
-        for (uint64_t s = 1; s <= w->slots && s <= 16ull * ml->El + 16; s++)
-            for (int f = 0; f < 3; f++) {
-                ws_need n;
-                hc_gpu_moe_route r;
-                hc_gpu_moe_launch lu, ld;
-                if (need_of(&dev, ml, s, small[f], &n, &r, &lu, &ld, &err)) continue;
-                if (n.part > w->part_bytes) w->part_bytes = n.part;
-                if (n.cnt > w->cnt_bytes) w->cnt_bytes = n.cnt;
+        /* the small-M K split, whichever the slots (it is not monotone in them): a split is
+         * taken only while blocks x split fit one wave (hc__gemv_ksplit), so its partial sums
+         * are at most sms x occ blocks of 64 rows x 16 tokens and its counters one per block of
+         * a split of at least 2 */
+        for (int q = 0; q < 2; q++) {
+            const hc_gpu_shape *sh = q ? &ml->down.shape : &ml->up.shape;
+            for (int v = 1; v < 3; v++) {
+                uint64_t wave = (uint64_t)md->g->sms * (sh->gemv_occ[v] ? sh->gemv_occ[v] : 1);
+                if (wave * 64 * 16 * 4 > w->part_bytes) w->part_bytes = wave * 64 * 16 * 4;
+                if (wave / 2 * 4 > w->cnt_bytes) w->cnt_bytes = wave / 2 * 4;
             }
+        }
     }
     if (w->tiles > 65535 + 1) w->tiles = 65535 + 1;
     CU(hc__cuda.malloc_(&w->sorted, w->rows * 4 + 16), "cudaMalloc(MoE routing)");
@@ -396,13 +407,28 @@ hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, hc_err *err) {
         hc_gpu_moe_layer *ml = &md->moe[md->nmoe];
         if (!(ml->name = hc__strdup(l->name))) return hc__fail(err, HC_NOMEM, "out of memory");
         md->nmoe++;
-        HC_TRY(setup_layer(md, c, l, ml, err));
+        hc_err e1 = {0};
+        hc_status s1 = setup_layer(md, c, l, ml, &e1);
+        if (s1 == HC_NOMEM) return hc__fail(err, s1, "%s", e1.msg);
+        if (s1) snprintf(ml->why, sizeof ml->why, "%s", e1.msg); /* (its kernels, a CUDA call) */
         runs += !ml->why[0];
     }
     qsort(md->moe, md->nmoe, sizeof *md->moe, moe_cmp);
     if (!runs) return HC_OK;
-    HC_TRY(route_module(md->g, err));
-    return ws_alloc(md, err);
+    uint32_t el = 1;
+    for (size_t i = 0; i < md->nmoe; i++)
+        if (!md->moe[i].why[0] && md->moe[i].El > el) el = md->moe[i].El;
+    /* (a routing module or workspace the device cannot give leaves the dense layers loaded:
+     * each MoE layer keeps the reason, which hc_gpu_moe reports) */
+    hc_err e2 = {0};
+    hc_status st = route_module(md->g, el, &e2);
+    if (!st) st = ws_alloc(md, &e2);
+    if (st == HC_NOMEM) return hc__fail(err, st, "%s", e2.msg);
+    for (size_t i = 0; st && i < md->nmoe; i++)
+        if (!md->moe[i].why[0])
+            snprintf(md->moe[i].why, sizeof md->moe[i].why, "the MoE kernels or workspace: %s",
+                     e2.msg);
+    return HC_OK;
 }
 
 void hc__gpu_moe_free(hc_gpu_model *md) {
@@ -478,7 +504,8 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         need.g > w->g_bytes || need.h > w->h_bytes || need.part > w->part_bytes ||
         need.cnt > w->cnt_bytes)
         return hc__fail(err, HC_UNSUPPORTED, "%llu slots with the %s kernel need more workspace "
-                       "than the model's (sized at load for the automatic choice)",
+                       "than the model's (sized at load for the tile the runtime would choose; "
+                       "a forced kernel can need more)",
                        (unsigned long long)S, hc__gpu_moe_variants(&(size_t){0})[r.kernel].forced);
     const unsigned one[3] = {1, 1, 1};
     { /* route */

@@ -153,7 +153,10 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         return hc__fail(err, HC_INVALID, "forced MoE kernel %d is not one of the grouped kernels", k);
     const hc_gpu_variant *v = NULL;
     const hc_gpu_family *f = hc__gpu_kernel_family(mv[k].like, &v);
-    if (!(families & f->kf) || !hc__gpu_family_runs_on(f, dev->arch, dev->tmap))
+    if (!(families & f->kf))
+        return hc__fail(err, HC_UNSUPPORTED, "the grouped %s kernel (%s) does not read this "
+                       "layer's layout", f->name, mv[k].forced);
+    if (!hc__gpu_family_runs_on(f, dev->arch, dev->tmap))
         return hc__fail(err, HC_UNSUPPORTED, "the grouped %s kernel (%s) does not run here (%s%s)",
                        f->name, mv[k].forced, dev->arch, dev->tmap ? "" : ", no cuTensorMapEncodeTiled");
     out->kernel = (hc_gpu_moe_kernel)k, out->family = f, out->variant = v;

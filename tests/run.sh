@@ -1,6 +1,6 @@
 #!/bin/sh
 # run.sh: runs every test (unit tests plain and under ASan+UBSan, CLI tests with both builds,
-# the install check, the fuzz targets' regression inputs and a short round of each)
+# the install check, the GPU test programs without a GPU, the fuzz targets' regression inputs and a short round of each)
 # and ends with the plain line "N passed, N failed" summed over all of them.
 B=${1:-build}
 P=0
@@ -28,6 +28,10 @@ HC_TEST_JIT_QUICK=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=p
 run "cli tests" sh tests/cli.sh "$B/hconvert"
 run "cli tests (ASan+UBSan)" sh tests/cli.sh "$B/san/hconvert"
 run "install" sh tests/install/run.sh "$B"
+# the GPU tests' programs build and, as if there were no GPU (make gpu-test runs them on one),
+# the MoE test checks the CPU twin against its float64 reference
+HC_NO_GPU=1 run "GPU tests (without the GPU)" "$B/gpu_test"
+HC_NO_GPU=1 run "GPU MoE tests (without the GPU: the CPU twin)" "$B/gpu_moe_test"
 # every fuzz target: its regression inputs, then a few seconds of fuzzing (tests/fuzz/README.md)
 run "fuzz (regression inputs, 4 s per target)" sh tests/fuzz/run.sh "$B" 4 1
 rm -f "$log"

@@ -1,13 +1,15 @@
 /* moe_test.c: hc_gpu_moe on the GPU against a float64 reference written here from the
  * generated weights (tile_synth.h: the codes, scales and zero points as they are generated, not
  * read back through the layout) and against the CPU twin hc_cpu_moe_block. Every layout x
- * three block shapes (per-expert gate/up/down with act-order permutations for the integer
- * codes, SiLU; a gpt-oss-like fused interleaved gate_up with biases and the clamped SwiGLU,
- * E = 128; a fused stacked gate_up with H % 8 != 0) x M in {1, 3, 16, 64, 333} (and 4096 on the
- * fused E = 128 block) x top-k in {1, 2, 4, 8}, uniform and skewed routing (ids -1 and E
- * included: they contribute nothing), each grouped kernel forced once per layout, and the same
- * bits on a second run. On a machine without a GPU it says so and passes. HC_GPU_TEST_QUICK
- * (the sanitizer runs): the first layout only. */
+ * block shapes (per-expert gate/up/down with act-order permutations for the integer codes,
+ * SiLU, NVFP4 experts each with their own global divisor; a gpt-oss-like fused interleaved
+ * gate_up with biases and the clamped SwiGLU, E = 128; a fused stacked gate_up with H % 8 != 0;
+ * H = 2048 at small M, where K is split over blocks) x M in {1, 3, 16, 64, 333}, each with one
+ * top-k of {1, 2, 4, 8} in turn (and 4096 on the E = 128 block, 16384 x top-8 past a chunk of
+ * the workspace on one), uniform and skewed routing (ids -1 and E included: they contribute
+ * nothing), each grouped kernel forced once per layout, a rank of expert parallelism, and the
+ * same bits on a second run. Without a GPU it checks the CPU twin against the reference on the
+ * first layout (and says so). HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -205,19 +207,23 @@ int main(void) {
     static const char *const forced[] = {"moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
-        const mcfg cfgs[3] = {
+        const mcfg cfgs[4] = {
             {8, 256, 80, G_SPLIT, sp->kind == HC_TL_INT, false, false},
             {128, 200, 72, G_INTERLEAVED, false, true, true},
             {8, 70, 64, G_STACKED, false, false, false},
+            {4, 2048, 256, G_INTERLEAVED, false, false, false}, /* K split at small M */
         };
-        for (int ci = 0; ci < 3; ci++) {
+        for (int ci = 0; ci < 4; ci++) {
             const mcfg *cf = &cfgs[ci];
             if (ci == 2 && si % 3 != 0) continue; /* (H % 8 != 0 on every third layout) */
+            if (ci == 3 && si % 4 != 0) continue; /* (the K split on every fourth) */
             char path[256], label[256];
             snprintf(path, sizeof path, "/tmp/hc-moe-test-%d-%zu-%d.hconvert", (int)getpid(), si, ci);
             snprintf(label, sizeof label, "%s %s E=%llu H=%llu I=%llu%s", sp->label,
-                     ci == 0 ? "per-expert" : ci == 1 ? "fused interleaved swiglu+bias"
-                                                      : "fused stacked",
+                     ci == 0   ? "per-expert"
+                     : ci == 1 ? "fused interleaved swiglu+bias"
+                     : ci == 2 ? "fused stacked"
+                               : "fused interleaved, K split",
                      (unsigned long long)cf->E, (unsigned long long)cf->H,
                      (unsigned long long)cf->I, cf->perm ? " act-order" : "");
             mref r;
@@ -230,15 +236,17 @@ int main(void) {
                 failed++;
             } else {
                 const uint32_t all = (uint32_t)cf->E;
-                for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+                for (size_t mi = 0; mi < (ci == 3 ? 3u : sizeof Ms / sizeof Ms[0]); mi++)
                     check(md, c, cf, &r, label, NULL, Ms[mi], ks[(mi + (size_t)ci) % 4], mi % 2,
                           seed + mi, 0, all);
                 if (ci == 1 && !quick)
                     check(md, c, cf, &r, label, NULL, 4096, 4, false, seed + 9, 0, all);
                 if (ci == 0 && si == 0 && !quick) /* 131072 slots: more than one chunk */
                     check(md, c, cf, &r, label, NULL, 16384, 8, false, seed + 10, 0, all);
+                /* (the warp-specialised ones on sm_90a only) */
+                const bool ws = g && !strcmp(hc_gpu_arch(g), "sm_90a");
                 if (ci == 0 && md)
-                    for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++)
+                    for (size_t f = 0; f < (ws ? 5u : 2u); f++)
                         check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
                 /* expert parallelism: a rank holding the middle half of the experts */
                 hc_gpu_model *ep = NULL;
