@@ -4,12 +4,13 @@
  * block shapes (per-expert gate/up/down with act-order permutations for the integer codes,
  * SiLU, NVFP4 experts each with their own global divisor; a gpt-oss-like fused interleaved
  * gate_up with biases and the clamped SwiGLU, E = 128; a fused stacked gate_up with H % 8 != 0;
- * H = 2048 at small M, where K is split over blocks) x M in {1, 3, 16, 64, 333}, each with one
- * top-k of {1, 2, 4, 8} in turn (and 4096 on the E = 128 block, 16384 x top-8 past a chunk of
- * the workspace on one), uniform and skewed routing (ids -1 and E included: they contribute
- * nothing), each grouped kernel forced once per layout, a rank of expert parallelism, and the
- * same bits on a second run. Without a GPU it checks the CPU twin against the reference on the
- * first layout (and says so). HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
+ * H = 2048 at small M, where K is split over blocks) x M in {1, 3, 16, 64, 333} x top-k in
+ * {1, 2, 4, 8} on the E = 8 and E = 128 blocks (one top-k each in turn on the others; 4096 with
+ * top-1 and top-8 on the GPU; 16384 x top-8 past a chunk of the workspace), uniform and skewed
+ * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
+ * per layout, a rank of expert parallelism, and the same bits on a second run. Without a GPU
+ * it checks the CPU twin against the reference on the first layout (and says so).
+ * HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -236,11 +237,16 @@ int main(void) {
                 failed++;
             } else {
                 const uint32_t all = (uint32_t)cf->E;
+                /* the E = 8 and E = 128 blocks: every M x every top-k (4096 with top-1 and top-8,
+                 * on the GPU); the others: each M with one top-k in turn */
                 for (size_t mi = 0; mi < (ci == 3 ? 3u : sizeof Ms / sizeof Ms[0]); mi++)
-                    check(md, c, cf, &r, label, NULL, Ms[mi], ks[(mi + (size_t)ci) % 4], mi % 2,
-                          seed + mi, 0, all);
-                if (ci == 1 && !quick)
-                    check(md, c, cf, &r, label, NULL, 4096, 4, false, seed + 9, 0, all);
+                    for (size_t ki = 0; ki < 4; ki++) {
+                        if (ci >= 2 && ki != (mi + (size_t)ci) % 4) continue;
+                        check(md, c, cf, &r, label, NULL, Ms[mi], ks[ki], (mi + ki) % 2,
+                              seed + mi * 4 + ki, 0, all);
+                    }
+                for (size_t ki = 0; ci < 2 && md && !quick && ki < 4; ki += 3)
+                    check(md, c, cf, &r, label, NULL, 4096, ks[ki], ki == 0, seed + 9 + ki, 0, all);
                 if (ci == 0 && si == 0 && !quick) /* 131072 slots: more than one chunk */
                     check(md, c, cf, &r, label, NULL, 16384, 8, false, seed + 10, 0, all);
                 /* (the warp-specialised ones on sm_90a only) */
