@@ -2,7 +2,7 @@
  * describes it (hc_container_moe): at load, each layer's expert tables (a device pointer to
  * every expert's tiles, its act-order permutation), biases, the routing module
  * (kernels/moe_route.cu), the grouped GEMMs of its kinds (kernels/moe_gemm.cu) and one
- * workspace for all layers; per call, in chunks of at most the workspace's slots, five
+ * workspace for all layers; per call, in chunks of at most the workspace's slots, five or six
  * launches on the caller's stream: route (device-side sort), [expand], gate_up (grouped), act,
  * down (grouped), finalize (the top-k weighted sum). Nothing goes back to the host, so a call
  * is CUDA-graph capturable; the same inputs give the same bits. The choice of kernel and tile
