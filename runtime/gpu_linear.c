@@ -64,6 +64,20 @@ static hc_status launch(cudaKernel_t k, const hc_gpu_choice *ch, void **args, cu
     return hc__gpu_launch(k, grid, ch->block, ch->smem, ch->family->pdl, args, s, entry, perr);
 }
 
+hc_status hc__gpu_tmap_rows(CUtensorMap *tm, const void *base, uint64_t rows, uint64_t k,
+                           uint64_t ld, unsigned toks, const char *what, hc_err *err) {
+    cuuint64_t dims[2] = {k, rows}, strides[1] = {ld * 2};
+    cuuint32_t box[2] = {64, toks}, estr[2] = {1, 1};
+    CUresult r = hc__cuda.tmap_encode(tm, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims,
+                                     strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? HC_OK
+                             : hc__fail(err, HC_IO, "cuTensorMapEncodeTiled of %s [%llu x %llu] "
+                                       "failed (CUresult %d)", what, (unsigned long long)rows,
+                                       (unsigned long long)k, (int)r);
+}
+
 hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, const void *x,
                         uint64_t m, uint64_t k, void *y, uint64_t n, void *stream, char *msg,
                         size_t msg_len) {
@@ -139,17 +153,9 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
     }
     CUtensorMap tmx;
     if (ch.tmap_toks) { /* the activation tiles, read by TMA: a tensor map of X for this call */
-        cuuint64_t dims[2] = {p->K, m}, strides[1] = {mp.ldx * 2};
-        cuuint32_t box[2] = {64, ch.tmap_toks}, estr[2] = {1, 1};
-        CUresult r = hc__cuda.tmap_encode(&tmx, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)xin,
-                                         dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                         CU_TENSOR_MAP_SWIZZLE_128B,
-                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS) {
-            st = hc__fail(&err, HC_IO, "'%s': cuTensorMapEncodeTiled of the activations "
-                         "[%llu x %llu] failed (CUresult %d)", name, (unsigned long long)m,
-                         (unsigned long long)p->K, (int)r);
+        st = hc__gpu_tmap_rows(&tmx, xin, m, p->K, mp.ldx, ch.tmap_toks, "the activations", &err);
+        if (st) {
+            hc__err_prefix(&err, "'%s'", name);
             goto out;
         }
     }

@@ -448,22 +448,6 @@ void hc__gpu_moe_free(hc_gpu_model *md) {
     md->mws = NULL;
 }
 
-/* A tensor map over rows x k bf16 (row stride ld elements), box 64 x toks, as the
- * warp-specialised kernels read activations. */
-static hc_status tmap_of(CUtensorMap *tm, const void *base, uint64_t rows, uint64_t k, uint64_t ld,
-                         unsigned toks, const char *what, hc_err *err) {
-    cuuint64_t dims[2] = {k, rows}, strides[1] = {ld * 2};
-    cuuint32_t box[2] = {64, toks}, estr[2] = {1, 1};
-    CUresult r = hc__cuda.tmap_encode(tm, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims,
-                                     strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? HC_OK
-                             : hc__fail(err, HC_IO, "cuTensorMapEncodeTiled of %s [%llu x %llu] "
-                                       "failed (CUresult %d)", what, (unsigned long long)rows,
-                                       (unsigned long long)k, (int)r);
-}
-
 /* One grouped GEMM: projection pr over route r, activations x (ldx; rdiv as moe_args.h),
  * outputs at out (part q at out + q x ystride). */
 static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, uint32_t el,
@@ -483,7 +467,7 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
     CUtensorMap tm;
-    HC_TRY(tmap_of(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
+    HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
     void *args[] = {&a, &mp, &out, &tm};
     return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
 }
