@@ -70,7 +70,7 @@ struct hc_gpu_model {
     size_t ws_bytes, cnt_n, xg_bytes;
     uint32_t e0, e1; /* the experts of the MoE layers it holds: [e0, e1) */
     int moe_forced; /* a grouped MoE kernel (hc_gpu_moe_kernel) or HC_GPU_KERNEL_AUTO */
-    struct hc_gpu_moe_layer *moe; /* gpu_moe.c: the record's layers, sorted by name */
+    struct hc_gpu_moe_layer *moe; /* gpu_moe.h: the record's layers, sorted by name */
     size_t nmoe;
     struct hc_gpu_moe_ws *mws;    /* their workspace, sized at load */
 #ifdef HC_BENCH_DIAG
@@ -124,7 +124,7 @@ hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k
                               void **cubin, size_t *size, hc_err *err);
 /* The grouped MoE kernels (kernels/moe_gemm.cu) of module mod, built and loaded on first use. */
 hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *err);
-/* gpu_moe.c: the container's MoE layers for model md (after its layers are loaded and sorted):
+/* gpu_moe_load.c: the container's MoE layers for model md (after its layers are loaded and sorted):
  * expert tables, biases, the routing module and the workspace. A layer the GPU cannot run
  * keeps the reason, which hc_gpu_moe reports. */
 hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, hc_err *err);

@@ -1,4 +1,4 @@
-/* moe_int.h: what the CPU and GPU MoE blocks (cpu_moe.c, gpu_moe.c) share beyond the record
+/* moe_int.h: what the CPU and GPU MoE blocks (cpu_moe.c, gpu_moe_load.c) share beyond the record
  * (contract/moe_record.h): reading a layer's biases. */
 #ifndef HC_MOE_INT_H
 #define HC_MOE_INT_H
