@@ -225,6 +225,55 @@ static void scaling(void) {
     hc_gpu_free(g[0]), hc_gpu_free(g[1]);
 }
 
+/* HC_BENCH_KERNELS=1: the kernels that can run 1 <= M <= 128 side by side on the bench's four
+ * layers (each forced with hc_gpu_model_force_kernel where its family serves M; "auto" is the
+ * chooser's pick), to place the skinny family's range. */
+static void kernel_sweep(hc_gpu *g) {
+    static const uint64_t ms[] = {1, 8, 16, 24, 32, 48, 64, 96, 128};
+    static const char *const ks[] = {"auto", "skinny16", "skinny32", "skinny64", "ws64", "ws128"};
+    char path[128], msg[1024];
+    snprintf(path, sizeof path, "/tmp/hc-gpu-sweep-%d.hconvert", (int)getpid());
+    void *x, *y;
+    CK(cudaMalloc(&x, 128ull * 8192 * 2));
+    CK(cudaMalloc(&y, 128ull * 28672 * 2));
+    fill_bf16(x, 128ull * 8192, 1);
+    printf("kernels: layer N x K M | us per kernel: %s %s %s %s %s %s\n", ks[0], ks[1], ks[2],
+           ks[3], ks[4], ks[5]);
+    for (int si = 0; si < 2; si++)
+        for (int hi = 0; hi < 2; hi++) {
+            uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
+            uint32_t copies;
+            hc_container *c = bench_container(path, si, N, K, &copies);
+            hc_gpu_model *md = NULL;
+            if (hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) die("load", msg);
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                printf("kernels: %-14.14s %5llux%-5llu %4llu |", bench_spec(si)->label,
+                       (unsigned long long)N, (unsigned long long)K, (unsigned long long)ms[mi]);
+                for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                    bool skinny = ki >= 1 && ki <= 3;
+                    if (ki > 0 && (skinny ? ms[mi] > 64 : ms[mi] <= 16)) {
+                        printf(" %8s", "-");
+                        continue;
+                    }
+                    if (hc_gpu_model_force_kernel(md, ks[ki], msg, sizeof msg)) {
+                        printf(" %8s", "n/a");
+                        continue;
+                    }
+                    ours_ctx oc = {md, copies, x, y, ms[mi], N, K, NULL};
+                    double host = 0, us = graph_us(&oc, &host);
+                    printf(" %8.1f", us);
+                }
+                hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
+                printf("\n");
+                fflush(stdout);
+            }
+            hc_gpu_model_free(md);
+            hc_container_free(c);
+            unlink(path);
+        }
+    cudaFree(x), cudaFree(y);
+}
+
 #ifdef HC_BENCH_DIAG
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -336,16 +385,24 @@ int main(void) {
         printf("gpu_bench: skipped: %s\n", msg);
         return 0;
     }
+    if (getenv("HC_BENCH_KERNELS")) {
+        kernel_sweep(g);
+        hc_gpu_free(g);
+        return 0;
+    }
     double stream = 0;
     if (hc_gpu_stream_read(g, 2ull << 30, 20, &stream, msg, sizeof msg)) die("stream", msg);
     printf("gpu_bench on %s: stream read (2 GiB, 20 passes): %.0f GB/s\n", hc_gpu_arch(g), stream);
     cublasLtHandle_t lt;
     LT(cublasLtCreate(&lt));
-    static const uint64_t all_ms[] = {1, 2, 4, 8, 16, 64, 256, 1024, 4096, 8192};
-    static const uint64_t quick_ms[] = {1, 16, 4096};
+    static const uint64_t all_ms[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192};
+    static uint64_t quick_ms[] = {1, 16, 4096};
     bool quick = getenv("HC_BENCH_QUICK") != NULL; /* for profiling runs */
     const uint64_t *ms = quick ? quick_ms : all_ms;
-    size_t nms = quick ? 3 : 10;
+    size_t nms = quick ? 3 : sizeof all_ms / sizeof all_ms[0];
+    const char *one_m = getenv("HC_BENCH_M"); /* profiling one M: HC_BENCH_QUICK=1 HC_BENCH_M=64 */
+    if (quick && one_m && strtoull(one_m, NULL, 10) > 0)
+        quick_ms[0] = strtoull(one_m, NULL, 10), nms = 1;
     size_t ws_bytes = 64ull << 20;
     void *ws, *x, *y;
     CK(cudaMalloc(&ws, ws_bytes));

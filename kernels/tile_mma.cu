@@ -9,12 +9,15 @@
 //   mma/      mma_sync.cuh (mma.sync m16n8k16, ldmatrix), wgmma.cuh (wgmma, descriptors)
 //   codec/    kind.cuh (the module's kind and tile geometry), bf16.cuh, scale.cuh (scales and
 //             zero points), codes.cuh (codes -> exact bf16), frag.cuh (A fragments)
-//   gemm/     gemv.cuh (small M), mma_gemm.cuh, wgmma_gemm.cuh, ws_gemm.cuh (warp-specialised)
+//   gemm/     gemv.cuh (small M), mma_gemm.cuh, wgmma_gemm.cuh, ws_gemm.cuh (warp-specialised),
+//             skinny_gemm.cuh (M <= 64, persistent, stream-K)
 //   epilogue/ store_c.cuh (registers -> Y), staged.cuh (through shared memory), splitk.cuh
-//             (the small-M kernels' sums over warps and blocks)
+//             (the small-M kernels' sums over warps and blocks), streamk.cuh (the skinny
+//             kernels' cut output tiles)
 // Which kernel runs for a call (M, device) is the runtime's choice (docs/gpu.md).
 #include "gemm/gemv.cuh"
 #include "gemm/mma_gemm.cuh"
+#include "gemm/skinny_gemm.cuh"
 #include "gemm/wgmma_gemm.cuh"
 #include "gemm/ws_gemm.cuh"
 
@@ -77,3 +80,24 @@ extern "C" __global__ void __launch_bounds__(HC_GEMM_THREADS, 2)
 HC_WS_KERNEL(hc_wgmma_gemm256, 256)
 HC_WS_KERNEL(hc_wgmma_gemm64, 64)
 HC_WS_KERNEL(hc_wgmma_gemm128, 128)
+
+/* ---- skinny (sm_90a; gemm/skinny_gemm.cuh): one entry point per token tile; ws: the
+ * segments' partial sums, cnt: a counter per output tile, zero between launches ---- */
+#ifdef HC_SM90A
+#define HC_SKINNY_BODY(toks) skinny_gemm<toks>(w, p, expert, m, y, tmx, ws, cnt)
+#else
+#define HC_SKINNY_BODY(toks)                                                                   \
+    ((void)w, (void)p, (void)expert, (void)m, (void)y, (void)tmx, (void)ws, (void)cnt,         \
+     __trap()) /* sm_90a only */
+#endif
+#define HC_SKINNY_KERNEL(name, toks)                                                           \
+    extern "C" __global__ void __launch_bounds__(HC_SKINNY_THREADS, 1)                         \
+        name(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,                      \
+             const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y,                   \
+             const __grid_constant__ hc_tmap tmx, float *ws, unsigned *cnt) {                  \
+        (void)x;                                                                               \
+        HC_SKINNY_BODY(toks);                                                                  \
+    }
+HC_SKINNY_KERNEL(hc_skinny_gemm16, 16)
+HC_SKINNY_KERNEL(hc_skinny_gemm32, 32)
+HC_SKINNY_KERNEL(hc_skinny_gemm64, 64)

@@ -27,12 +27,23 @@ static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return 1024 + (size_t)v->stages * (((size_t)v->toks * 128 + 2 * (size_t)chunk + 1023) / 1024 * 1024);
 }
 
-/* Preference order: for M > 16 the first family the device, the layout and M allow runs. */
+/* skinny: 1024-byte alignment slack + the stages that fit (config.h: the kernels' rule) */
+static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
+    return 1024 + (size_t)HC_SKINNY_STAGES_OF(v->toks, (unsigned)chunk) *
+                      HC_SKINNY_STAGE_BYTES(v->toks, (unsigned)chunk);
+}
+
+/* Preference order: the first family the device, the layout and M allow runs. */
 static const hc_gpu_family families[] = {
     {"small-M", HC_KF_GEMV, HC_GPU_ARGS_GEMV, HC_GEMV_THREADS, NULL, false, HC_GEMV_PDL, 1, 16, gemv_smem, 3,
      {{HC_GK_GEMV_T1, "hc_mma_gemv_t1", NULL, 8, 1, HC_GEMV1_STAGES},
       {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, 8, 8, HC_GEMV_STAGES},
       {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, 16, 16, HC_GEMV_STAGES}}},
+    {"skinny", HC_KF_WS, HC_GPU_ARGS_STREAMK, HC_SKINNY_THREADS, "sm_90a", true, false, 1, 64,
+     skinny_smem, 3,
+     {{HC_GK_SKINNY16, "hc_skinny_gemm16", "skinny16", 16, 0, HC_SKINNY_STAGES_MAX},
+      {HC_GK_SKINNY32, "hc_skinny_gemm32", "skinny32", 32, 0, HC_SKINNY_STAGES_MAX},
+      {HC_GK_SKINNY64, "hc_skinny_gemm64", "skinny64", 64, 0, HC_SKINNY_STAGES_MAX}}},
     {"warp-specialised", HC_KF_WS, HC_GPU_ARGS_GEMM, HC_WS_THREADS, "sm_90a", true, false, 17,
      HC_GPU_M_MAX, aligned_smem, 3,
      {{HC_GK_WS64, "hc_wgmma_gemm64", "ws64", 64, 0, HC_WIDE_STAGES},

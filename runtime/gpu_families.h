@@ -1,5 +1,5 @@
 /* gpu_families.h: the registry of the fast kernels' families (kernels/tile_mma.cu), one entry
- * each -- small-M, warp-specialised, wgmma, mma.sync: entry names, block, shared memory (from
+ * each -- small-M, skinny, warp-specialised, wgmma, mma.sync: entry names, block, shared memory (from
  * kernels/config.h), argument shape, the HC_KF_* bit layouts carry (contract/layouts.h), the
  * architecture and driver entry they need, the M they serve. The module builder takes the
  * kernels to fetch and their shared memory from it, the chooser (gpu_plan.h) the rest. */
@@ -20,13 +20,17 @@ typedef enum {
     HC_GK_WS256,    /* hc_wgmma_gemm256 */
     HC_GK_WGMMA,    /* hc_wgmma_gemm */
     HC_GK_MMA,      /* hc_mma_gemm */
+    HC_GK_SKINNY16, /* hc_skinny_gemm16 */
+    HC_GK_SKINNY32, /* hc_skinny_gemm32 */
+    HC_GK_SKINNY64, /* hc_skinny_gemm64 */
     HC_GK_COUNT
 } hc_gpu_kernel;
 
 /* How a family's kernels take their arguments:
  * GEMV (w, hc_mma_params, expert, x, m, y, split-K partial sums, split-K counters);
- * GEMM (w, hc_mma_params, expert, x, m, y, tensor map of x -- read by the TMA kernels only). */
-typedef enum { HC_GPU_ARGS_GEMV, HC_GPU_ARGS_GEMM } hc_gpu_args;
+ * GEMM (w, hc_mma_params, expert, x, m, y, tensor map of x -- read by the TMA kernels only);
+ * STREAMK (GEMM's, then the segments' partial sums and a counter per output tile). */
+typedef enum { HC_GPU_ARGS_GEMV, HC_GPU_ARGS_GEMM, HC_GPU_ARGS_STREAMK } hc_gpu_args;
 
 /* The most tokens one call takes: 65535 blocks of 128 tokens (grid.y). */
 #define HC_GPU_M_MAX (65535ull * 128)

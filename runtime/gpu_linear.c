@@ -159,6 +159,14 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
             goto out;
         }
     }
+    if (ch.family->args == HC_GPU_ARGS_STREAMK) { /* + the segments' sums and tile counters */
+        st = grow(&md->ws, &md->ws_bytes, ch.part_bytes, false, &err);
+        if (!st) st = grow(&md->cnt, &md->cnt_n, ch.cnt_bytes, true, &err);
+        if (st) goto out;
+        void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &tmx, &md->ws, &md->cnt};
+        st = launch(kern, &ch, args, s, &err);
+        goto out;
+    }
     void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &tmx};
     st = launch(kern, &ch, args, s, &err);
 out:

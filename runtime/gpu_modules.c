@@ -57,17 +57,21 @@ hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k
     return hc__jit_compile(file, arch, opts, no, cubin, size, err);
 }
 
-/* Kernel `entry` of library lib into *k, its dynamic shared memory set for the largest chunk
- * of any layout (HC_CHUNK_MAX bytes) with family f's variant v. */
+/* Kernel `entry` of library lib into *k, its dynamic shared memory set for the most that
+ * family f's variant v needs with any layout's chunk (a multiple of 128 bytes up to
+ * HC_CHUNK_MAX; not always the largest chunk: the skinny kernels fit fewer stages of it). */
 static hc_status fetch(cudaLibrary_t lib, const char *entry, const hc_gpu_family *f,
                        const hc_gpu_variant *v, cudaKernel_t *k, hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
     char what[64];
+    size_t most = 0;
+    for (uint64_t chunk = 128; chunk <= HC_CHUNK_MAX; chunk += 128)
+        if (f->smem(v, chunk) > most) most = f->smem(v, chunk);
     CU(hc__cuda.lib_kernel(k, lib, entry), entry);
     snprintf(what, sizeof what, "shared memory of %s", entry);
     CU(hc__cuda.func_attr((const void *)*k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                         (int)f->smem(v, HC_CHUNK_MAX)), what);
+                         (int)most), what);
 out:
     if (st) *perr = err;
     return st;

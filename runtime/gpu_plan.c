@@ -3,6 +3,8 @@
  * state, so tests/t_plan.c checks every branch on any machine. */
 #include "gpu_plan.h"
 
+#include "config.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -74,9 +76,32 @@ static const hc_gpu_variant *variant_for(const hc_gpu_family *f, const hc_gpu_ca
         return &f->var[i];
     }
     while (i + 1 < f->nvar && m > f->var[i].toks) i++;
+    if (f->args == HC_GPU_ARGS_STREAMK) return &f->var[i]; /* (its blocks fill the GPU) */
     uint64_t pairs = (l->tiles_n + 1) / 2;
     while (i > 0 && pairs * hc__cdiv_u64(m, f->var[i].toks) * 4 < dev->sms * 3) i--;
     return &f->var[i];
+}
+
+/* The skinny kernels' persistent grid: (output tiles of 4 stripes x token tiles) x tiles_k
+ * work items cut into one equal range per block, a block per SM but none with fewer than
+ * HC_SKINNY_MIN_TILES items (and none empty); the workspace holds two segments a block. */
+static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t tiles_m,
+                              const hc_gpu_variant *v, hc_gpu_choice *out, hc_err *err) {
+    uint64_t units, items, blocks, prod;
+    if (!hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), tiles_m, &units) ||
+        !hc__mul_u64(units, l->tiles_k, &items) || items == 0)
+        return hc__fail(err, HC_INVALID, "the layer has no work items or too many");
+    blocks = items / HC_SKINNY_MIN_TILES;
+    if (blocks > dev->sms) blocks = dev->sms;
+    if (blocks == 0) blocks = 1;
+    if (!hc__mul_u64(items, blocks, &prod) || prod > (1ull << 62) || units > 0x3FFFFFFFull)
+        return hc__fail(err, HC_UNSUPPORTED, "%llu work items are too many for the skinny kernel",
+                        (unsigned long long)items);
+    out->grid[0] = (unsigned)blocks, out->grid[1] = 1;
+    out->part_bytes = blocks * 2 * v->toks * 1024ull; /* 2 segments x 256 rows x toks x f32 */
+    out->cnt_bytes = units * 4;
+    out->tmap_toks = v->toks;
+    return HC_OK;
 }
 
 hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m, int forced,
@@ -124,6 +149,7 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
         return HC_OK;
     }
     uint64_t tiles_m = hc__cdiv_u64(m, v->toks);
+    if (f->args == HC_GPU_ARGS_STREAMK) return streamk_grid(dev, l, tiles_m, v, out, err);
     if (tiles_m > 65535)
         return hc__fail(err, HC_UNSUPPORTED, "M=%llu needs more than 65535 blocks of %u tokens "
                        "(grid.y)", (unsigned long long)m, v->toks);

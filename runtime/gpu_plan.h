@@ -51,8 +51,10 @@ typedef struct {
     unsigned grid[2], block; /* grid.x, grid.y; threads */
     size_t smem;             /* dynamic shared memory */
     unsigned ksplit;         /* small M: K split over grid.y blocks (1: none) */
-    uint64_t part_bytes;     /* small M: bytes of the split's partial sums (used when ksplit > 1) */
-    uint64_t cnt_bytes;      /* small M: bytes of its per-stripe counters (ksplit > 1), else 0 */
+    uint64_t part_bytes;     /* small M: bytes of the split's partial sums (used when ksplit > 1);
+                                skinny: of the segments' partial sums */
+    uint64_t cnt_bytes;      /* small M: bytes of its per-stripe counters (ksplit > 1), skinny:
+                                of its per-output-tile counters, else 0 */
     unsigned tmap_toks;      /* GEMM by TMA: the tensor map's box of tokens; 0: no tensor map */
 } hc_gpu_choice;
 
@@ -60,19 +62,21 @@ typedef struct {
 #define HC_GPU_MOE_FORCED 1000
 /* The forced kernel (HC_GPU_KERNEL_AUTO, an hc_gpu_kernel or HC_GPU_MOE_FORCED + an
  * hc_gpu_moe_kernel) a name stands for: NULL, "" or "auto", "mma", "wgmma", "ws64", "ws128",
- * "ws256", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256". HC_USAGE naming it for
+ * "ws256", "skinny16", "skinny32", "skinny64", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256". HC_USAGE naming it for
  * any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
 
-/* The kernel for m tokens of a layer on dev: M <= 16 the small-M variant for M with the K
- * split of hc__gemv_ksplit; larger M the forced kernel, else the first family (in the
- * registry's order: warp-specialised, wgmma, mma.sync) the device and the layout allow --
- * warp-specialised with the largest token tile at most half empty, made smaller while the grid
- * would leave a quarter of the SMs idle. Refusals (err, without the layer's name): M above
- * HC_GPU_M_MAX, a forced kernel the device or the layout does not have, a grid over 65535
- * blocks, no family for M. */
+/* The kernel for m tokens of a layer on dev: the forced kernel where its family serves m, else
+ * the first family (in the registry's order: small-M for M <= 16, skinny for M <= 64,
+ * warp-specialised, wgmma, mma.sync) the device and the layout allow. Small M: the variant for
+ * M with the K split of hc__gemv_ksplit. Skinny: the smallest token tile holding M (else the
+ * largest), a persistent grid of one block per SM, fewer where a block would get under
+ * HC_SKINNY_MIN_TILES work items. Warp-specialised: the largest token tile at most half empty,
+ * made smaller while the grid would leave a quarter of the SMs idle. Refusals (err, without the
+ * layer's name): M above HC_GPU_M_MAX, a forced kernel the device or the layout does not have,
+ * a grid over 65535 blocks, no family for M. */
 hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *layer, uint64_t m,
                         int forced, hc_gpu_choice *out, hc_err *err);
 

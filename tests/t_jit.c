@@ -171,8 +171,8 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
 
 /* The performance-critical kernels keep what the measurements in bench/NOTES.md rely on, for
  * every kind of layer on sm_90a: ptxas serialises no wgmma (its note C7514: an accumulator read
- * between a wgmma and its wait) and the M <= 8 and warp-specialised large-M kernels do not
- * spill. A change that loses either fails here, without a GPU. */
+ * between a wgmma and its wait) and the M <= 8, skinny and warp-specialised large-M kernels
+ * do not spill. A change that loses either fails here, without a GPU. */
 static void test_hot_kernels_do_not_regress(void) {
     int n = getenv("HC_TEST_JIT_QUICK") ? 1 : NKINDS, bad[NKINDS] = {0};
     char why[NKINDS][200];
@@ -200,9 +200,10 @@ static void test_hot_kernels_do_not_regress(void) {
             /* (hc_mma_gemv_t16 spills 4-12 bytes for two kinds under its 128-register bound:
              * known, measured as it is) */
             static const char *const hot[] = {"hc_wgmma_gemm256", "hc_wgmma_gemm128",
-                                              "hc_wgmma_gemm64", "hc_mma_gemv_t8",
-                                              "hc_mma_gemv_t1"};
-            for (int h = 0; h < 5 && !why[i][0]; h++) {
+                                              "hc_wgmma_gemm64",  "hc_mma_gemv_t8",
+                                              "hc_mma_gemv_t1",   "hc_skinny_gemm16",
+                                              "hc_skinny_gemm32", "hc_skinny_gemm64"};
+            for (int h = 0; h < 8 && !why[i][0]; h++) {
                 long sp = spill_stores(log, hot[h]);
                 if (sp != 0) snprintf(why[i], sizeof why[i], "%s: %ld bytes spill stores", hot[h], sp);
             }

@@ -48,7 +48,10 @@ static void test_registry_entries(void) {
                 {HC_GK_WS128, "hc_wgmma_gemm128", "ws128", "sm_90a", 384, true},
                 {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", "sm_90a", 384, true},
                 {HC_GK_WGMMA, "hc_wgmma_gemm", "wgmma", "sm_90a", 256, false},
-                {HC_GK_MMA, "hc_mma_gemm", "mma", NULL, 256, false}};
+                {HC_GK_MMA, "hc_mma_gemm", "mma", NULL, 256, false},
+                {HC_GK_SKINNY16, "hc_skinny_gemm16", "skinny16", "sm_90a", 640, true},
+                {HC_GK_SKINNY32, "hc_skinny_gemm32", "skinny32", "sm_90a", 640, true},
+                {HC_GK_SKINNY64, "hc_skinny_gemm64", "skinny64", "sm_90a", 640, true}};
     CHECK_EQ_INT(sizeof want / sizeof want[0], HC_GK_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const hc_gpu_variant *v = NULL;
@@ -65,10 +68,16 @@ static void test_registry_entries(void) {
     CHECK(hc__gpu_kernel_family(HC_GK_COUNT, NULL) == NULL);
     size_t n = 0;
     const hc_gpu_family *fams = hc__gpu_families(&n);
-    CHECK_EQ_INT(n, 4);
+    CHECK_EQ_INT(n, 5);
     unsigned kf = 0;
     for (size_t i = 0; i < n; i++) kf |= fams[i].kf;
     CHECK_EQ_INT(kf, HC_KF_ALL); /* one family per HC_KF_* bit */
+}
+
+/* the skinny kernels' stages: as many as 200 KiB hold, at most 12 (kernels/config.h) */
+static size_t skinny_stages(size_t toks, size_t c) {
+    size_t n = HC_SKINNY_SMEM / round1024(toks * 128 + 4 * c);
+    return n < HC_SKINNY_STAGES_MAX ? n : HC_SKINNY_STAGES_MAX;
 }
 
 /* Shared memory as each kernel's comment in kernels/tile_mma.cu states it, for the int4 g128
@@ -86,7 +95,10 @@ static void test_registry_shared_memory(void) {
             1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * c),
             1024 + HC_WIDE_STAGES * round1024(256 * 128 + 2 * c),
             1024 + HC_WGMMA_STAGES * round1024(16384 + 2 * c),
-            HC_GEMM_STAGES * (2 * c + 16384)};
+            HC_GEMM_STAGES * (2 * c + 16384),
+            1024 + skinny_stages(16, c) * round1024(16 * 128 + 4 * c),
+            1024 + skinny_stages(32, c) * round1024(32 * 128 + 4 * c),
+            1024 + skinny_stages(64, c) * round1024(64 * 128 + 4 * c)};
         for (int k = 0; k < HC_GK_COUNT; k++) {
             const hc_gpu_variant *v = NULL;
             const hc_gpu_family *f = hc__gpu_kernel_family((hc_gpu_kernel)k, &v);
@@ -101,6 +113,18 @@ static void test_registry_shared_memory(void) {
         CHECK_EQ_U64(f->smem(v, 2176), 55808);
         f = hc__gpu_kernel_family(HC_GK_WS256, &v);
         CHECK_EQ_U64(f->smem(v, 2176), 190464);
+    }
+    if (HC_SKINNY_SMEM == 200 * 1024 && HC_SKINNY_STAGES_MAX == 12) {
+        const hc_gpu_variant *v;
+        /* 8192 + 4 x 2176 = 16896 -> 17408 a stage, 204800 / 17408 = 11 of them */
+        const hc_gpu_family *f = hc__gpu_kernel_family(HC_GK_SKINNY64, &v);
+        CHECK_EQ_U64(f->smem(v, 2176), 1024 + 11 * 17408);
+        /* 2048 + 8704 -> 11264, 18 fit: 12 */
+        f = hc__gpu_kernel_family(HC_GK_SKINNY16, &v);
+        CHECK_EQ_U64(f->smem(v, 2176), 1024 + 12 * 11264);
+        /* the largest chunk: 8192 + 21504 = 29696 a stage, 6 of them */
+        f = hc__gpu_kernel_family(HC_GK_SKINNY64, &v);
+        CHECK_EQ_U64(f->smem(v, HC_CHUNK_MAX), 1024 + 6 * 29696);
     }
 }
 
@@ -156,13 +180,10 @@ static void test_warp_specialised_tiles(void) {
         hc_gpu_kernel k;
         unsigned gx, gy;
     } cases[] = {
-        {28672, 17, HC_GK_WS64, 224, 1},   /* 224 pairs: never shrunk */
-        {28672, 64, HC_GK_WS64, 224, 1},
-        {28672, 65, HC_GK_WS128, 224, 1},
+        {28672, 65, HC_GK_WS128, 224, 1},  /* 224 pairs: never shrunk */
         {28672, 256, HC_GK_WS256, 224, 1},
         {28672, 1024, HC_GK_WS256, 224, 4},
         {28672, 8192, HC_GK_WS256, 224, 32},
-        {8192, 64, HC_GK_WS64, 64, 1},     /* 64 pairs */
         {8192, 100, HC_GK_WS64, 64, 2},    /* 128: 64 x 1 x 4 = 256 < 396 -> 64 */
         {8192, 129, HC_GK_WS128, 64, 2},   /* 256: 256 < 396 -> 128: 512 */
         {8192, 256, HC_GK_WS128, 64, 2},
@@ -182,6 +203,58 @@ static void test_warp_specialised_tiles(void) {
         CHECK_EQ_INT(c.tmap_toks, toks);
         CHECK_EQ_U64(c.smem, 1024 + HC_WIDE_STAGES * round1024(toks * 128 + 2 * 2176));
     }
+}
+
+/* 16 < M <= 64 on the H200: the skinny kernel with the smallest token tile holding M, a
+ * persistent grid of one block per SM (fewer where a block would get under 8 work items:
+ * items = ceil(tiles_n / 4) x token tiles x tiles_k), 640 threads, two segments of 256 rows x
+ * toks float32 sums a block, a counter per output tile. Forced, it runs any M <= 64. */
+static void test_skinny(void) {
+    static const struct {
+        uint64_t n, k, m;
+        int forced;
+        hc_gpu_kernel want;
+        unsigned blocks;
+        uint64_t units;
+    } cases[] = {
+        {28672, 8192, 17, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 132, 112}, /* 112 x 128 items */
+        {28672, 8192, 32, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 132, 112},
+        {28672, 8192, 33, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 112},
+        {8192, 8192, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 32},
+        {8192, 8192, 16, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 32},
+        {8192, 8192, 64, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 128},     /* 4 token tiles */
+        {640, 2880, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 16, 3},    /* 3 x 45 = 135 items */
+        {200, 70, 20, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 1, 1},       /* 2 items: one block */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t chunk = cases[i].n == 200 ? 2304 : 2176;
+        hc_gpu_shape l = layer(cases[i].n, cases[i].k, chunk);
+        hc_gpu_choice c = choose_ok(&h200, &l, cases[i].m, cases[i].forced);
+        if (c.kernel != cases[i].want || c.grid[0] != cases[i].blocks || c.grid[1] != 1)
+            CHECK_FAIL_("N=%llu M=%llu: kernel %d grid %u x %u, want %d %u x 1",
+                        (unsigned long long)cases[i].n, (unsigned long long)cases[i].m, c.kernel,
+                        c.grid[0], c.grid[1], cases[i].want, cases[i].blocks);
+        unsigned toks = cases[i].want == HC_GK_SKINNY16 ? 16 : cases[i].want == HC_GK_SKINNY32 ? 32 : 64;
+        CHECK_EQ_INT(c.block, 640);
+        CHECK_EQ_INT(c.tmap_toks, toks);
+        CHECK_EQ_U64(c.part_bytes, (uint64_t)cases[i].blocks * 2 * 256 * toks * 4);
+        CHECK_EQ_U64(c.cnt_bytes, cases[i].units * 4);
+        CHECK_EQ_U64(c.smem, 1024 + skinny_stages(toks, chunk) * round1024(toks * 128 + 4 * chunk));
+    }
+    /* M <= 16 stays small-M unless forced; M = 65 goes to the warp-specialised kernel; off
+     * Hopper or without tensor maps there is no skinny kernel */
+    hc_gpu_shape sq = layer(8192, 8192, 2176);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 65, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS64); /* 2 tiles */
+    hc_gpu_caps notmap = {"sm_90a", 132, false}, a100 = {"sm_80", 108, true};
+    CHECK_EQ_INT(choose_ok(&notmap, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WGMMA);
+    CHECK_EQ_INT(choose_ok(&a100, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
+    hc_gpu_choice c;
+    hc_err err = {0};
+    CHECK_EQ_INT(hc__gpu_choose(&a100, &sq, 64, HC_GK_SKINNY64, &c, &err), HC_UNSUPPORTED);
+    CHECK(strstr(err.msg, "skinny64") != NULL);
+    /* a forced skinny kernel past M = 64 is not its family's call: the runtime picks */
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 65, HC_GK_SKINNY64).kernel, HC_GK_WS64);
 }
 
 /* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
@@ -234,7 +307,7 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
     CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, ws64, ws128, "
-                          "ws256, wgmma, mma, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256");
+                          "ws256, wgmma, mma, skinny16, skinny32, skinny64, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
     hc_gpu_caps a100 = {"sm_80", 108, false}, notmap = {"sm_90a", 132, false};
@@ -290,7 +363,9 @@ static void test_layout_families(void) {
     hc_err err = {0};
     CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 64, HC_GK_WS64, &c, &err), HC_UNSUPPORTED);
     CHECK_CONTAINS(err.msg, "warp-specialised kernels do not read this layer's layout");
-    l.families = HC_KF_WS | HC_KF_WGMMA | HC_KF_MMA;
+    l.families = HC_KF_WS | HC_KF_WGMMA | HC_KF_MMA; /* M = 1 without small-M: skinny */
+    CHECK_EQ_INT(choose_ok(&h200, &l, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
+    l.families = HC_KF_WGMMA | HC_KF_MMA;
     hc_err e2 = {0};
     CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 1, HC_GPU_KERNEL_AUTO, &c, &e2), HC_UNSUPPORTED);
     CHECK_CONTAINS(e2.msg, "no GPU kernel runs M=1");
@@ -413,6 +488,7 @@ void suite_plan(void) {
     RUN(test_registry_shared_memory);
     RUN(test_small_m);
     RUN(test_warp_specialised_tiles);
+    RUN(test_skinny);
     RUN(test_fallbacks);
     RUN(test_forced_kernels);
     RUN(test_m_limits);

@@ -35,8 +35,28 @@ __device__ __forceinline__ void wgmma_m64n64k16(float *d, const unsigned *a, hc_
                  : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
 }
-/* wgmma m64 x TOKS x k16 with A in registers, for the warp-specialised kernels */
+/* d[16] += A (registers) x B (32 tokens x k16, shared memory, as above) */
+__device__ __forceinline__ void wgmma_m64n32k16(float *d, const unsigned *a, hc_u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+                 : HC_D8(0), HC_D8(8)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+/* d[8] += A (registers) x B (16 tokens x k16, shared memory, as above) */
+__device__ __forceinline__ void wgmma_m64n16k16(float *d, const unsigned *a, hc_u64 db) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
+                 : HC_D8(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+/* wgmma m64 x TOKS x k16 with A in registers, for the warp-specialised and skinny kernels */
 template <int TOKS> __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db);
+template <> __device__ __forceinline__ void wgmma_rs<16>(float *d, const unsigned *a, hc_u64 db) {
+    wgmma_m64n16k16(d, a, db);
+}
+template <> __device__ __forceinline__ void wgmma_rs<32>(float *d, const unsigned *a, hc_u64 db) {
+    wgmma_m64n32k16(d, a, db);
+}
 template <> __device__ __forceinline__ void wgmma_rs<64>(float *d, const unsigned *a, hc_u64 db) {
     wgmma_m64n64k16(d, a, db);
 }

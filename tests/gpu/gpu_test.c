@@ -82,11 +82,11 @@ static double *dense_weights(hc_container *c, const char *name, uint32_t e, hc_t
 }
 
 /* |y - ref| within: the bf16 rounding of the output, float32 accumulation (four times the
- * round-to-nearest bound: the tensor cores' adds are not all IEEE), and for M > 16 (weights
- * rounded to bf16 after scaling) 2^-8 of the sum of |products|. */
-static bool within(double y, double ref, double sabs, uint64_t k, uint64_t m) {
+ * round-to-nearest bound: the tensor cores' adds are not all IEEE), and when rounded (weights
+ * rounded to bf16 after scaling: the large-M and skinny kernels) 2^-8 of the sum of |products|. */
+static bool within(double y, double ref, double sabs, uint64_t k, bool rounded) {
     double bound = ldexp(fabs(ref), -8) + 4.0 * ((double)k + 3) * ldexp(sabs, -24) +
-                   (m > 16 ? ldexp(sabs, -8) : 0.0) + 1e-30;
+                   (rounded ? ldexp(sabs, -8) : 0.0) + 1e-30;
     return fabs(y - ref) <= bound;
 }
 
@@ -94,7 +94,7 @@ static bool within(double y, double ref, double sabs, uint64_t k, uint64_t m) {
  * when the work is small, else `samples` random ones plus the first and last token's rows.
  * Returns the number of outputs beyond the bound; *checked counts those compared. */
 static uint64_t compare_f64(const float *y, const double *w, const float *xb, uint64_t m,
-                            uint64_t n, uint64_t k, uint64_t *checked, uint64_t *rng,
+                            uint64_t n, uint64_t k, bool rounded, uint64_t *checked, uint64_t *rng,
                             double *rel) {
     uint64_t bad = 0, cnt = 0;
     double num = 0, den = 0;
@@ -113,7 +113,7 @@ static uint64_t compare_f64(const float *y, const double *w, const float *xb, ui
             double pr = w[r * k + q] * (double)xb[t * k + q];
             ref += pr, sabs += fabs(pr);
         }
-        bad += !within((double)y[t * n + r], ref, sabs, k, m);
+        bad += !within((double)y[t * n + r], ref, sabs, k, rounded);
         num += ((double)y[t * n + r] - ref) * ((double)y[t * n + r] - ref), den += ref * ref;
         cnt++;
     }
@@ -148,7 +148,7 @@ static void check_fast(hc_gpu *g, hc_container *c, const char *cas, const char *
             break;
         }
         double rel = 0;
-        bad = compare_f64(y, w, xb, mm, n, k, &checked, &rng, &rel);
+        bad = compare_f64(y, w, xb, mm, n, k, mm > 16, &checked, &rng, &rel);
         int fok = bad == 0 && memcmp(y, y2, mm * n * 4) == 0;
         if (!fok) printf("FAIL %s %s expert %u M=%llu fast path: %llu of %llu beyond the bound%s\n",
                          cas, name, e, (unsigned long long)mm, (unsigned long long)bad,
@@ -204,11 +204,15 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
                     x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
                 }
-            /* M > 16: the kernel the runtime picks, then each kernel forced
-             * (hc_gpu_model_force_kernel) */
-            static const char *const forced[] = {"auto", "mma", "wgmma", "ws64", "ws128", "ws256"};
-            int npass = M <= 16 ? 1 : strcmp(hc_gpu_arch(g), "sm_90a") ? 2 : 6;
-            for (int pass = 0; pass < npass; pass++) {
+            /* the kernel the runtime picks, then each kernel forced that serves M
+             * (hc_gpu_model_force_kernel): M > 16 the large-M ones, M <= 64 the skinny ones */
+            static const char *const forced[] = {"auto",  "mma",      "wgmma",    "ws64",
+                                                 "ws128", "ws256",    "skinny16", "skinny32",
+                                                 "skinny64"};
+            const bool hopper = !strcmp(hc_gpu_arch(g), "sm_90a");
+            for (int pass = 0; pass < 9; pass++) {
+                if (pass > 0 && (pass < 6 ? M <= 16 || (!hopper && pass > 1) : !hopper || M > 64))
+                    continue;
                 double t0 = now_s();
                 int ok = hc_gpu_model_force_kernel(md, forced[pass], msg, sizeof msg) == HC_OK &&
                          hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg) == HC_OK;
@@ -218,7 +222,9 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                                 (unsigned long long)N, (unsigned long long)K,
                                 (unsigned long long)M, msg);
                 double rel = 0;
-                uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, &checked, &rng, &rel) : 0;
+                /* (weights scaled and rounded to bf16: the large-M kernels, skinny included) */
+                const bool rounded = M > 16 || pass >= 6;
+                uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, rounded, &checked, &rng, &rel) : 0;
                 uint64_t badc = 0;
                 if (ok && M <= 333) { /* the CPU executor on the same activations */
                     if (hc_cpu_linear(c, "w", e, x, M, K, yc, N, msg, sizeof msg)) {
@@ -230,7 +236,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                         const float *xr = x + (i / N) * K;
                         const double *wr = w + (i % N) * K;
                         for (uint64_t q = 0; q < K; q++) sabs += fabs(wr[q] * (double)xr[q]);
-                        badc += !within((double)y[i], (double)yc[i], 2 * sabs, K, M);
+                        badc += !within((double)y[i], (double)yc[i], 2 * sabs, K, rounded);
                     }
                 }
                 int fine = ok && !bad && !badc;
@@ -239,7 +245,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                        "executor's (%.1f ms)\n", fine ? "ok  " : "FAIL", sp->label,
                        (unsigned long long)N, (unsigned long long)K, (unsigned long long)E,
                        shapes[hi].perm ? " perm" : "", (unsigned long long)M,
-                       M <= 16 ? "small-M" : pass ? forced[pass] : "picked", (unsigned long long)checked,
+                       pass ? forced[pass] : M <= 16 ? "small-M" : "picked", (unsigned long long)checked,
                        rel, (unsigned long long)bad, (unsigned long long)badc, dt * 1e3);
                 passed += fine, failed += !fine;
             }

@@ -1,0 +1,80 @@
+// streamk.cuh: the epilogue of the skinny kernels (gemm/skinny_gemm.cuh), whose blocks each own
+// an equal contiguous range of the (output tile, K tile) work, so an output tile's K range may
+// be cut between consecutive blocks. A block that ran a tile's whole K range writes it to Y
+// from its accumulators. Otherwise each block's share (a segment) goes to the workspace, and
+// the last of the tile's blocks to arrive adds the segments in block order -- a fixed order,
+// so the result is the same bits on every run whichever block arrives last -- and writes Y.
+// No block waits for another (no co-residency assumption), no atomics on outputs.
+#ifndef HC_K_EPILOGUE_STREAMK_CUH
+#define HC_K_EPILOGUE_STREAMK_CUH
+
+#include "codec/bf16.cuh"
+#include "memory/ptx.cuh"
+
+/* The block of work of a stream-K launch: W work items (output tiles x tiles_k) cut into
+ * gridDim.x ranges, range c = [c W / G, (c + 1) W / G). The host checks that W x G fits 64
+ * bits. */
+__device__ __forceinline__ hc_u64 streamk_start(hc_u64 c, hc_u64 w, hc_u64 g) { return c * w / g; }
+/* the block whose range holds item t */
+__device__ __forceinline__ hc_u64 streamk_owner(hc_u64 t, hc_u64 w, hc_u64 g) {
+    return ((t + 1) * g - 1) / w;
+}
+
+/* A warpgroup's accumulators of wgmma m64 x TOKS (lane row r0 and r0 + 8 of its warp, token
+ * column pair c) to Y as bf16: rows n0 + .. below N, tokens tok0 + .. below m. */
+template <int TOKS>
+__device__ __forceinline__ void frag_store(const float *d, hc_u16 *__restrict__ y, hc_u64 n0,
+                                           unsigned r0, unsigned c, hc_u64 tok0, hc_u64 m,
+                                           hc_u64 N) {
+#pragma unroll
+    for (int i = 0; i < TOKS / 8; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const hc_u64 tok = tok0 + i * 8 + 2 * c + (e & 1), n = n0 + r0 + (e >= 2 ? 8 : 0);
+            if (tok < m && n < N) y[tok * N + n] = bf16_of(d[i * 4 + e]);
+        }
+}
+
+/* One segment's end, for the NT consumer threads (ctid < NT; their named barrier 1): segment
+ * slot (0: the block's first, 1: its last) of block blk for output tile u, whose items are
+ * [u0, u0 + tiles_k). The segment's accumulators go to ws ([block][slot][TOKS / 8][NT] float4,
+ * fragment order, so the stores are coalesced); the last arrival (cnt[u], reset by it) adds
+ * every block's segment of u in block order and returns true with the sum in d -- the caller
+ * then stores it. A block that arrives earlier returns false. */
+template <int TOKS, int NT>
+__device__ __forceinline__ bool streamk_fixup(float *d, float *__restrict__ ws,
+                                              unsigned *__restrict__ cnt, hc_u64 u, hc_u64 u0,
+                                              hc_u64 tiles_k, hc_u64 blk, unsigned slot,
+                                              unsigned ctid, hc_u64 w, hc_u64 g,
+                                              unsigned &last) {
+    constexpr int V = TOKS / 8; /* float4 per thread */
+    float4 *mine = (float4 *)ws + ((blk * 2 + slot) * V) * NT + ctid;
+#pragma unroll
+    for (int j = 0; j < V; j++)
+        __stcg(mine + j * NT, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+    const hc_u64 b0 = streamk_owner(u0, w, g), b1 = streamk_owner(u0 + tiles_k - 1, w, g);
+    __threadfence();
+    bar_sync<1, NT>();
+    if (ctid == 0) last = atomicAdd(&cnt[u], 1u) == (unsigned)(b1 - b0);
+    bar_sync<1, NT>();
+    /* (thread 0 rewrites last only at a later segment's first barrier, after every thread has
+     * read it here) */
+    if (!last) return false;
+    __threadfence();
+#pragma unroll
+    for (int i = 0; i < 4 * V; i++) d[i] = 0.0f;
+    for (hc_u64 b = b0; b <= b1; b++) {
+        /* block b's segment of u is its first unless its range began before u */
+        const unsigned sl = streamk_start(b, w, g) >= u0 ? 0u : 1u;
+        const float4 *src = (const float4 *)ws + ((b * 2 + sl) * V) * NT + ctid;
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const float4 v = __ldcg(src + j * NT);
+            d[4 * j] += v.x, d[4 * j + 1] += v.y, d[4 * j + 2] += v.z, d[4 * j + 3] += v.w;
+        }
+    }
+    if (ctid == 0) cnt[u] = 0; /* ready for the next launch */
+    return true;
+}
+
+#endif

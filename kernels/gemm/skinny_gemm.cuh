@@ -1,0 +1,150 @@
+// skinny_gemm.cuh: the skinny family (hc_skinny_gemm16, _32, _64; sm_90a, M <= 64), for the
+// range where the warp-specialised kernel has too few blocks to fill the GPU and too few math
+// warps per SM to hide its decode (bench/NOTES.md session 15). One persistent block per SM:
+// a producer thread streams a pipeline of as many stages as fit (config.h HC_SKINNY_*), each
+// the TOKS x 64 activation tile (TMA) and the chunks of four stripes (bulk copies); four
+// consumer warpgroups each decode one stripe's rows into registers and run wgmma m64 x TOKS x
+// k16 on it, so four stripes share one activation tile. The work -- (256-row output tile,
+// token tile) x K tiles -- is cut into equal contiguous ranges, one per block (stream-K): the
+// producer streams on across output tiles without draining, and a tile whose K range is cut
+// between blocks is summed by epilogue/streamk.cuh.
+#ifndef HC_K_GEMM_SKINNY_GEMM_CUH
+#define HC_K_GEMM_SKINNY_GEMM_CUH
+
+#include "codec/frag.cuh"
+#include "epilogue/streamk.cuh"
+#include "memory/tma.cuh"
+#include "mma/wgmma.cuh"
+
+#ifdef HC_SM90A
+/* Arguments of hc_wgmma_gemm64 plus ws (the segments' partial sums: gridDim.x x 2 x TOKS x
+ * 1024 bytes) and cnt (a counter per output tile, zero between launches); 640 threads; grid
+ * (blocks <= the work items); shared memory 1024 + stages x stage bytes (config.h). Output
+ * tile u is quad q = u / mtiles (stripes 4 q .. 4 q + 3) and token tile u % mtiles. */
+template <int TOKS>
+__device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                            hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
+                                            const hc_tmap &tmx, float *__restrict__ ws,
+                                            unsigned *__restrict__ cnt) {
+    constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
+    constexpr unsigned SB = HC_SKINNY_STAGE_BYTES(TOKS, HC_CHUNK_BYTES);
+    constexpr unsigned NS = HC_SKINNY_STAGES_OF(TOKS, HC_CHUNK_BYTES);
+    static_assert(NS >= 2, "a skinny pipeline needs two stages");
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
+    __shared__ unsigned last;
+    hc_u8 *smem = smem_1024();
+    const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const hc_u64 cb = HC_CHUNK_BYTES, tk = p.tiles_k;
+    const hc_u64 mtiles = (m + TOKS - 1) / TOKS, items = (p.tiles_n + 3) / 4 * mtiles * tk;
+    const hc_u64 g = gridDim.x, blk = blockIdx.x;
+    const hc_u64 t0 = streamk_start(blk, items, g), t1 = streamk_start(blk + 1, items, g);
+    w += expert * p.tiles_n * tk * cb;
+    if (tid == 0) {
+        for (unsigned s = 0; s < NS; s++) {
+            mbar_init(smem_addr(&full[s]), 1);
+            mbar_init(smem_addr(&empty[s]), 16);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+    if (warp < 4) { /* ---- producer ---- */
+        setmaxnreg_dec<24>();
+        if (tid != 0) return;
+        const hc_u64 tmap = (hc_u64)&tmx;
+        hc_u64 u = t0 / tk, kb = t0 - u * tk;
+        unsigned s = 0, ph = 0;
+        for (hc_u64 t = t0; t < t1; t++) {
+            const hc_u64 q = u / mtiles, mt = u - q * mtiles;
+            const hc_u64 left = p.tiles_n - 4 * q;
+            const unsigned live = left < 4 ? (unsigned)left : 4u;
+            if (t - t0 >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
+            const unsigned st = smem_addr(smem + s * SB), fb = smem_addr(&full[s]);
+            mbar_arrive_expect_tx(fb, XB + live * (unsigned)cb);
+            tma_load_2d(st, tmap, (unsigned)(kb * 64), (unsigned)(mt * TOKS), fb);
+            for (unsigned j = 0; j < live; j++)
+                bulk_load(st + XB + j * (unsigned)cb, w + ((4 * q + j) * tk + kb) * cb, (unsigned)cb, fb);
+            if (++s == NS) s = 0, ph ^= 1;
+            if (++kb == tk) kb = 0, u++;
+        }
+        return;
+    }
+    /* ---- consumers ---- */
+    setmaxnreg_inc<112>(); /* 128 x 24 + 512 x 112 registers: within the block's 640 x 96 */
+    const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, gq = lane >> 2, c = lane & 3;
+    const unsigned r0 = wl * 16 + gq, ctid = tid - 128;
+    float d[TOKS / 2];
+#pragma unroll
+    for (int i = 0; i < TOKS / 2; i++) d[i] = 0.0f;
+    unsigned a0[4][4], a1[4][4];
+    /* waits for the tile in stage s (phase ph) and decodes this warp's A fragments into a */
+    auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
+        mbar_wait(smem_addr(&full[s]), ph);
+        hc_u8 *ch = smem + s * SB + XB + wgc * cb;
+#if HC_CODEC == HC_CODEC_MXFOLD && HC_GEMV_MXS
+        constexpr bool SH = true;
+        { /* as in gemm/ws_gemm.cuh: the rows' group scales rewritten as bf16 in place */
+            hc_u8 *rw = ch + HC_CODE_BYTES + (wl * 16 + (lane >> 1)) * 4;
+            const unsigned rc = *(const unsigned *)rw;
+            __syncwarp();
+            *(hc_u16 *)(rw + (lane & 1) * 2) = (hc_u16)mxfold_bf16(rc, lane & 1);
+            fence_proxy_async();
+            __syncwarp();
+        }
+#else
+        constexpr bool SH = false;
+#endif
+        rb_codes v;
+        load_codes(ch, wl, lane, v);
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++)
+            scaled_frag<SH>(ch, p, r0, (unsigned)ks >> HC_LGS, words_of(v, ks), a[ks]);
+    };
+    /* the current output tile u, its first item u0 and the first item of the open segment */
+    hc_u64 u = t0 / tk, u0 = u * tk, seg = t0;
+    /* the open segment ends with item t: its sums to Y, or through the fix-up */
+    auto finish = [&](hc_u64 t) {
+        const hc_u64 q = u / mtiles, mt = u - q * mtiles, n0 = (4 * q + wgc) * 64;
+        bool store = true;
+        if (seg != u0 || t + 1 != u0 + tk)
+            store = streamk_fixup<TOKS, 512>(d, ws, cnt, u, u0, tk, blk, seg == t0 ? 0u : 1u, ctid,
+                                             items, g, last);
+        if (store && n0 < p.N) frag_store<TOKS>(d, y, n0, r0, c, mt * TOKS, m, p.N);
+#pragma unroll
+        for (int i = 0; i < TOKS / 2; i++) d[i] = 0.0f;
+        seg = t + 1;
+        if (t + 1 == u0 + tk) u++, u0 += tk;
+    };
+    /* issues item t's wgmma (stage s, A in a), releases stage sp (item t - 1) once its wgmma are
+     * done, decodes item t + 1 into an (stage sn, phase phn), and ends the segment at t */
+    auto step = [&](hc_u64 t, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
+                    unsigned phn, unsigned sp) {
+        const hc_u8 *st = smem + s * SB;
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) wgmma_rs<TOKS>(d, a[ks], b_desc(st + ks * 32));
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (t > t0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(smem_addr(&empty[sp]));
+        }
+        if (t + 1 < t1) decode(sn, phn, an);
+        if (t + 1 == t1 || t + 1 == u0 + tk) {
+            wgmma_wait<0>();
+            finish(t);
+        }
+    };
+    if (t0 < t1) decode(0, 0, a0);
+    unsigned s = 0, ph = 0, sp = NS - 1;
+    for (hc_u64 t = t0; t < t1; t += 2) {
+        unsigned s1 = s + 1 == NS ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
+        step(t, s, a0, a1, s1, ph1, sp);
+        if (t + 1 >= t1) break;
+        unsigned s2 = s1 + 1 == NS ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
+        step(t + 1, s1, a1, a0, s2, ph2, s);
+        sp = s1, s = s2, ph = ph2;
+    }
+}
+#endif
+
+#endif
