@@ -420,6 +420,8 @@ int main(void) {
             hc_container *c = bench_container(path, si, N, K, &copies);
             hc_gpu_model *md = NULL;
             if (hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) die("load", msg);
+            const char *force = getenv("HC_BENCH_FORCE"); /* profiling one kernel: ncu_profile.sh */
+            if (force && hc_gpu_model_force_kernel(md, force, msg, sizeof msg)) die("force", msg);
             uint64_t layers, bytes;
             double secs;
             hc_gpu_model_stats(md, &layers, &bytes, &secs);

@@ -4,7 +4,8 @@
 # light, warp states, scheduler) and src.csv (per-SASS-instruction stall samples; sum them by
 # reason or list the top instructions to see what the warps wait for: bench/ncu_summary.py, run
 # here on the returned file). ncu locks the SM clock
-# (about 1.35 GHz on the H200), so read its durations as relative.
+# (about 1.35 GHz on the H200), so read its durations as relative. HC_BENCH_M=64 profiles at that
+# M only, HC_BENCH_FORCE=ws64 with that kernel forced (bench/gpu_bench.c).
 set -u
 out=${OUT:-device-out}
 k=${1:?kernel name}
@@ -12,6 +13,7 @@ HC_BENCH_QUICK=1 timeout 200 ncu -o "$out/rep" --kernel-name "$k" --launch-skip 
     --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
     --section SourceCounters --import-source no build-dev/bench/gpu_bench >"$out/ncu.log" 2>&1
 echo "ncu rc=$?"
+[ -f "$out/rep.ncu-rep" ] || { echo "ncu: no report (kernel $k not launched?)"; tail -5 "$out/ncu.log"; exit 1; }
 ncu -i "$out/rep.ncu-rep" --page source --csv --print-source sass >"$out/src.csv" 2>&1
 ncu -i "$out/rep.ncu-rep" --page details >"$out/details.txt" 2>&1
 grep -E "SM Frequency|Duration|Compute \(SM\)|Eligible Warps|Warp Cycles Per Issued" "$out/details.txt"

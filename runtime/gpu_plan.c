@@ -94,7 +94,7 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
     blocks = items / HC_SKINNY_MIN_TILES;
     if (blocks > dev->sms) blocks = dev->sms;
     if (blocks == 0) blocks = 1;
-    if (!hc__mul_u64(items, blocks, &prod) || prod > (1ull << 62) || units > 0x3FFFFFFFull)
+    if (!hc__mul_u64(items, blocks, &prod) || prod > (1ull << 62) || items >= (1ull << 31))
         return hc__fail(err, HC_UNSUPPORTED, "%llu work items are too many for the skinny kernel",
                         (unsigned long long)items);
     out->grid[0] = (unsigned)blocks, out->grid[1] = 1;

@@ -20,33 +20,34 @@ __device__ __forceinline__ hc_u64 streamk_owner(hc_u64 t, hc_u64 w, hc_u64 g) {
     return ((t + 1) * g - 1) / w;
 }
 
-/* A warpgroup's accumulators of wgmma m64 x TOKS (lane row r0 and r0 + 8 of its warp, token
- * column pair c) to Y as bf16: rows n0 + .. below N, tokens tok0 + .. below m. */
-template <int TOKS>
-__device__ __forceinline__ void frag_store(const float *d, hc_u16 *__restrict__ y, hc_u64 n0,
-                                           unsigned r0, unsigned c, hc_u64 tok0, hc_u64 m,
-                                           hc_u64 N) {
+/* Four values of a warpgroup's wgmma m64 x TOKS accumulators -- d[4 i .. 4 i + 3]: lane row r0
+ * and r0 + 8 of its warp, tokens 8 i + 2 c and + 1 -- to Y as bf16: rows n0 + .. below N,
+ * tokens tok0 + .. below m. */
+__device__ __forceinline__ void frag_store4(float4 v, unsigned i, hc_u16 *__restrict__ y,
+                                            hc_u64 n0, unsigned r0, unsigned c, hc_u64 tok0,
+                                            hc_u64 m, hc_u64 N) {
+    const float e4[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int i = 0; i < TOKS / 8; i++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const hc_u64 tok = tok0 + i * 8 + 2 * c + (e & 1), n = n0 + r0 + (e >= 2 ? 8 : 0);
-            if (tok < m && n < N) y[tok * N + n] = bf16_of(d[i * 4 + e]);
-        }
+    for (int e = 0; e < 4; e++) {
+        const hc_u64 tok = tok0 + i * 8 + 2 * c + (e & 1), n = n0 + r0 + (e >= 2 ? 8 : 0);
+        if (tok < m && n < N) y[tok * N + n] = bf16_of(e4[e]);
+    }
 }
 
 /* One segment's end, for the NT consumer threads (ctid < NT; their named barrier 1): segment
  * slot (0: the block's first, 1: its last) of block blk for output tile u, whose items are
- * [u0, u0 + tiles_k). The segment's accumulators go to ws ([block][slot][TOKS / 8][NT] float4,
- * fragment order, so the stores are coalesced); the last arrival (cnt[u], reset by it) adds
- * every block's segment of u in block order and returns true with the sum in d -- the caller
- * then stores it. A block that arrives earlier returns false. */
+ * [u0, u0 + tiles_k). The segment's accumulators d go to ws ([block][slot][TOKS / 8][NT]
+ * float4, fragment order, so the stores are coalesced); the last arrival (cnt[u], reset by it)
+ * adds every block's segment of u in block order and stores the sums as frag_store4 does
+ * (rows n0 + .., tokens tok0 + ..), summed in d (the caller's next segment starts its sum
+ * afresh: wgmma_rs with acc 0). */
 template <int TOKS, int NT>
-__device__ __forceinline__ bool streamk_fixup(float *d, float *__restrict__ ws,
+__device__ __forceinline__ void streamk_fixup(float *d, float *__restrict__ ws,
                                               unsigned *__restrict__ cnt, hc_u64 u, hc_u64 u0,
                                               hc_u64 tiles_k, hc_u64 blk, unsigned slot,
-                                              unsigned ctid, hc_u64 w, hc_u64 g,
-                                              unsigned &last) {
+                                              unsigned ctid, hc_u64 w, hc_u64 g, unsigned &last,
+                                              hc_u16 *__restrict__ y, hc_u64 n0, unsigned r0,
+                                              unsigned c, hc_u64 tok0, hc_u64 m, hc_u64 N) {
     constexpr int V = TOKS / 8; /* float4 per thread */
     float4 *mine = (float4 *)ws + ((blk * 2 + slot) * V) * NT + ctid;
 #pragma unroll
@@ -59,22 +60,31 @@ __device__ __forceinline__ bool streamk_fixup(float *d, float *__restrict__ ws,
     bar_sync<1, NT>();
     /* (thread 0 rewrites last only at a later segment's first barrier, after every thread has
      * read it here) */
-    if (!last) return false;
+    if (!last) return;
     __threadfence();
-#pragma unroll
-    for (int i = 0; i < 4 * V; i++) d[i] = 0.0f;
+    /* block by block, each block's V loads in flight together (one round trip a block) */
     for (hc_u64 b = b0; b <= b1; b++) {
         /* block b's segment of u is its first unless its range began before u */
         const unsigned sl = streamk_start(b, w, g) >= u0 ? 0u : 1u;
         const float4 *src = (const float4 *)ws + ((b * 2 + sl) * V) * NT + ctid;
+        float4 v[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) v[j] = __ldcg(src + j * NT);
 #pragma unroll
         for (int j = 0; j < V; j++) {
-            const float4 v = __ldcg(src + j * NT);
-            d[4 * j] += v.x, d[4 * j + 1] += v.y, d[4 * j + 2] += v.z, d[4 * j + 3] += v.w;
+            if (b == b0) {
+                d[4 * j] = v[j].x, d[4 * j + 1] = v[j].y, d[4 * j + 2] = v[j].z, d[4 * j + 3] = v[j].w;
+            } else {
+                d[4 * j] += v[j].x, d[4 * j + 1] += v[j].y, d[4 * j + 2] += v[j].z, d[4 * j + 3] += v[j].w;
+            }
         }
     }
+    if (n0 < N)
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            frag_store4(make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]), (unsigned)j, y,
+                        n0, r0, c, tok0, m, N);
     if (ctid == 0) cnt[u] = 0; /* ready for the next launch */
-    return true;
 }
 
 #endif

@@ -35,9 +35,12 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, tk = p.tiles_k;
-    const hc_u64 mtiles = (m + TOKS - 1) / TOKS, items = (p.tiles_n + 3) / 4 * mtiles * tk;
+    /* (the host keeps items below 2^31: the item counters are 32-bit) */
+    const unsigned mtiles = (unsigned)((m + TOKS - 1) / TOKS), tk32 = (unsigned)tk;
+    const hc_u64 items = (p.tiles_n + 3) / 4 * mtiles * tk;
     const hc_u64 g = gridDim.x, blk = blockIdx.x;
-    const hc_u64 t0 = streamk_start(blk, items, g), t1 = streamk_start(blk + 1, items, g);
+    const unsigned t0 = (unsigned)streamk_start(blk, items, g);
+    const unsigned t1 = (unsigned)streamk_start(blk + 1, items, g);
     w += expert * p.tiles_n * tk * cb;
     if (tid == 0) {
         for (unsigned s = 0; s < NS; s++) {
@@ -51,20 +54,19 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
         setmaxnreg_dec<24>();
         if (tid != 0) return;
         const hc_u64 tmap = (hc_u64)&tmx;
-        hc_u64 u = t0 / tk, kb = t0 - u * tk;
-        unsigned s = 0, ph = 0;
-        for (hc_u64 t = t0; t < t1; t++) {
+        unsigned u = t0 / tk32, kb = t0 - u * tk32, s = 0, ph = 0;
+        for (unsigned t = t0; t < t1; t++) {
             const hc_u64 q = u / mtiles, mt = u - q * mtiles;
             const hc_u64 left = p.tiles_n - 4 * q;
             const unsigned live = left < 4 ? (unsigned)left : 4u;
             if (t - t0 >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
             const unsigned st = smem_addr(smem + s * SB), fb = smem_addr(&full[s]);
             mbar_arrive_expect_tx(fb, XB + live * (unsigned)cb);
-            tma_load_2d(st, tmap, (unsigned)(kb * 64), (unsigned)(mt * TOKS), fb);
+            tma_load_2d(st, tmap, kb * 64, (unsigned)(mt * TOKS), fb);
             for (unsigned j = 0; j < live; j++)
                 bulk_load(st + XB + j * (unsigned)cb, w + ((4 * q + j) * tk + kb) * cb, (unsigned)cb, fb);
             if (++s == NS) s = 0, ph ^= 1;
-            if (++kb == tk) kb = 0, u++;
+            if (++kb == tk32) kb = 0, u++;
         }
         return;
     }
@@ -72,9 +74,7 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
     setmaxnreg_inc<112>(); /* 128 x 24 + 512 x 112 registers: within the block's 640 x 96 */
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, gq = lane >> 2, c = lane & 3;
     const unsigned r0 = wl * 16 + gq, ctid = tid - 128;
-    float d[TOKS / 2];
-#pragma unroll
-    for (int i = 0; i < TOKS / 2; i++) d[i] = 0.0f;
+    float d[TOKS / 2]; /* (a segment's first wgmma ignores its old values: no zeroing) */
     unsigned a0[4][4], a1[4][4];
     /* waits for the tile in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
@@ -100,28 +100,31 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
             scaled_frag<SH>(ch, p, r0, (unsigned)ks >> HC_LGS, words_of(v, ks), a[ks]);
     };
     /* the current output tile u, its first item u0 and the first item of the open segment */
-    hc_u64 u = t0 / tk, u0 = u * tk, seg = t0;
+    unsigned u = t0 / tk32, u0 = u * tk32, seg = t0;
     /* the open segment ends with item t: its sums to Y, or through the fix-up */
-    auto finish = [&](hc_u64 t) {
+    auto finish = [&](unsigned t) {
         const hc_u64 q = u / mtiles, mt = u - q * mtiles, n0 = (4 * q + wgc) * 64;
-        bool store = true;
-        if (seg != u0 || t + 1 != u0 + tk)
-            store = streamk_fixup<TOKS, 512>(d, ws, cnt, u, u0, tk, blk, seg == t0 ? 0u : 1u, ctid,
-                                             items, g, last);
-        if (store && n0 < p.N) frag_store<TOKS>(d, y, n0, r0, c, mt * TOKS, m, p.N);
+        if (seg != u0 || t + 1 != u0 + tk32) {
+            streamk_fixup<TOKS, 512>(d, ws, cnt, u, u0, tk, blk, seg == t0 ? 0u : 1u, ctid, items,
+                                     g, last, y, n0, r0, c, mt * TOKS, m, p.N);
+        } else if (n0 < p.N) {
 #pragma unroll
-        for (int i = 0; i < TOKS / 2; i++) d[i] = 0.0f;
+            for (int i = 0; i < TOKS / 8; i++)
+                frag_store4(make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]),
+                            (unsigned)i, y, n0, r0, c, mt * TOKS, m, p.N);
+        }
         seg = t + 1;
-        if (t + 1 == u0 + tk) u++, u0 += tk;
+        if (t + 1 == u0 + tk32) u++, u0 += tk32;
     };
     /* issues item t's wgmma (stage s, A in a), releases stage sp (item t - 1) once its wgmma are
      * done, decodes item t + 1 into an (stage sn, phase phn), and ends the segment at t */
-    auto step = [&](hc_u64 t, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
+    auto step = [&](unsigned t, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
                     unsigned phn, unsigned sp) {
-        const hc_u8 *st = smem + s * SB;
+        const hc_u64 desc = b_desc(smem + s * SB); /* k16 step ks: 32 bytes on, + 2 */
         wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < 4; ks++) wgmma_rs<TOKS>(d, a[ks], b_desc(st + ks * 32));
+        for (int ks = 0; ks < 4; ks++)
+            wgmma_rs<TOKS>(d, a[ks], desc + 2 * ks, ks > 0 || t != seg ? 1u : 0u);
         wgmma_commit();
         wgmma_wait<1>();
         if (t > t0) {
@@ -129,14 +132,14 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
             if (lane == 0) mbar_arrive(smem_addr(&empty[sp]));
         }
         if (t + 1 < t1) decode(sn, phn, an);
-        if (t + 1 == t1 || t + 1 == u0 + tk) {
+        if (t + 1 == t1 || t + 1 == u0 + tk32) {
             wgmma_wait<0>();
             finish(t);
         }
     };
     if (t0 < t1) decode(0, 0, a0);
     unsigned s = 0, ph = 0, sp = NS - 1;
-    for (hc_u64 t = t0; t < t1; t += 2) {
+    for (unsigned t = t0; t < t1; t += 2) {
         unsigned s1 = s + 1 == NS ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
         step(t, s, a0, a1, s1, ph1, sp);
         if (t + 1 >= t1) break;

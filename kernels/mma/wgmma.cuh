@@ -13,58 +13,61 @@
         "+f"(d[i + 6]), "+f"(d[i + 7])
 /* d[64] += A (this warp's 16 rows of the warpgroup's 64, bf16 in registers) x B (128 tokens x
  * k16, bf16 in shared memory, K-major rows of 128 bytes with the 128-byte swizzle). */
-__device__ __forceinline__ void wgmma_m64n128k16(float *d, const unsigned *a, hc_u64 desc) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+__device__ __forceinline__ void wgmma_m64n128k16(float *d, const unsigned *a, hc_u64 desc, unsigned acc = 1u) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, "
                  "%67}, %68, p, 1, 1, 0;\n}\n"
                  : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc));
 }
 /* d[128] += A (this warp's 16 of the warpgroup's 64 weight rows x k16, bf16 in registers) x B
  * (256 tokens x k16, shared memory, K-major rows of 128 bytes with the 128-byte swizzle). */
-__device__ __forceinline__ void wgmma_m64n256k16(float *d, const unsigned *a, hc_u64 db) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+__device__ __forceinline__ void wgmma_m64n256k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
                  : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
 }
 /* d[32] += A (registers) x B (64 tokens x k16, shared memory, as above) */
-__device__ __forceinline__ void wgmma_m64n64k16(float *d, const unsigned *a, hc_u64 db) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+__device__ __forceinline__ void wgmma_m64n64k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
                  : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
 }
 /* d[16] += A (registers) x B (32 tokens x k16, shared memory, as above) */
-__device__ __forceinline__ void wgmma_m64n32k16(float *d, const unsigned *a, hc_u64 db) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+__device__ __forceinline__ void wgmma_m64n32k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
                  : HC_D8(0), HC_D8(8)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
 }
 /* d[8] += A (registers) x B (16 tokens x k16, shared memory, as above) */
-__device__ __forceinline__ void wgmma_m64n16k16(float *d, const unsigned *a, hc_u64 db) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+__device__ __forceinline__ void wgmma_m64n16k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
                  : HC_D8(0)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
 }
-/* wgmma m64 x TOKS x k16 with A in registers, for the warp-specialised and skinny kernels */
-template <int TOKS> __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db);
-template <> __device__ __forceinline__ void wgmma_rs<16>(float *d, const unsigned *a, hc_u64 db) {
-    wgmma_m64n16k16(d, a, db);
+/* wgmma m64 x TOKS x k16 with A in registers, for the warp-specialised and skinny kernels;
+ * acc 0: d = A x B (its old values ignored: a new sum starts without writing d first, which
+ * would make ptxas wait for every wgmma before the loop's next step -- its note C7517) */
+template <int TOKS>
+__device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u);
+template <> __device__ __forceinline__ void wgmma_rs<16>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
+    wgmma_m64n16k16(d, a, db, acc);
 }
-template <> __device__ __forceinline__ void wgmma_rs<32>(float *d, const unsigned *a, hc_u64 db) {
-    wgmma_m64n32k16(d, a, db);
+template <> __device__ __forceinline__ void wgmma_rs<32>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
+    wgmma_m64n32k16(d, a, db, acc);
 }
-template <> __device__ __forceinline__ void wgmma_rs<64>(float *d, const unsigned *a, hc_u64 db) {
-    wgmma_m64n64k16(d, a, db);
+template <> __device__ __forceinline__ void wgmma_rs<64>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
+    wgmma_m64n64k16(d, a, db, acc);
 }
-template <> __device__ __forceinline__ void wgmma_rs<128>(float *d, const unsigned *a, hc_u64 db) {
-    wgmma_m64n128k16(d, a, db);
+template <> __device__ __forceinline__ void wgmma_rs<128>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
+    wgmma_m64n128k16(d, a, db, acc);
 }
-template <> __device__ __forceinline__ void wgmma_rs<256>(float *d, const unsigned *a, hc_u64 db) {
-    wgmma_m64n256k16(d, a, db);
+template <> __device__ __forceinline__ void wgmma_rs<256>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
+    wgmma_m64n256k16(d, a, db, acc);
 }
 /* the descriptor of a B operand at p: K-major rows of 128 bytes, 128-byte swizzle, 8-row
  * groups 1024 bytes apart */
