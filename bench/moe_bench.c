@@ -300,6 +300,24 @@ int main(void) {
             if (b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
+            { /* 16 < rows per expert <= 64 runs the skinny kernel: the warp-specialised one beside */
+                const uint64_t tch = S < E ? S : E, rpe = (S + tch - 1) / tch;
+                if (rpe > 16 && rpe <= 64 &&
+                    hc_gpu_model_force_kernel(md, "moe-ws64", msg, sizeof msg) == HC_OK) {
+                    double aus = ours_us(&oc, s), agu = 0;
+#ifdef HC_BENCH_DIAG
+                    hc__gpu_diag_moe_stages(md, 1);
+                    double a1 = ours_us(&oc, s);
+                    hc__gpu_diag_moe_stages(md, 2);
+                    agu = ours_us(&oc, s) - a1;
+                    hc__gpu_diag_moe_stages(md, 0);
+#endif
+                    printf("    %llu rows per expert: moe-ws64 forced: block %.1f us, gate_up %.1f "
+                           "us (auto, moe-skinny%d: %.1f, %.1f)\n", (unsigned long long)rpe, aus,
+                           agu, rpe <= 32 ? 32 : 64, us, gu);
+                    hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
+                }
+            }
             for (int i = 0; i < NR; i++) cudaFree(oc.ids[i]), cudaFree(oc.w[i]), free(hids[i]);
             free(hw), free(seen);
         }

@@ -6,7 +6,10 @@
 // the expert, the rows and the outputs taken from the routing tables:
 //   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
 //   hc_moe_ws64, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts, tiles)
+//   hc_moe_skinny32, _64: 16 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
+//                persistent block per SM over (tile, part, quad) x K tiles
 #include "gemm/gemv.cuh"
+#include "gemm/skinny_gemm.cuh"
 #include "gemm/ws_gemm.cuh"
 #include "moe_args.h"
 
@@ -79,3 +82,45 @@ __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params
 HC_MOE_WS_KERNEL(hc_moe_ws64, 64)
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128)
 HC_MOE_WS_KERNEL(hc_moe_ws256, 256)
+
+/* ---- skinny (sm_90a): the dense skinny body (gemm/skinny_gemm.cuh) over output tiles (tile i,
+ * part, quad) of the routing's meta[0] tiles of TOKS rows, K tiles fastest; the tensor map and
+ * the outputs as the warp-specialised kernels'; ws / cnt: the stream-K segments and a counter
+ * per output tile (the runtime's workspace, zero between launches); grid: one block per SM. */
+#ifdef HC_SM90A
+template <int TOKS> struct moe_skinny {
+    const unsigned long long *wtab;
+    const int *meta;
+    const float *gdivs;
+    hc_u16 *out;
+    hc_u64 ystride;
+    unsigned el, parts, quads;
+    float gdiv;
+    __device__ __forceinline__ skinny_unit at(unsigned u) const {
+        const unsigned pq = parts * quads, i = u / pq, r = u - i * pq, part = r / quads;
+        const int e = meta[HC_MOE_META_TILE(i)], rows = meta[HC_MOE_META_TILE(i) + 1];
+        const unsigned x = part * el + (unsigned)e;
+        return {(const hc_u8 *)wtab[x], out + part * ystride, (hc_u64)i * TOKS,
+                (hc_u64)i * TOKS + (hc_u64)rows, r - part * quads, gdivs ? gdivs[x] : gdiv};
+    }
+};
+#define HC_MOE_SKINNY_BODY(toks)                                                               \
+    {                                                                                          \
+        const unsigned quads = (unsigned)((p.tiles_n + 3) / 4);                                \
+        const moe_skinny<toks> work = {a.wtab,  a.meta,           a.gdiv,  out, a.ystride,     \
+                                       (unsigned)a.el, a.parts, quads, p.global_div};          \
+        skinny_body<toks>(work, (hc_u64)a.meta[0] * a.parts * quads * p.tiles_k, p, tmx, ws,   \
+                          cnt);                                                                \
+    }
+#else
+#define HC_MOE_SKINNY_BODY(toks)                                                               \
+    ((void)a, (void)p, (void)out, (void)tmx, (void)ws, (void)cnt, __trap()) /* sm_90a only */
+#endif
+#define HC_MOE_SKINNY_KERNEL(name, toks)                                                       \
+    extern "C" __global__ void __launch_bounds__(HC_SKINNY_THREADS, 1)                         \
+        name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
+             const __grid_constant__ hc_tmap tmx, float *ws, unsigned *cnt) {                  \
+        HC_MOE_SKINNY_BODY(toks);                                                              \
+    }
+HC_MOE_SKINNY_KERNEL(hc_moe_skinny32, 32)
+HC_MOE_SKINNY_KERNEL(hc_moe_skinny64, 64)

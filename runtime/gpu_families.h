@@ -75,6 +75,8 @@ typedef enum {
     HC_GMK_WS64,  /* hc_moe_ws64 (sm_90a) */
     HC_GMK_WS128, /* hc_moe_ws128 */
     HC_GMK_WS256, /* hc_moe_ws256 */
+    HC_GMK_SKINNY32, /* hc_moe_skinny32 (sm_90a): tiles of 32 rows */
+    HC_GMK_SKINNY64, /* hc_moe_skinny64 */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -85,7 +87,7 @@ typedef struct {
     hc_gpu_kernel like; /* the dense variant it mirrors */
 } hc_gpu_moe_variant;
 
-/* The grouped kernels, tiles ascending (hc__gpu_moe_variants()[i], i < *n == HC_GMK_COUNT). */
+/* The grouped kernels (hc__gpu_moe_variants()[i], i < *n == HC_GMK_COUNT). */
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n);
 
 #endif

@@ -32,6 +32,10 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
     }
     CUtensorMap tm;
     HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
+    if (r->family->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
+        void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
+        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
+    }
     void *args[] = {&a, &mp, &out, &tm};
     return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
 }

@@ -172,8 +172,12 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     if (k == HC_GPU_KERNEL_AUTO) {
         k = r <= 8 ? HC_GMK_T8 : HC_GMK_T16;
         const hc_gpu_family *ws = hc__gpu_kernel_family(HC_GK_WS64, NULL);
+        const hc_gpu_family *sk = hc__gpu_kernel_family(HC_GK_SKINNY64, NULL);
         if (r > 16 && (families & ws->kf) && hc__gpu_family_runs_on(ws, dev->arch, dev->tmap))
             k = r <= 64 ? HC_GMK_WS64 : r <= 128 ? HC_GMK_WS128 : HC_GMK_WS256;
+        if (r > 16 && r <= 64 && (families & sk->kf) &&
+            hc__gpu_family_runs_on(sk, dev->arch, dev->tmap))
+            k = r <= 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
     }
     if (k < 0 || k >= (int)nv)
         return hc__fail(err, HC_INVALID, "forced MoE kernel %d is not one of the grouped kernels", k);
@@ -217,6 +221,17 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
             out->part_bytes = all * out->ksplit * 64 * v->toks * 4;
             out->cnt_bytes = all * 4;
         }
+        return HC_OK;
+    }
+    if (f->args == HC_GPU_ARGS_STREAMK) { /* one block per SM over every tile's work */
+        uint64_t units = 0, items = 0;
+        if (!hc__mul_u64(r->tiles_max, hc__cdiv_u64(l->tiles_n, 4) * parts, &units) ||
+            !hc__mul_u64(units, l->tiles_k, &items) || items >= (1ull << 31))
+            return hc__fail(err, HC_UNSUPPORTED, "%llu tiles of %u rows are too many work items "
+                           "for the skinny kernel", (unsigned long long)r->tiles_max, r->tile);
+        out->grid[0] = (unsigned)dev->sms, out->grid[1] = 1, out->grid[2] = 1;
+        out->part_bytes = dev->sms * 2 * r->tile * 1024ull; /* 2 segments x 256 x T x f32 */
+        out->cnt_bytes = units * 4;
         return HC_OK;
     }
     uint64_t pairs = (l->tiles_n + 1) / 2 * parts;

@@ -95,11 +95,13 @@ typedef struct {
 
 /* The grouped kernel for `slots` slots over el experts (forced: HC_GPU_KERNEL_AUTO or an
  * hc_gpu_moe_kernel), the layers' HC_KF_* bits ANDed in families: r = ceil(slots / touched)
- * rows per touched expert; r <= 8 tiles of 8 (small-M), r <= 16 tiles of 16, else the
- * warp-specialised kernels where the device has them (the smallest of 64, 128, 256 rows
- * holding r), else tiles of 16 (bench/NOTES.md MoE v2: the 64-row tile at r = 16 measured
- * slower than tiles of 16, 174 vs 126 us). Refusals: no slot or expert, a tile count over
- * 65535 (grid). */
+ * rows per touched expert; r <= 8 tiles of 8 (small-M), r <= 16 tiles of 16, else where the
+ * device has them r <= 32 and r <= 64 the skinny kernels' tiles of 32 and 64, above the
+ * warp-specialised kernels' 128 or 256 rows (whichever holds r), else tiles of 16
+ * (bench/NOTES.md MoE v2: the 64-row tile at r = 16 measured slower than tiles of 16, 174 vs
+ * 126 us). Refusals: no slot or expert, a tile count over 65535 (grid). The skinny kernels'
+ * launch (hc__gpu_moe_gemm_plan): one block per SM, 2 x SMs stream-K segments of 256 x T
+ * float32 sums and a counter per (tile, part, 4-stripe quad). */
 hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
                                 uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err);
 

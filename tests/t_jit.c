@@ -140,7 +140,7 @@ static long spill_stores(const char *log, const char *fn) {
 }
 
 /* The grouped MoE kernels of the same kind (moe_gemm.cu, opts as tile_mma.cu's): no wgmma
- * serialised, no spill in the warp-specialised and 8-row kernels. */
+ * serialised, no spill in the warp-specialised, skinny and 8-row kernels. */
 static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why, size_t cap) {
     void *cubin = NULL;
     size_t size = 0;
@@ -155,9 +155,10 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
         snprintf(why, cap, "moe_gemm.cu: %s", log ? "ptxas serialises wgmma (C7514)" : "no NVRTC log");
         ok = false;
     } else {
-        static const char *const hot[] = {"hc_moe_ws256", "hc_moe_ws128", "hc_moe_ws64",
-                                          "hc_moe_gemv_t8"};
-        for (int h = 0; h < 4 && ok; h++) {
+        static const char *const hot[] = {"hc_moe_ws256",    "hc_moe_ws128",   "hc_moe_ws64",
+                                          "hc_moe_gemv_t8",  "hc_moe_skinny32",
+                                          "hc_moe_skinny64"};
+        for (int h = 0; h < 6 && ok; h++) {
             long sp = spill_stores(log, hot[h]);
             if (sp != 0) {
                 snprintf(why, cap, "%s: %ld bytes spill stores", hot[h], sp);

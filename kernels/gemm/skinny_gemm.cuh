@@ -17,13 +17,38 @@
 #include "mma/wgmma.cuh"
 
 #ifdef HC_SM90A
-/* Arguments of hc_wgmma_gemm64 plus ws (the segments' partial sums: gridDim.x x 2 x TOKS x
- * 1024 bytes) and cnt (a counter per output tile, zero between launches); 640 threads; grid
- * (blocks <= the work items); shared memory 1024 + stages x stage bytes (config.h). Output
- * tile u is quad q = u / mtiles (stripes 4 q .. 4 q + 3) and token tile u % mtiles. */
-template <int TOKS>
-__device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
-                                            hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
+/* An output tile of the work: its weights (the first stripe of its expert / part), its quad
+ * (stripes 4 q .. 4 q + 3), its token tile's first activation row tok0 (the tensor map's row)
+ * and the end of its live rows mend, Y (row tok at y + tok * N) and the NVFP4 divisor of its
+ * weights. A work mapping (skinny_dense below, moe_skinny in moe_gemm.cu) gives tile u's. */
+struct skinny_unit {
+    const hc_u8 *w;
+    hc_u16 *y;
+    hc_u64 tok0, mend;
+    unsigned q;
+    float gdiv;
+};
+
+/* A dense layer: tile u is quad u / mtiles, token tile u % mtiles. */
+template <int TOKS> struct skinny_dense {
+    const hc_u8 *w;
+    hc_u16 *y;
+    hc_u64 m;
+    unsigned mtiles;
+    float gdiv;
+    __device__ __forceinline__ skinny_unit at(unsigned u) const {
+        const unsigned q = u / mtiles, mt = u - q * mtiles;
+        return {w, y, (hc_u64)mt * TOKS, m, q, gdiv};
+    }
+};
+
+/* The kernel body over `items` work items -- (output tile of work, K tile), K tiles fastest --
+ * for 640 threads; ws: the segments' partial sums (gridDim.x x 2 x TOKS x 1024 bytes), cnt: a
+ * counter per output tile, zero between launches; p: the layers' shape (tiles_n of a part,
+ * tiles_k, N); shared memory 1024 + stages x stage bytes (config.h). items < 2^31 (the
+ * host's check: the item counters are 32-bit). */
+template <int TOKS, class Work>
+__device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, const hc_mma_params &p,
                                             const hc_tmap &tmx, float *__restrict__ ws,
                                             unsigned *__restrict__ cnt) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
@@ -35,13 +60,10 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, tk = p.tiles_k;
-    /* (the host keeps items below 2^31: the item counters are 32-bit) */
-    const unsigned mtiles = (unsigned)((m + TOKS - 1) / TOKS), tk32 = (unsigned)tk;
-    const hc_u64 items = (p.tiles_n + 3) / 4 * mtiles * tk;
+    const unsigned tk32 = (unsigned)tk;
     const hc_u64 g = gridDim.x, blk = blockIdx.x;
     const unsigned t0 = (unsigned)streamk_start(blk, items, g);
     const unsigned t1 = (unsigned)streamk_start(blk + 1, items, g);
-    w += expert * p.tiles_n * tk * cb;
     if (tid == 0) {
         for (unsigned s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 1);
@@ -55,18 +77,19 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
         if (tid != 0) return;
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned u = t0 / tk32, kb = t0 - u * tk32, s = 0, ph = 0;
+        skinny_unit un = work.at(u);
         for (unsigned t = t0; t < t1; t++) {
-            const hc_u64 q = u / mtiles, mt = u - q * mtiles;
-            const hc_u64 left = p.tiles_n - 4 * q;
+            const hc_u64 left = p.tiles_n - 4 * (hc_u64)un.q;
             const unsigned live = left < 4 ? (unsigned)left : 4u;
             if (t - t0 >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
             const unsigned st = smem_addr(smem + s * SB), fb = smem_addr(&full[s]);
             mbar_arrive_expect_tx(fb, XB + live * (unsigned)cb);
-            tma_load_2d(st, tmap, kb * 64, (unsigned)(mt * TOKS), fb);
+            tma_load_2d(st, tmap, kb * 64, (unsigned)un.tok0, fb);
             for (unsigned j = 0; j < live; j++)
-                bulk_load(st + XB + j * (unsigned)cb, w + ((4 * q + j) * tk + kb) * cb, (unsigned)cb, fb);
+                bulk_load(st + XB + j * (unsigned)cb, un.w + ((4 * (hc_u64)un.q + j) * tk + kb) * cb,
+                          (unsigned)cb, fb);
             if (++s == NS) s = 0, ph ^= 1;
-            if (++kb == tk32) kb = 0, u++;
+            if (++kb == tk32 && t + 1 < t1) kb = 0, un = work.at(++u);
         }
         return;
     }
@@ -76,6 +99,12 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
     const unsigned r0 = wl * 16 + gq, ctid = tid - 128;
     float d[TOKS / 2]; /* (a segment's first wgmma ignores its old values: no zeroing) */
     unsigned a0[4][4], a1[4][4];
+    /* the current output tile u (un), its first item u0 and the first item of the open
+     * segment; pd: the shape with the divisor of the tile being decoded (one item ahead) */
+    unsigned u = t0 / tk32, u0 = u * tk32, seg = t0;
+    skinny_unit un = work.at(u);
+    hc_mma_params pd = p;
+    pd.global_div = un.gdiv;
     /* waits for the tile in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
         mbar_wait(smem_addr(&full[s]), ph);
@@ -97,24 +126,22 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
         load_codes(ch, wl, lane, v);
 #pragma unroll
         for (int ks = 0; ks < 4; ks++)
-            scaled_frag<SH>(ch, p, r0, (unsigned)ks >> HC_LGS, words_of(v, ks), a[ks]);
+            scaled_frag<SH>(ch, pd, r0, (unsigned)ks >> HC_LGS, words_of(v, ks), a[ks]);
     };
-    /* the current output tile u, its first item u0 and the first item of the open segment */
-    unsigned u = t0 / tk32, u0 = u * tk32, seg = t0;
     /* the open segment ends with item t: its sums to Y, or through the fix-up */
     auto finish = [&](unsigned t) {
-        const hc_u64 q = u / mtiles, mt = u - q * mtiles, n0 = (4 * q + wgc) * 64;
+        const hc_u64 n0 = (4 * (hc_u64)un.q + wgc) * 64;
         if (seg != u0 || t + 1 != u0 + tk32) {
             streamk_fixup<TOKS, 512>(d, ws, cnt, u, u0, tk, blk, seg == t0 ? 0u : 1u, ctid, items,
-                                     g, last, y, n0, r0, c, mt * TOKS, m, p.N);
+                                     g, last, un.y, n0, r0, c, un.tok0, un.mend, p.N);
         } else if (n0 < p.N) {
 #pragma unroll
             for (int i = 0; i < TOKS / 8; i++)
                 frag_store4(make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]),
-                            (unsigned)i, y, n0, r0, c, mt * TOKS, m, p.N);
+                            (unsigned)i, un.y, n0, r0, c, un.tok0, un.mend, p.N);
         }
         seg = t + 1;
-        if (t + 1 == u0 + tk32) u++, u0 += tk32;
+        if (t + 1 == u0 + tk32 && t + 1 < t1) u++, u0 += tk32, un = work.at(u);
     };
     /* issues item t's wgmma (stage s, A in a), releases stage sp (item t - 1) once its wgmma are
      * done, decodes item t + 1 into an (stage sn, phase phn), and ends the segment at t */
@@ -131,7 +158,10 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
             __syncwarp();
             if (lane == 0) mbar_arrive(smem_addr(&empty[sp]));
         }
-        if (t + 1 < t1) decode(sn, phn, an);
+        if (t + 1 < t1) {
+            if (t + 1 == u0 + tk32) pd.global_div = work.at(u + 1).gdiv; /* the next tile's */
+            decode(sn, phn, an);
+        }
         if (t + 1 == t1 || t + 1 == u0 + tk32) {
             wgmma_wait<0>();
             finish(t);
@@ -147,6 +177,19 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
         step(t + 1, s1, a1, a0, s2, ph2, s);
         sp = s1, s = s2, ph = ph2;
     }
+}
+
+/* A dense layer's entry (hc_skinny_gemm*: the arguments of hc_wgmma_gemm64 plus ws and cnt;
+ * grid: the host's block count). */
+template <int TOKS>
+__device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                            hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
+                                            const hc_tmap &tmx, float *__restrict__ ws,
+                                            unsigned *__restrict__ cnt) {
+    const unsigned mtiles = (unsigned)((m + TOKS - 1) / TOKS);
+    const skinny_dense<TOKS> work = {w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES, y, m,
+                                     mtiles, p.global_div};
+    skinny_body<TOKS>(work, (p.tiles_n + 3) / 4 * mtiles * p.tiles_k, p, tmx, ws, cnt);
 }
 #endif
 

@@ -205,7 +205,8 @@ int main(void) {
     const bool quick = getenv("HC_GPU_TEST_QUICK") != NULL || !g;
     static const uint64_t Ms[] = {1, 3, 16, 64, 333};
     static const uint64_t ks[] = {1, 2, 4, 8};
-    static const char *const forced[] = {"moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256"};
+    static const char *const forced[] = {"moe-t8",    "moe-t16",      "moe-ws64",    "moe-ws128",
+                                         "moe-ws256", "moe-skinny32", "moe-skinny64"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -249,10 +250,10 @@ int main(void) {
                     check(md, c, cf, &r, label, NULL, 4096, ks[ki], ki == 0, seed + 9 + ki, 0, all);
                 if (ci == 0 && si == 0 && !quick) /* 131072 slots: more than one chunk */
                     check(md, c, cf, &r, label, NULL, 16384, 8, false, seed + 10, 0, all);
-                /* (the warp-specialised ones on sm_90a only) */
+                /* (the warp-specialised and skinny ones on sm_90a only) */
                 const bool ws = g && !strcmp(hc_gpu_arch(g), "sm_90a");
                 if (ci == 0 && md)
-                    for (size_t f = 0; f < (ws ? 5u : 2u); f++)
+                    for (size_t f = 0; f < (ws ? 7u : 2u); f++)
                         check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
                 /* expert parallelism: a rank holding the middle half of the experts */
                 hc_gpu_model *ep = NULL;
