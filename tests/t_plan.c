@@ -419,10 +419,9 @@ static void test_moe_plan(void) {
         {128, HC_GMK_T8, 8, 128},      /* M = 16: (128 + 128 x 7) / 8 */
         {1024, HC_GMK_T8, 8, 240},     /* M = 128: r = 8: (1024 + 896) / 8 */
         {2048, HC_GMK_T16, 16, 248},   /* M = 256: r = 16: (2048 + 128 x 15) / 16 */
-        {2176, HC_GMK_SKINNY32, 32, 192}, /* r = 17: (2176 + 128 x 31) / 32 */
-        {4096, HC_GMK_SKINNY32, 32, 252}, /* r = 32: (4096 + 3968) / 32 */
-        {4224, HC_GMK_SKINNY64, 64, 192}, /* r = 33: (4224 + 8064) / 64 */
-        {8192, HC_GMK_SKINNY64, 64, 254}, /* r = 64: (8192 + 8064) / 64 */
+        {2176, HC_GMK_WS64, 64, 160},  /* r = 17: (2176 + 128 x 63) / 64 */
+        {4096, HC_GMK_WS64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
+        {8192, HC_GMK_WS64, 64, 254},  /* r = 64: (8192 + 8064) / 64 */
         {16384, HC_GMK_WS128, 128, 255}, /* r = 128: (16384 + 16256) / 128 */
         {65536, HC_GMK_WS256, 256, 383}, /* r = 512: (65536 + 32640) / 256 */
     };
@@ -473,9 +472,10 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.part_bytes, 0);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * 2304));
-    /* at r = 64 the skinny kernel: one block per SM, 2 x 132 segments of 256 x 64 float32,
-     * a counter per (tile, quad): 254 x 8 quads of 32 stripes */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    /* the skinny kernel (forced) at r = 64: one block per SM, 2 x 132 segments of 256 x 64
+     * float32, a counter per (tile, quad): 254 x 8 quads of 32 stripes */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_SKINNY64, &r, &err), HC_OK);
+    CHECK_EQ_U64(r.tiles_max, 254);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 132);
     CHECK_EQ_INT(lu.grid[1], 1);
@@ -483,8 +483,10 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.part_bytes, 132ull * 2 * 256 * 64 * 4);
     CHECK_EQ_U64(lu.cnt_bytes, 254ull * 8 * 4);
     CHECK_EQ_U64(lu.smem, 1024 + skinny_stages(64, 2304) * round1024(64 * 128 + 4 * 2304));
-    /* gate and up (12 stripes each: 3 quads a part) at r = 32: 252 tiles x 2 parts x 3 */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4096, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    /* gate and up (12 stripes each: 3 quads a part), forced tiles of 32 at r = 32: 252 tiles
+     * x 2 parts x 3 */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4096, 128, HC_GMK_SKINNY32, &r, &err), HC_OK);
+    CHECK_EQ_U64(r.tiles_max, 252);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_U64(lu.cnt_bytes, 252ull * 2 * 3 * 4);
     CHECK_EQ_U64(lu.part_bytes, 132ull * 2 * 256 * 32 * 4);

@@ -61,7 +61,13 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, tk = p.tiles_k;
     const unsigned tk32 = (unsigned)tk;
-    const hc_u64 g = gridDim.x, blk = blockIdx.x;
+    /* the blocks that take part: every block of the grid while each gets HC_SKINNY_MIN_TILES
+     * items (the dense host sizes the grid so), fewer when the work is known only here (a MoE
+     * call's tiles): a range is never empty, so every block between a tile's first and last
+     * one arrives at its counter; the others leave at once */
+    const hc_u64 want = items / HC_SKINNY_MIN_TILES > 1 ? items / HC_SKINNY_MIN_TILES : 1;
+    const hc_u64 g = gridDim.x < want ? gridDim.x : want, blk = blockIdx.x;
+    if (blk >= g || items == 0) return;
     const unsigned t0 = (unsigned)streamk_start(blk, items, g);
     const unsigned t1 = (unsigned)streamk_start(blk + 1, items, g);
     if (tid == 0) {
