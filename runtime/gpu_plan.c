@@ -4,6 +4,7 @@
 #include "gpu_plan.h"
 
 #include "config.h"
+#include "streamk_rule.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -91,9 +92,7 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
     if (!hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), tiles_m, &units) ||
         !hc__mul_u64(units, l->tiles_k, &items) || items == 0)
         return hc__fail(err, HC_INVALID, "the layer has no work items or too many");
-    blocks = items / HC_SKINNY_MIN_TILES;
-    if (blocks > dev->sms) blocks = dev->sms;
-    if (blocks == 0) blocks = 1;
+    blocks = hc_streamk_blocks(items, dev->sms, HC_SKINNY_MIN_TILES);
     if (!hc__mul_u64(items, blocks, &prod) || prod > (1ull << 62) || items >= (1ull << 31))
         return hc__fail(err, HC_UNSUPPORTED, "%llu work items are too many for the skinny kernel",
                         (unsigned long long)items);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "streamk_rule.h"
 #include "gpu/tile_synth.h"
 #include "gpu_plan.h"
 #include "jit.h"
@@ -255,6 +256,79 @@ static void test_skinny(void) {
     CHECK(strstr(err.msg, "skinny64") != NULL);
     /* a forced skinny kernel past M = 64 is not its family's call: the runtime picks */
     CHECK_EQ_INT(choose_ok(&h200, &sq, 65, HC_GK_SKINNY64).kernel, HC_GK_WS64);
+}
+
+/* One launch of the skinny kernels replayed on the host by streamk_rule.h: every taking-part
+ * block walks its range as the kernel does (a tile wholly in the range is stored; otherwise the
+ * segment goes to slot 0 if the range begins with it, else 1, and arrives at the tile's
+ * counter). Returns the number of broken promises: a block with an empty range, a slot written
+ * twice, a tile stored and also cut, a cut tile whose arrivals are not the count the last
+ * arrival waits for, or whose reader's slots are not the ones its blocks wrote. grid: the
+ * blocks that take part (hc_streamk_blocks, or another count to show what breaks). */
+static unsigned streamk_replay(uint64_t units, uint64_t tk, uint64_t g) {
+    const uint64_t items = units * tk;
+    unsigned bad = 0;
+    int64_t *slot_unit = malloc(g * 2 * sizeof *slot_unit);
+    unsigned *stored = calloc(units, sizeof *stored), *arrived = calloc(units, sizeof *arrived);
+    if (!slot_unit || !stored || !arrived) {
+        free(slot_unit), free(stored), free(arrived);
+        return 1;
+    }
+    for (uint64_t i = 0; i < g * 2; i++) slot_unit[i] = -1;
+    for (uint64_t b = 0; b < g; b++) {
+        const uint64_t t0 = hc_streamk_start(b, items, g), t1 = hc_streamk_start(b + 1, items, g);
+        bad += t1 <= t0;
+        for (uint64_t t = t0; t < t1;) {
+            const uint64_t u = t / tk, u0 = u * tk, e = t1 < u0 + tk ? t1 : u0 + tk;
+            if (t == u0 && e == u0 + tk) {
+                stored[u]++;
+            } else {
+                const unsigned sl = t == t0 ? 0 : 1;
+                bad += slot_unit[b * 2 + sl] != -1;
+                slot_unit[b * 2 + sl] = (int64_t)u;
+                arrived[u]++;
+            }
+            t = e;
+        }
+    }
+    for (uint64_t u = 0; u < units; u++) {
+        const uint64_t u0 = u * tk;
+        const uint64_t b0 = hc_streamk_owner(u0, items, g), b1 = hc_streamk_owner(u0 + tk - 1, items, g);
+        if (stored[u]) {
+            bad += stored[u] != 1 || arrived[u] != 0 || b0 != b1;
+            continue;
+        }
+        bad += arrived[u] != b1 - b0 + 1;
+        for (uint64_t b = b0; b <= b1 && b < g; b++)
+            bad += slot_unit[b * 2 + hc_streamk_slot(b, u0, items, g)] != (int64_t)u;
+    }
+    free(slot_unit), free(stored), free(arrived);
+    return bad;
+}
+
+/* The skinny kernels' cut (kernels/streamk_rule.h) over launches of 1-300 tiles of 1-64 K
+ * tiles on grids of 1-300 blocks, the MoE case of more blocks than items included: with the
+ * blocks hc_streamk_blocks lets take part, every promise holds. With every block of a grid
+ * larger than the work taking part, some tile's blocks never all arrive (what the H200 showed:
+ * session 15's 66 moe_test failures). */
+static void test_streamk_rule(void) {
+    uint64_t rng = 0x5eed;
+    unsigned bad = 0, broken_without = 0;
+    for (int i = 0; i < 4000; i++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        const uint64_t units = 1 + rng % 300, tk = 1 + (rng >> 12) % 64, grid = 1 + (rng >> 24) % 300;
+        const uint64_t g = hc_streamk_blocks(units * tk, grid, HC_SKINNY_MIN_TILES);
+        CHECK(g >= 1 && g <= grid);
+        bad += streamk_replay(units, tk, g);
+        if (grid > units * tk) broken_without += streamk_replay(units, tk, grid) != 0;
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(broken_without > 0);
+    /* by hand: 120 items (15 tiles of 2 parts x 4) on 132 SMs: 15 blocks of 8 */
+    CHECK_EQ_U64(hc_streamk_blocks(120, 132, 8), 15);
+    CHECK_EQ_U64(hc_streamk_blocks(14336, 132, 8), 132);
+    CHECK_EQ_U64(hc_streamk_blocks(2, 132, 8), 1);
+    CHECK_EQ_U64(hc_streamk_owner(0, 120, 132), 1); /* block 0 of 132 would be empty */
 }
 
 /* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
@@ -511,6 +585,7 @@ void suite_plan(void) {
     RUN(test_small_m);
     RUN(test_warp_specialised_tiles);
     RUN(test_skinny);
+    RUN(test_streamk_rule);
     RUN(test_fallbacks);
     RUN(test_forced_kernels);
     RUN(test_m_limits);

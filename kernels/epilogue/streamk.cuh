@@ -4,21 +4,14 @@
 // from its accumulators. Otherwise each block's share (a segment) goes to the workspace, and
 // the last of the tile's blocks to arrive adds the segments in block order -- a fixed order,
 // so the result is the same bits on every run whichever block arrives last -- and writes Y.
-// No block waits for another (no co-residency assumption), no atomics on outputs.
+// No block waits for another (no co-residency assumption), no atomics on outputs. The cut
+// and the order are streamk_rule.h's.
 #ifndef HC_K_EPILOGUE_STREAMK_CUH
 #define HC_K_EPILOGUE_STREAMK_CUH
 
 #include "codec/bf16.cuh"
 #include "memory/ptx.cuh"
-
-/* The block of work of a stream-K launch: W work items (output tiles x tiles_k) cut into
- * gridDim.x ranges, range c = [c W / G, (c + 1) W / G). The host checks that W x G fits 64
- * bits. */
-__device__ __forceinline__ hc_u64 streamk_start(hc_u64 c, hc_u64 w, hc_u64 g) { return c * w / g; }
-/* the block whose range holds item t */
-__device__ __forceinline__ hc_u64 streamk_owner(hc_u64 t, hc_u64 w, hc_u64 g) {
-    return ((t + 1) * g - 1) / w;
-}
+#include "streamk_rule.h"
 
 /* Four values of a warpgroup's wgmma m64 x TOKS accumulators -- d[4 i .. 4 i + 3]: lane row r0
  * and r0 + 8 of its warp, tokens 8 i + 2 c and + 1 -- to Y as bf16: rows n0 + .. below N,
@@ -53,7 +46,7 @@ __device__ __forceinline__ void streamk_fixup(float *d, float *__restrict__ ws,
 #pragma unroll
     for (int j = 0; j < V; j++)
         __stcg(mine + j * NT, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
-    const hc_u64 b0 = streamk_owner(u0, w, g), b1 = streamk_owner(u0 + tiles_k - 1, w, g);
+    const hc_u64 b0 = hc_streamk_owner(u0, w, g), b1 = hc_streamk_owner(u0 + tiles_k - 1, w, g);
     __threadfence();
     bar_sync<1, NT>();
     if (ctid == 0) last = atomicAdd(&cnt[u], 1u) == (unsigned)(b1 - b0);
@@ -64,9 +57,8 @@ __device__ __forceinline__ void streamk_fixup(float *d, float *__restrict__ ws,
     __threadfence();
     /* block by block, each block's V loads in flight together (one round trip a block) */
     for (hc_u64 b = b0; b <= b1; b++) {
-        /* block b's segment of u is its first unless its range began before u */
-        const unsigned sl = streamk_start(b, w, g) >= u0 ? 0u : 1u;
-        const float4 *src = (const float4 *)ws + ((b * 2 + sl) * V) * NT + ctid;
+        const float4 *src =
+            (const float4 *)ws + ((b * 2 + hc_streamk_slot(b, u0, w, g)) * V) * NT + ctid;
         float4 v[V];
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = __ldcg(src + j * NT);

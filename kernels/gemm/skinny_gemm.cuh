@@ -65,11 +65,10 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
      * items (the dense host sizes the grid so), fewer when the work is known only here (a MoE
      * call's tiles): a range is never empty, so every block between a tile's first and last
      * one arrives at its counter; the others leave at once */
-    const hc_u64 want = items / HC_SKINNY_MIN_TILES > 1 ? items / HC_SKINNY_MIN_TILES : 1;
-    const hc_u64 g = gridDim.x < want ? gridDim.x : want, blk = blockIdx.x;
+    const hc_u64 g = hc_streamk_blocks(items, gridDim.x, HC_SKINNY_MIN_TILES), blk = blockIdx.x;
     if (blk >= g || items == 0) return;
-    const unsigned t0 = (unsigned)streamk_start(blk, items, g);
-    const unsigned t1 = (unsigned)streamk_start(blk + 1, items, g);
+    const unsigned t0 = (unsigned)hc_streamk_start(blk, items, g);
+    const unsigned t1 = (unsigned)hc_streamk_start(blk + 1, items, g);
     if (tid == 0) {
         for (unsigned s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 1);
