@@ -163,6 +163,16 @@ static hc_container *bench_container(const char *path, int si, uint64_t N, uint6
     return c;
 }
 
+/* bench_container's layer loaded on g (*c: the container, to free after the model). */
+static hc_gpu_model *bench_model(hc_gpu *g, const char *path, int si, uint64_t N, uint64_t K,
+                                 hc_container **c, uint32_t *copies) {
+    char msg[1024];
+    hc_gpu_model *md = NULL;
+    *c = bench_container(path, si, N, K, copies);
+    if (hc_gpu_model_load(g, *c, NULL, &md, msg, sizeof msg)) die("load", msg);
+    return md;
+}
+
 /* HC_BENCH_SCALING=1: where the M = 1 time goes -- int4 g128 at K = 8192 over N (the time's
  * slope is the streaming rate, its intercept the fixed cost of a launch), each with the full
  * kernel and, in a bench build (-DHC_BENCH_DIAG=1), with the copy pipeline alone
@@ -243,9 +253,8 @@ static void kernel_sweep(hc_gpu *g) {
         for (int hi = 0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
             uint32_t copies;
-            hc_container *c = bench_container(path, si, N, K, &copies);
-            hc_gpu_model *md = NULL;
-            if (hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) die("load", msg);
+            hc_container *c = NULL;
+            hc_gpu_model *md = bench_model(g, path, si, N, K, &c, &copies);
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
                 printf("kernels: %-14.14s %5llux%-5llu %4llu |", bench_spec(si)->label,
                        (unsigned long long)N, (unsigned long long)K, (unsigned long long)ms[mi]);
@@ -417,9 +426,8 @@ int main(void) {
         for (int hi = 0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
             uint32_t copies;
-            hc_container *c = bench_container(path, si, N, K, &copies);
-            hc_gpu_model *md = NULL;
-            if (hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) die("load", msg);
+            hc_container *c = NULL;
+            hc_gpu_model *md = bench_model(g, path, si, N, K, &c, &copies);
             const char *force = getenv("HC_BENCH_FORCE"); /* profiling one kernel: ncu_profile.sh */
             if (force && hc_gpu_model_force_kernel(md, force, msg, sizeof msg)) die("force", msg);
             uint64_t layers, bytes;

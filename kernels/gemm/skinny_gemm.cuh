@@ -11,7 +11,7 @@
 #ifndef HC_K_GEMM_SKINNY_GEMM_CUH
 #define HC_K_GEMM_SKINNY_GEMM_CUH
 
-#include "codec/frag.cuh"
+#include "gemm/ws_decode.cuh"
 #include "epilogue/streamk.cuh"
 #include "memory/tma.cuh"
 #include "mma/wgmma.cuh"
@@ -113,25 +113,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     /* waits for the tile in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
         mbar_wait(smem_addr(&full[s]), ph);
-        hc_u8 *ch = smem + s * SB + XB + wgc * cb;
-#if HC_CODEC == HC_CODEC_MXFOLD && HC_GEMV_MXS
-        constexpr bool SH = true;
-        { /* as in gemm/ws_gemm.cuh: the rows' group scales rewritten as bf16 in place */
-            hc_u8 *rw = ch + HC_CODE_BYTES + (wl * 16 + (lane >> 1)) * 4;
-            const unsigned rc = *(const unsigned *)rw;
-            __syncwarp();
-            *(hc_u16 *)(rw + (lane & 1) * 2) = (hc_u16)mxfold_bf16(rc, lane & 1);
-            fence_proxy_async();
-            __syncwarp();
-        }
-#else
-        constexpr bool SH = false;
-#endif
-        rb_codes v;
-        load_codes(ch, wl, lane, v);
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++)
-            scaled_frag<SH>(ch, pd, r0, (unsigned)ks >> HC_LGS, words_of(v, ks), a[ks]);
+        ws_decode(smem + s * SB + XB + wgc * cb, pd, wl, lane, r0, a);
     };
     /* the open segment ends with item t: its sums to Y, or through the fix-up */
     auto finish = [&](unsigned t) {

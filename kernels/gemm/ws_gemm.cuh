@@ -6,7 +6,7 @@
 #ifndef HC_K_GEMM_WS_GEMM_CUH
 #define HC_K_GEMM_WS_GEMM_CUH
 
-#include "codec/frag.cuh"
+#include "gemm/ws_decode.cuh"
 #include "epilogue/staged.cuh"
 #include "memory/tma.cuh"
 #include "mma/wgmma.cuh"
@@ -78,26 +78,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
         mbar_wait(smem_addr(&full[s]), ph);
-        hc_u8 *ch = smem + s * stage_bytes + XB + wgc * cb;
-#if HC_CODEC == HC_CODEC_MXFOLD && HC_GEMV_MXS
-        constexpr bool SH = true;
-        { /* this warp's 16 rows' 32 group scales, one a lane, as bf16 over the records */
-            hc_u8 *rw = ch + HC_CODE_BYTES + (wl * 16 + (lane >> 1)) * 4;
-            const unsigned rc = *(const unsigned *)rw;
-            __syncwarp(); /* (the record's other lane has read it too) */
-            *(hc_u16 *)(rw + (lane & 1) * 2) = (hc_u16)mxfold_bf16(rc, lane & 1);
-            /* (ordered before the producer's next bulk copy into this stage, async proxy) */
-            fence_proxy_async();
-            __syncwarp();
-        }
-#else
-        constexpr bool SH = false;
-#endif
-        rb_codes v;
-        load_codes(ch, wl, lane, v);
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++)
-            scaled_frag<SH>(ch, p, r0, (unsigned)ks >> HC_LGS, words_of(v, ks), a[ks]);
+        ws_decode(smem + s * stage_bytes + XB + wgc * cb, p, wl, lane, r0, a);
     };
     /* issues tile kb's wgmma (stage s, A in a), then decodes tile kb + 1 into an (stage sn,
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
