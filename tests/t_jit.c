@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "gpu_plan.h"
+#include "config.h"
 #include "jit.h"
 #include "test.h"
 
@@ -139,6 +140,31 @@ static long spill_stores(const char *log, const char *fn) {
     return strtol(sp, NULL, 10);
 }
 
+/* The registers ptxas gave entry function fn, from its -v log (-1: not found). */
+static long used_registers(const char *log, const char *fn) {
+    char key[96];
+    snprintf(key, sizeof key, "Compiling entry function '%s'", fn);
+    const char *at = strstr(log, key), *u = at ? strstr(at, "Used ") : NULL;
+    return u ? strtol(u + 5, NULL, 10) : -1;
+}
+
+/* The skinny kernels move registers with setmaxnreg (kernels/gemm/skinny_gemm.cuh: the
+ * producer warpgroup down to 24, the four consumer warpgroups up to 112): the block must start
+ * with at least what they end with, 128 x 24 + 512 x 112 registers over 640 threads, or the
+ * increase waits for ever. A message for the first kernel of names[] that starts with fewer. */
+static bool skinny_registers_ok(const char *log, const char *const *names, int n, char *why,
+                                size_t cap) {
+    for (int i = 0; i < n; i++) {
+        long r = used_registers(log, names[i]);
+        if (r * HC_SKINNY_THREADS < 128 * 24 + 512 * 112) {
+            snprintf(why, cap, "%s: %ld registers a thread, under the %d its setmaxnreg moves need",
+                     names[i], r, (128 * 24 + 512 * 112 + HC_SKINNY_THREADS - 1) / HC_SKINNY_THREADS);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* The grouped MoE kernels of the same kind (moe_gemm.cu, opts as tile_mma.cu's): no wgmma
  * serialised, no spill in the warp-specialised, skinny and 8-row kernels. */
 static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why, size_t cap) {
@@ -165,6 +191,7 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
                 ok = false;
             }
         }
+        if (ok) ok = skinny_registers_ok(log, hot + 4, 2, why, cap);
     }
     free(log), free(cubin);
     return ok;
@@ -208,6 +235,7 @@ static void test_hot_kernels_do_not_regress(void) {
                 long sp = spill_stores(log, hot[h]);
                 if (sp != 0) snprintf(why[i], sizeof why[i], "%s: %ld bytes spill stores", hot[h], sp);
             }
+            if (!why[i][0]) skinny_registers_ok(log, hot + 5, 3, why[i], sizeof why[i]);
         }
         bad[i] = why[i][0] != 0;
         free(log), free(cubin);
