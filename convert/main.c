@@ -316,7 +316,7 @@ static hc_status run_moe_gpu(hc_container *c, const char *layer, const float *x,
     uint64_t H = 0, n, k, e;
     float *gate = NULL, *up = NULL, *d = NULL, *sg = NULL;
     hc_status st = hc_gpu_open(g, msg, sizeof msg);
-    if (!st) st = hc_gpu_model_load(*g, c, NULL, &md, msg, sizeof msg);
+    if (!st) st = hc_gpu_model_load(*g, c, layer, &md, msg, sizeof msg); /* (its experts only) */
     if (!st && (st = hc_gpu_moe_shape(md, layer, &H, NULL, NULL)) != HC_OK) /* (hc_gpu_moe says why) */
         st = hc_gpu_moe_host(md, layer, x, 1, ids, w, topk, y, msg, sizeof msg);
     if (!st && H != h)

@@ -209,7 +209,9 @@ HC_API hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name,
 
 /* ---- GPU: layers resident on the device, bf16 activations ---- */
 typedef struct hc_gpu_model hc_gpu_model;
-/* Uploads the tiled layers of container c (every one, or only the layer named `only`) and their
+/* Uploads the tiled layers of container c (every one, or only the layer named `only`: a tiled
+ * tensor, or an MoE layer of the container's record with its expert layers, ready for
+ * hc_gpu_moe -- what `hconvert run --device gpu` loads to run one block) and their
  * act-order permutations with plain cudaMalloc + cudaMemcpy, bytes exactly as stored, and
  * builds (or loads from the cache) the kernels their layouts need, so that the first
  * hc_gpu_linear compiles nothing. */

@@ -119,9 +119,13 @@ static hc_status model_load(hc_gpu *g, hc_container *c, const char *only, uint32
         goto out;
     }
     double t0 = wall_s();
+    /* only: a tiled tensor, or an MoE layer of the record with its expert layers */
+    const hc_moe_layer_info *only_moe = hc__gpu_moe_record(c, only);
     for (size_t i = 0; i < nt; i++) {
         const hc_tensor_info *t = hc_container_tensor(c, i);
-        if (!t->layout_params || (only && strcmp(only, t->name))) continue;
+        if (!t->layout_params) continue;
+        if (only && strcmp(only, t->name) && !(only_moe && hc__gpu_moe_layer_has(only_moe, t->name)))
+            continue;
         hc_gpu_layer *L = &m->l[m->n];
         const int32_t *perm;
         /* expert parallelism: an expert layer of the MoE record outside [e0, e1) stays home, a
@@ -171,12 +175,12 @@ static hc_status model_load(hc_gpu *g, hc_container *c, const char *only, uint32
     m->seconds = wall_s() - t0;
     qsort(m->l, m->n, sizeof *m->l, hc__gpu_layer_cmp); /* hc_gpu_linear finds layers by bsearch */
     if (only && m->n == 0) {
-        st = hc__fail(&err, HC_NOTFOUND, "'%s' is not a tiled tensor of the container (the GPU "
-                     "runs tiled layouts only)", only);
+        st = hc__fail(&err, HC_NOTFOUND, "'%s' is not a tiled tensor or an MoE layer with tiled "
+                     "experts of the container (the GPU runs tiled layouts only)", only);
         goto out;
     }
-    if (!only) { /* the MoE layers of the container's record (a single layer has none) */
-        st = hc__gpu_moe_load(m, c, &err);
+    if (!only || only_moe) { /* the MoE layers of the record (a single tensor has none) */
+        st = hc__gpu_moe_load(m, c, only_moe ? only : NULL, &err);
         if (st) goto out;
         m->seconds = wall_s() - t0;
     }

@@ -124,10 +124,14 @@ hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k
                               void **cubin, size_t *size, hc_err *err);
 /* The grouped MoE kernels (kernels/moe_gemm.cu) of module mod, built and loaded on first use. */
 hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *err);
-/* gpu_moe_load.c: the container's MoE layers for model md (after its layers are loaded and sorted):
- * expert tables, biases, the routing module and the workspace. A layer the GPU cannot run
- * keeps the reason, which hc_gpu_moe reports. */
-hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, hc_err *err);
+/* gpu_moe_load.c: the container's MoE layers for model md (after its layers are loaded and sorted;
+ * only: that one layer, NULL: all): expert tables, biases, the routing module and the
+ * workspace. A layer the GPU cannot run keeps the reason, which hc_gpu_moe reports. */
+hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, const char *only, hc_err *err);
+/* The record of MoE layer `layer` (NULL: none of that name), and whether tensor NAME is one of
+ * its expert layers (any expert): what hc_gpu_model_load(..., only = an MoE layer) uploads. */
+const hc_moe_layer_info *hc__gpu_moe_record(hc_container *c, const char *layer);
+bool hc__gpu_moe_layer_has(const hc_moe_layer_info *l, const char *name);
 /* What tensor NAME is to a model holding the experts [e0, e1): not an expert layer of the MoE
  * record (HC_GPU_MOE_WHOLE), a per-expert layer of an expert elsewhere (HC_GPU_MOE_ELSEWHERE),
  * one here (WHOLE), or a fused [E, N, K] layer of which the experts [*first, *first + *count)

@@ -150,24 +150,43 @@ static long expert_id(const char *pat, const char *name) {
     return id;
 }
 
+/* What tensor NAME is to MoE layer l for experts [e0, e1): as hc__gpu_moe_tensor_part, or -1
+ * when it is none of l's expert layers. */
+static int part_of(const hc_moe_layer_info *l, const char *name, uint32_t e0, uint32_t e1,
+                   uint32_t *first, uint32_t *count) {
+    const char *pats[4] = {l->gate, l->up, l->gate_up, l->down};
+    for (int q = 0; q < 4; q++) {
+        if (!pats[q]) continue;
+        if (l->layout == HC_MOE_PER_EXPERT) {
+            long id = expert_id(pats[q], name);
+            if (id >= 0) return (uint64_t)id >= e0 && (uint64_t)id < e1 ? HC_GPU_MOE_WHOLE
+                                                                       : HC_GPU_MOE_ELSEWHERE;
+        } else if (!strcmp(pats[q], name)) {
+            *first = e0, *count = e1 - e0;
+            return HC_GPU_MOE_SLICE;
+        }
+    }
+    return -1;
+}
+
 int hc__gpu_moe_tensor_part(hc_container *c, const char *name, uint32_t e0, uint32_t e1,
                             uint32_t *first, uint32_t *count) {
     for (size_t i = 0; i < hc_container_moe_count(c); i++) {
-        const hc_moe_layer_info *l = hc_container_moe(c, i);
-        const char *pats[4] = {l->gate, l->up, l->gate_up, l->down};
-        for (int q = 0; q < 4; q++) {
-            if (!pats[q]) continue;
-            if (l->layout == HC_MOE_PER_EXPERT) {
-                long id = expert_id(pats[q], name);
-                if (id >= 0) return (uint64_t)id >= e0 && (uint64_t)id < e1 ? HC_GPU_MOE_WHOLE
-                                                                           : HC_GPU_MOE_ELSEWHERE;
-            } else if (!strcmp(pats[q], name)) {
-                *first = e0, *count = e1 - e0;
-                return HC_GPU_MOE_SLICE;
-            }
-        }
+        int part = part_of(hc_container_moe(c, i), name, e0, e1, first, count);
+        if (part >= 0) return part;
     }
     return HC_GPU_MOE_WHOLE;
+}
+
+const hc_moe_layer_info *hc__gpu_moe_record(hc_container *c, const char *layer) {
+    for (size_t i = 0; layer && i < hc_container_moe_count(c); i++)
+        if (!strcmp(hc_container_moe(c, i)->name, layer)) return hc_container_moe(c, i);
+    return NULL;
+}
+
+bool hc__gpu_moe_layer_has(const hc_moe_layer_info *l, const char *name) {
+    uint32_t first, count;
+    return part_of(l, name, 0, UINT32_MAX, &first, &count) >= 0;
 }
 
 /* Layer l of the record as the GPU runs it (ml->why says when it does not). */
@@ -368,12 +387,13 @@ out:
     return st;
 }
 
-hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, hc_err *err) {
+hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, const char *only, hc_err *err) {
     size_t n = hc_container_moe_count(c), runs = 0;
     if (!n) return HC_OK;
     if (!(md->moe = calloc(n, sizeof *md->moe))) return hc__fail(err, HC_NOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const hc_moe_layer_info *l = hc_container_moe(c, i);
+        if (only && strcmp(only, l->name)) continue; /* (its experts are not uploaded) */
         hc_gpu_moe_layer *ml = &md->moe[md->nmoe];
         if (!(ml->name = hc__strdup(l->name))) return hc__fail(err, HC_NOMEM, "out of memory");
         md->nmoe++;

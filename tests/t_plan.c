@@ -9,7 +9,9 @@
 
 #include "config.h"
 #include "streamk_rule.h"
+#include "gpu/moe_synth.h"
 #include "gpu/tile_synth.h"
+#include "gpu_int.h"
 #include "gpu_plan.h"
 #include "jit.h"
 #include "test.h"
@@ -331,6 +333,42 @@ static void test_streamk_rule(void) {
     CHECK_EQ_U64(hc_streamk_owner(0, 120, 132), 1); /* block 0 of 132 would be empty */
 }
 
+/* hc_gpu_model_load(..., only = an MoE layer) uploads that layer's expert tensors and nothing
+ * else: the record is found by name, and the tensors it owns are the per-expert gate/up/down
+ * (any expert) or the fused gate_up and down -- not the router, not the biases, not another
+ * name that merely starts like one (moe_synth.h's names, written here by hand). */
+static void test_moe_layer_tensors(void) {
+    char path[600], msg[512];
+    snprintf(path, sizeof path, "%s/moe-only.hconvert", test_tmpdir());
+    for (int fused = 0; fused < 2; fused++) {
+        const mcfg cf = {4, 64, 64, fused ? G_INTERLEAVED : G_SPLIT, false, fused != 0, fused != 0};
+        hc_container *c = NULL;
+        if (write_block(path, &synth_specs[0], &cf, 5, NULL, msg, sizeof msg) ||
+            hc_container_open(path, 1, &c, msg, sizeof msg)) {
+            CHECK_FAIL_("fixture: %s", msg);
+            continue;
+        }
+        const hc_moe_layer_info *l = hc__gpu_moe_record(c, "mlp");
+        CHECK(l != NULL);
+        CHECK(hc__gpu_moe_record(c, "mlp.experts") == NULL);
+        CHECK(hc__gpu_moe_record(c, NULL) == NULL);
+        if (l) {
+            static const char *const per[] = {"mlp.experts.0.gate_proj", "mlp.experts.3.up_proj",
+                                              "mlp.experts.2.down_proj"};
+            static const char *const fus[] = {"mlp.experts.gate_up_proj", "mlp.experts.down_proj"};
+            static const char *const not_mine[] = {"mlp.gate.weight", "mlp.experts.gate_up_proj_bias",
+                                                   "mlp.experts.down_proj_bias",
+                                                   "mlp.experts.x.gate_proj", "mlp.experts.1.gate"};
+            for (int i = 0; i < (fused ? 2 : 3); i++)
+                CHECK(hc__gpu_moe_layer_has(l, fused ? fus[i] : per[i]));
+            for (int i = 0; i < 5; i++) CHECK(!hc__gpu_moe_layer_has(l, not_mine[i]));
+            CHECK(hc__gpu_moe_layer_has(l, fused ? per[0] : fus[0]) == false);
+        }
+        hc_container_free(c);
+    }
+    unlink(path);
+}
+
 /* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
  * the mma.sync one; both 256 threads over (stripe pairs) x ceil(M / 128). */
 static void test_fallbacks(void) {
@@ -586,6 +624,7 @@ void suite_plan(void) {
     RUN(test_warp_specialised_tiles);
     RUN(test_skinny);
     RUN(test_streamk_rule);
+    RUN(test_moe_layer_tensors);
     RUN(test_fallbacks);
     RUN(test_forced_kernels);
     RUN(test_m_limits);
