@@ -7,8 +7,9 @@
 # beside it) and timeline (M = 1 launches per block and per SM) -- run from a bench build with
 # -DHC_BENCH_DIAG=1 (docs/gpu.md). Sanitizer logs go to one file (at most 8 files come back).
 # STEPS picks a subset (default: test sanitize bench moe):
-#   STEPS="test sanitize bench moe scaling timeline" sh bench/device_run.sh
-# (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too)
+#   STEPS="test sanitize bench moe kernels scaling timeline" sh bench/device_run.sh
+# (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too;
+# kernels: every kernel that serves M forced in turn at M = 1-128 on the four bench layers)
 # There are no environment knobs any more: a kernel variant is an edit of kernels/config.h on
 # a branch, measured with this script. Each step has its own time limit so that one hang cannot
 # eat the call.
@@ -58,6 +59,11 @@ if has bench; then
     timeout 240 $b/bench/gpu_bench >"$out/bench.log" 2>&1
     echo "bench rc=$?"
     grep -v '^    (ours' "$out/bench.log" | grep -E 'stream|M=1:| 1 \|| 16 \|| 4096 \|'
+fi
+if has kernels; then
+    HC_BENCH_KERNELS=1 timeout 240 $b/bench/gpu_bench >"$out/kernels.log" 2>&1
+    echo "kernels rc=$?"
+    cat "$out/kernels.log"
 fi
 if has moe; then
     timeout 420 $b-diag/bench/moe_bench >"$out/moe_bench.log" 2>&1
