@@ -75,6 +75,7 @@ void suite_hostile(void);
 void suite_faults(void);
 void suite_convert(void);
 void suite_plan(void);
+void suite_moeplan(void);
 void suite_moe(void);
 void suite_moeblock(void);
 

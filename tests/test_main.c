@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
                   {"regex", suite_regex},   {"hostile", suite_hostile},
                   {"faults", suite_faults}, {"convert", suite_convert},
                   {"plan", suite_plan},     {"moe", suite_moe},
-                  {"moeblock", suite_moeblock}};
+                  {"moeblock", suite_moeblock}, {"moeplan", suite_moeplan}};
     int ran = 0;
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
         bool want = argc < 2;

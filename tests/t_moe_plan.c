@@ -1,0 +1,157 @@
+/* t_moe_plan.c: the GPU runtime's MoE decisions that need no GPU: the grouped kernel, tile and
+ * launch for a call's routing (runtime/gpu_plan.h hc__gpu_moe_route_plan and
+ * hc__gpu_moe_gemm_plan), the MoE forced-kernel names, and which tensors hc_gpu_model_load
+ * uploads for one MoE layer (runtime/gpu_moe_load.c). Expected figures are worked out here
+ * from the rules as docs/gpu.md states them, not taken from the chooser. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "gpu/moe_synth.h"
+#include "gpu_int.h"
+#include "plan_fixtures.h"
+#include "test.h"
+
+/* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
+ * touched expert: r <= 8 tiles of 8, <= 16 tiles of 16, else the warp-specialised tile of
+ * 64/128/256 holding r, tiles of 16 without it), the tile bound (slots + touched (T - 1)) / T worked by hand, the
+ * launches' grids and K split, the forced names and their refusals. */
+static void test_moe_plan(void) {
+    hc_err err = {0};
+    hc_gpu_moe_route r;
+    const unsigned ws = HC_KF_ALL;
+    /* Qwen3-like: E = 128, top-8 */
+    static const struct {
+        uint64_t slots;
+        hc_gpu_moe_kernel k;
+        unsigned tile;
+        uint64_t tiles;
+    } cases[] = {
+        {8, HC_GMK_T8, 8, 8},          /* M = 1: 8 experts of 1 row: (8 + 8 x 7) / 8 */
+        {128, HC_GMK_T8, 8, 128},      /* M = 16: (128 + 128 x 7) / 8 */
+        {1024, HC_GMK_T8, 8, 240},     /* M = 128: r = 8: (1024 + 896) / 8 */
+        {2048, HC_GMK_T16, 16, 248},   /* M = 256: r = 16: (2048 + 128 x 15) / 16 */
+        {2176, HC_GMK_WS64, 64, 160},  /* r = 17: (2176 + 128 x 63) / 64 */
+        {4096, HC_GMK_WS64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
+        {8192, HC_GMK_WS64, 64, 254},  /* r = 64: (8192 + 8064) / 64 */
+        {16384, HC_GMK_WS128, 128, 255}, /* r = 128: (16384 + 16256) / 128 */
+        {65536, HC_GMK_WS256, 256, 383}, /* r = 512: (65536 + 32640) / 256 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, cases[i].slots, 128, HC_GPU_KERNEL_AUTO,
+                                            &r, &err), HC_OK);
+        CHECK_EQ_INT(r.kernel, cases[i].k);
+        CHECK_EQ_INT(r.tile, cases[i].tile);
+        CHECK_EQ_U64(r.tiles_max, cases[i].tiles);
+        CHECK_EQ_U64(r.touched, cases[i].slots < 128 ? cases[i].slots : 128);
+    }
+    /* no warp-specialised kernels (sm_80, or a layout without them): tiles of 16 */
+    hc_gpu_caps a100 = {"sm_80", 108, false};
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 65536, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.kernel, HC_GMK_T16);
+    CHECK_EQ_U64(r.tiles_max, (65536 + 128 * 15) / 16);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_GEMV, 2048, 128, HC_GPU_KERNEL_AUTO, &r,
+                                        &err), HC_OK);
+    CHECK_EQ_INT(r.kernel, HC_GMK_T16);
+    /* refusals: no slot; more than 65535 tiles; a forced kernel the device lacks */
+    hc_err e1 = {0}, e2 = {0}, e3 = {0};
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 0, 128, HC_GPU_KERNEL_AUTO, &r, &e1), HC_INVALID);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 1100000, 128, HC_GPU_KERNEL_AUTO, &r, &e2),
+                 HC_UNSUPPORTED);
+    CHECK_CONTAINS(e2.msg, "at most 65535 a launch");
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS64, &r, &e3), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e3.msg, "moe-ws64");
+    /* launches: gate and up of Qwen3 (I = 768: 12 stripes each, K = 2048: 32 k-tiles) at M = 1:
+     * 24 stripes x 8 tiles = 192 blocks on 132 SMs x 4: split 528 / 192 = 2; partial sums
+     * 192 x 2 x 64 rows x 8 tokens x 4 bytes, a counter per (tile, stripe) */
+    hc_gpu_shape gate = layer(768, 2048, 2304);
+    hc_gpu_moe_launch lu;
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 24);
+    CHECK_EQ_INT(lu.grid[1], 2);
+    CHECK_EQ_INT(lu.grid[2], 8);
+    CHECK_EQ_INT(lu.block, 128);
+    CHECK_EQ_U64(lu.part_bytes, 192ull * 2 * 64 * 8 * 4);
+    CHECK_EQ_U64(lu.cnt_bytes, 192ull * 4);
+    CHECK_EQ_U64(lu.smem, 4 * (HC_GEMV_STAGES * (2304 + 8 * 128)));
+    /* down (H = 2048 rows: 16 pairs, K = 768) at r = 128: (pairs x parts, tiles), no split */
+    hc_gpu_shape down = layer(2048, 768, 2304);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 16384, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 16);
+    CHECK_EQ_INT(lu.grid[1], 255);
+    CHECK_EQ_INT(lu.block, 384);
+    CHECK_EQ_U64(lu.part_bytes, 0);
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * 2304));
+    /* the skinny kernel (forced) at r = 64: one block per SM, 2 x 132 segments of 256 x 64
+     * float32, a counter per (tile, quad): 254 x 8 quads of 32 stripes */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_SKINNY64, &r, &err), HC_OK);
+    CHECK_EQ_U64(r.tiles_max, 254);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 132);
+    CHECK_EQ_INT(lu.grid[1], 1);
+    CHECK_EQ_INT(lu.block, 640);
+    CHECK_EQ_U64(lu.part_bytes, 132ull * 2 * 256 * 64 * 4);
+    CHECK_EQ_U64(lu.cnt_bytes, 254ull * 8 * 4);
+    CHECK_EQ_U64(lu.smem, 1024 + skinny_stages(64, 2304) * round1024(64 * 128 + 4 * 2304));
+    /* gate and up (12 stripes each: 3 quads a part), forced tiles of 32 at r = 32: 252 tiles
+     * x 2 parts x 3 */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4096, 128, HC_GMK_SKINNY32, &r, &err), HC_OK);
+    CHECK_EQ_U64(r.tiles_max, 252);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_U64(lu.cnt_bytes, 252ull * 2 * 3 * 4);
+    CHECK_EQ_U64(lu.part_bytes, 132ull * 2 * 256 * 32 * 4);
+    /* forced names: parsed into their own range, checked against the device */
+    int f = 0;
+    static const char *const names[] = {"moe-t8",    "moe-t16",      "moe-ws64",
+                                        "moe-ws128", "moe-ws256",    "moe-skinny32",
+                                        "moe-skinny64"};
+    for (int i = 0; i < 7; i++) {
+        CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
+        CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
+        CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);
+        hc_err e4 = {0};
+        CHECK_EQ_INT(hc__gpu_force_check(&a100, f, &e4), i < 2 ? HC_OK : HC_UNSUPPORTED);
+    }
+}
+
+/* hc_gpu_model_load(..., only = an MoE layer) uploads that layer's expert tensors and nothing
+ * else: the record is found by name, and the tensors it owns are the per-expert gate/up/down
+ * (any expert) or the fused gate_up and down -- not the router, not the biases, not another
+ * name that merely starts like one (moe_synth.h's names, written here by hand). */
+static void test_moe_layer_tensors(void) {
+    char path[600], msg[512];
+    snprintf(path, sizeof path, "%s/moe-only.hconvert", test_tmpdir());
+    for (int fused = 0; fused < 2; fused++) {
+        const mcfg cf = {4, 64, 64, fused ? G_INTERLEAVED : G_SPLIT, false, fused != 0, fused != 0};
+        hc_container *c = NULL;
+        if (write_block(path, &synth_specs[0], &cf, 5, NULL, msg, sizeof msg) ||
+            hc_container_open(path, 1, &c, msg, sizeof msg)) {
+            CHECK_FAIL_("fixture: %s", msg);
+            continue;
+        }
+        const hc_moe_layer_info *l = hc__gpu_moe_record(c, "mlp");
+        CHECK(l != NULL);
+        CHECK(hc__gpu_moe_record(c, "mlp.experts") == NULL);
+        CHECK(hc__gpu_moe_record(c, NULL) == NULL);
+        if (l) {
+            static const char *const per[] = {"mlp.experts.0.gate_proj", "mlp.experts.3.up_proj",
+                                              "mlp.experts.2.down_proj"};
+            static const char *const fus[] = {"mlp.experts.gate_up_proj", "mlp.experts.down_proj"};
+            static const char *const not_mine[] = {"mlp.gate.weight", "mlp.experts.gate_up_proj_bias",
+                                                   "mlp.experts.down_proj_bias",
+                                                   "mlp.experts.x.gate_proj", "mlp.experts.1.gate"};
+            for (int i = 0; i < (fused ? 2 : 3); i++)
+                CHECK(hc__gpu_moe_layer_has(l, fused ? fus[i] : per[i]));
+            for (int i = 0; i < 5; i++) CHECK(!hc__gpu_moe_layer_has(l, not_mine[i]));
+            CHECK(hc__gpu_moe_layer_has(l, fused ? per[0] : fus[0]) == false);
+        }
+        hc_container_free(c);
+    }
+    unlink(path);
+}
+
+void suite_moeplan(void) {
+    RUN(test_moe_plan);
+    RUN(test_moe_layer_tensors);
+}
