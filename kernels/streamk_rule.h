@@ -31,4 +31,8 @@ HC_HD unsigned hc_streamk_slot(hc_u64 b, hc_u64 u0, hc_u64 items, hc_u64 g) {
     return hc_streamk_start(b, items, g) >= u0 ? 0u : 1u;
 }
 
+/* The workspace of a launch's segments, blocks taking part: two slots a block, each 256 rows
+ * x toks float32 sums (epilogue/streamk.cuh: [block][slot][toks / 8][512 threads] float4). */
+HC_HD hc_u64 hc_streamk_segment_bytes(hc_u64 blocks, hc_u64 toks) { return blocks * 2 * 256 * toks * 4; }
+
 #endif

@@ -348,21 +348,21 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
             }
         }
     }
-    /* the skinny kernels (any tile of 32 or 64 rows, forced ones too): 2 segments of 256 x 64
-     * float32 sums a block, a counter per (tile, part, quad) at the most tiles of 32 rows */
-    const hc_gpu_family *sk = hc__gpu_kernel_family(HC_GK_SKINNY64, NULL);
-    if (hc__gpu_family_runs_on(sk, dev.arch, dev.tmap))
-        for (size_t i = 0; i < md->nmoe; i++) {
-            const hc_gpu_moe_layer *ml = &md->moe[i];
-            if (ml->why[0] || !(ml->up.shape.families & ml->down.shape.families & sk->kf)) continue;
-            uint64_t part = (uint64_t)md->g->sms * 2 * 64 * 1024;
-            uint64_t t32 = (w->slots + (uint64_t)ml->El * 31) / 32;
-            uint64_t qu = (ml->up.shape.tiles_n + 3) / 4 * ml->parts,
-                     qd = (ml->down.shape.tiles_n + 3) / 4;
-            uint64_t cnt = t32 * (qu > qd ? qu : qd) * 4;
-            if (part > w->part_bytes) w->part_bytes = part;
-            if (cnt > w->cnt_bytes) w->cnt_bytes = cnt;
+    /* the skinny kernels (forced ones too) at the chunk's slots: their segments do not depend
+     * on the slots and their counters grow with the tiles, so this chunk size is their most
+     * (hc__gpu_moe_need refuses where the device or the layout has none) */
+    for (size_t i = 0; i < md->nmoe; i++) {
+        const int sk[2] = {HC_GMK_SKINNY32, HC_GMK_SKINNY64};
+        for (int q = 0; q < 2 && !md->moe[i].why[0]; q++) {
+            hc_gpu_moe_wsneed n;
+            hc_gpu_moe_route r;
+            hc_gpu_moe_launch lu, ld;
+            hc_err e = {0};
+            if (hc__gpu_moe_need(&dev, &md->moe[i], w->slots, sk[q], &n, &r, &lu, &ld, &e)) continue;
+            if (n.part > w->part_bytes) w->part_bytes = n.part;
+            if (n.cnt > w->cnt_bytes) w->cnt_bytes = n.cnt;
         }
+    }
     if (w->tiles > 65535 + 1) w->tiles = 65535 + 1;
     CU(hc__cuda.malloc_(&w->sorted, w->rows * 4 + 16), "cudaMalloc(MoE routing)");
     CU(hc__cuda.malloc_(&w->inv, w->slots * 4 + 16), "cudaMalloc(MoE routing)");

@@ -97,7 +97,7 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
         return hc__fail(err, HC_UNSUPPORTED, "%llu work items are too many for the skinny kernel",
                         (unsigned long long)items);
     out->grid[0] = (unsigned)blocks, out->grid[1] = 1;
-    out->part_bytes = blocks * 2 * v->toks * 1024ull; /* 2 segments x 256 rows x toks x f32 */
+    out->part_bytes = hc_streamk_segment_bytes(blocks, v->toks);
     out->cnt_bytes = units * 4;
     out->tmap_toks = v->toks;
     return HC_OK;
@@ -225,7 +225,7 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
             return hc__fail(err, HC_UNSUPPORTED, "%llu tiles of %u rows are too many work items "
                            "for the skinny kernel", (unsigned long long)r->tiles_max, r->tile);
         out->grid[0] = (unsigned)dev->sms, out->grid[1] = 1, out->grid[2] = 1;
-        out->part_bytes = dev->sms * 2 * r->tile * 1024ull; /* 2 segments x 256 x T x f32 */
+        out->part_bytes = hc_streamk_segment_bytes(dev->sms, r->tile);
         out->cnt_bytes = units * 4;
         return HC_OK;
     }
