@@ -388,20 +388,15 @@ int main(void) {
         scaling();
         return 0;
     }
-    hc_gpu *g = NULL;
-    char msg[1024];
-    if (hc_gpu_open(&g, msg, sizeof msg)) {
-        printf("gpu_bench: skipped: %s\n", msg);
-        return 0;
-    }
+    hc_gpu *g = bench_open();
+    if (!g) return 0;
     if (getenv("HC_BENCH_KERNELS")) {
         kernel_sweep(g);
         hc_gpu_free(g);
         return 0;
     }
-    double stream = 0;
-    if (hc_gpu_stream_read(g, 2ull << 30, 20, &stream, msg, sizeof msg)) die("stream", msg);
-    printf("gpu_bench on %s: stream read (2 GiB, 20 passes): %.0f GB/s\n", hc_gpu_arch(g), stream);
+    char msg[1024];
+    double stream = bench_stream(g);
     cublasLtHandle_t lt;
     LT(cublasLtCreate(&lt));
     static const uint64_t all_ms[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192};

@@ -1,5 +1,7 @@
 /* gpu_benchutil.h: what the GPU benchmarks (gpu_bench.c, moe_bench.c) share: failing with a
- * message, the CUDA and cuBLASLt call checks, the float comparison for medians, the median replay time of a CUDA graph. */
+ * message, the CUDA and cuBLASLt call checks, opening the device (or saying why the run is
+ * skipped) and the stream-read rate every run prints first, the float comparison for medians,
+ * the median replay time of a CUDA graph. */
 #ifndef HC_GPU_BENCHUTIL_H
 #define HC_GPU_BENCHUTIL_H
 
@@ -7,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "hconvert.h"
 
 static void die(const char *what, const char *msg) {
     fprintf(stderr, "%s: %s: %s\n", BENCH_NAME, what, msg);
@@ -26,6 +30,28 @@ static void die(const char *what, const char *msg) {
             die(#call, b_);                                                                \
         }                                                                                  \
     } while (0)
+
+/* The device, or NULL after printing why the benchmark is skipped (no GPU: not a failure). */
+static hc_gpu *bench_open(void) {
+    hc_gpu *g = NULL;
+    char msg[1024];
+    if (hc_gpu_open(&g, msg, sizeof msg)) {
+        printf("%s: skipped: %s\n", BENCH_NAME, msg);
+        return NULL;
+    }
+    return g;
+}
+
+/* The stream-read rate (2 GiB, 20 passes), printed as the run's first line: the peer's rate
+ * beside our figures. */
+static double bench_stream(hc_gpu *g) {
+    double stream = 0;
+    char msg[1024];
+    if (hc_gpu_stream_read(g, 2ull << 30, 20, &stream, msg, sizeof msg)) die("stream", msg);
+    printf("%s on %s: stream read (2 GiB, 20 passes): %.0f GB/s\n", BENCH_NAME, hc_gpu_arch(g),
+           stream);
+    return stream;
+}
 
 static int cmp_f(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;

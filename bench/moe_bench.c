@@ -181,15 +181,10 @@ static void fill_bf16(void *dev, uint64_t count, uint64_t seed) {
 }
 
 int main(void) {
-    hc_gpu *g = NULL;
+    hc_gpu *g = bench_open();
+    if (!g) return 0;
     char msg[1024];
-    if (hc_gpu_open(&g, msg, sizeof msg)) {
-        printf("moe_bench: skipped: %s\n", msg);
-        return 0;
-    }
-    double stream = 0;
-    if (hc_gpu_stream_read(g, 2ull << 30, 20, &stream, msg, sizeof msg)) die("stream", msg);
-    printf("moe_bench on %s: stream read (2 GiB, 20 passes): %.0f GB/s\n", hc_gpu_arch(g), stream);
+    double stream = bench_stream(g);
     cublasLtHandle_t lth;
     LT(cublasLtCreate(&lth));
     cudaStream_t s;
