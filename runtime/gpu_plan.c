@@ -173,6 +173,10 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         const hc_gpu_family *ws = hc__gpu_kernel_family(HC_GK_WS64, NULL);
         if (r > 16 && (families & ws->kf) && hc__gpu_family_runs_on(ws, dev->arch, dev->tmap))
             k = r <= 64 ? HC_GMK_WS64 : r <= 128 ? HC_GMK_WS128 : HC_GMK_WS256;
+        const hc_gpu_family *sk = hc__gpu_kernel_family(HC_GK_SKINNY64, NULL);
+        if (r > 32 && r <= 64 && (families & sk->kf) &&
+            hc__gpu_family_runs_on(sk, dev->arch, dev->tmap))
+            k = HC_GMK_SKINNY64;
     }
     if (k < 0 || k >= (int)nv)
         return hc__fail(err, HC_INVALID, "forced MoE kernel %d is not one of the grouped kernels", k);

@@ -97,10 +97,9 @@ typedef struct {
  * hc_gpu_moe_kernel), the layers' HC_KF_* bits ANDed in families: r = ceil(slots / touched)
  * rows per touched expert; r <= 8 tiles of 8 (small-M), r <= 16 tiles of 16, else where the
  * device has them the warp-specialised kernels' 64, 128 or 256 rows (the smallest holding r),
- * else tiles of 16. The skinny kernels (moe-skinny32, moe-skinny64) are forced only: skinny64
- * measured faster than ws64 at r = 64 (Qwen3-like M = 1024 block 387 vs 432 us), skinny32
- * slower at r = 32, but their fix for calls with fewer work items than SMs has not run on a
- * GPU yet (bench/NOTES.md session 15)
+ * else tiles of 16; for 32 < r <= 64 the skinny kernel of 64 rows (moe-skinny64) where the
+ * device and layout have it: it measured faster than ws64 at r = 64 (Qwen3-like M = 1024 block
+ * 387 vs 432 us, bench/NOTES.md session 15), moe-skinny32 slower at r = 32 (forced only)
  * (bench/NOTES.md MoE v2: the 64-row tile at r = 16 measured slower than tiles of 16, 174 vs
  * 126 us). Refusals: no slot or expert, a tile count over 65535 (grid). The skinny kernels'
  * launch (hc__gpu_moe_gemm_plan): one block per SM, 2 x SMs stream-K segments of 256 x T

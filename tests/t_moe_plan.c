@@ -13,7 +13,8 @@
 
 /* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
  * touched expert: r <= 8 tiles of 8, <= 16 tiles of 16, else the warp-specialised tile of
- * 64/128/256 holding r, tiles of 16 without it), the tile bound (slots + touched (T - 1)) / T worked by hand, the
+ * 64/128/256 holding r -- the skinny kernel of 64 rows for 32 < r <= 64 -- tiles of 16
+ * without them), the tile bound (slots + touched (T - 1)) / T worked by hand, the
  * launches' grids and K split, the forced names and their refusals. */
 static void test_moe_plan(void) {
     hc_err err = {0};
@@ -32,7 +33,8 @@ static void test_moe_plan(void) {
         {2048, HC_GMK_T16, 16, 248},   /* M = 256: r = 16: (2048 + 128 x 15) / 16 */
         {2176, HC_GMK_WS64, 64, 160},  /* r = 17: (2176 + 128 x 63) / 64 */
         {4096, HC_GMK_WS64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
-        {8192, HC_GMK_WS64, 64, 254},  /* r = 64: (8192 + 8064) / 64 */
+        {4224, HC_GMK_SKINNY64, 64, 192}, /* r = 33: the skinny kernel (4224 + 8064) / 64 */
+        {8192, HC_GMK_SKINNY64, 64, 254}, /* r = 64: (8192 + 8064) / 64 */
         {16384, HC_GMK_WS128, 128, 255}, /* r = 128: (16384 + 16256) / 128 */
         {65536, HC_GMK_WS256, 256, 383}, /* r = 512: (65536 + 32640) / 256 */
     };
