@@ -34,7 +34,7 @@ if has scaling || has timeline || has moe; then
     fi
 fi
 if has test; then
-    timeout 240 $b/gpu_test >"$out/gpu_test.log" 2>&1
+    timeout 320 $b/gpu_test >"$out/gpu_test.log" 2>&1
     echo "gpu_test rc=$?: $(tail -1 "$out/gpu_test.log")"
     grep -v '^ok' "$out/gpu_test.log" | head -15
     timeout 300 $b/gpu_moe_test >"$out/gpu_moe_test.log" 2>&1

@@ -34,17 +34,18 @@
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit
- * HC_SKINNY_SMEM, at most HC_SKINNY_STAGES_MAX (the kernels and the registry both size them
+ * HC_SKINNY_SMEM, at most HC_SKINNY_STAGES_MAX, an even number (the consumers' two register
+ * sets of A fragments alternate with the stages; the kernels and the registry both size them
  * with these macros); a block's K range is at least HC_SKINNY_MIN_TILES tiles */
 #define HC_SKINNY_THREADS 640
 #define HC_SKINNY_STAGES_MAX 12
-#define HC_SKINNY_SMEM (200u * 1024u)
+#define HC_SKINNY_SMEM (224u * 1024u)
 #define HC_SKINNY_MIN_TILES 8
 #define HC_SKINNY_STAGE_BYTES(toks, chunk) ((((toks) * 128u + 4u * (chunk)) + 1023u) / 1024u * 1024u)
 #define HC_SKINNY_STAGES_OF(toks, chunk)                                                       \
-    (HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk) < HC_SKINNY_STAGES_MAX                 \
-         ? HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk)                                 \
-         : HC_SKINNY_STAGES_MAX)
+    ((HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk) < HC_SKINNY_STAGES_MAX                \
+          ? HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk)                                \
+          : HC_SKINNY_STAGES_MAX) & ~1u)
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
  * aligned): the shared memory every module reserves is sized for it */
 #define HC_CHUNK_MAX 5376

@@ -21,13 +21,25 @@ HC_HD hc_u64 hc_streamk_blocks(hc_u64 items, hc_u64 grid, hc_u64 min_items) {
     hc_u64 want = items / min_items > 1 ? items / min_items : 1;
     return grid < want ? grid : want;
 }
-/* The first item of block b's range, of g taking part (items x g must fit 64 bits). */
-HC_HD hc_u64 hc_streamk_start(hc_u64 b, hc_u64 items, hc_u64 g) { return b * items / g; }
-/* The block whose range holds item t. */
+/* The first item of block b's range, of g taking part: floor(b x items / g), written as
+ * b (items / g) + b (items % g) / g so that 32 bits hold every step (b <= g < 2^16, items <
+ * 2^31: the launches' bounds) and the kernels' divisions stay inline (a 64-bit division is a
+ * call, whose return address ptxas keeps in local memory). */
+HC_HD unsigned hc_streamk_start(unsigned b, unsigned items, unsigned g) {
+    return b * (items / g) + b * (items % g) / g;
+}
+/* The block whose range holds item t: ((t + 1) g - 1) / items (the host's form). */
 HC_HD hc_u64 hc_streamk_owner(hc_u64 t, hc_u64 items, hc_u64 g) { return ((t + 1) * g - 1) / items; }
+/* The same block, found by stepping from block b's range (the kernels' form: a tile spans a
+ * few blocks, and start needs no 64-bit division). */
+HC_HD unsigned hc_streamk_owner_from(unsigned t, unsigned b, unsigned items, unsigned g) {
+    while (b > 0 && hc_streamk_start(b, items, g) > t) b--;
+    while (b + 1 < g && hc_streamk_start(b + 1, items, g) <= t) b++;
+    return b;
+}
 /* The slot in which block b left its segment of the tile whose first item is u0: 0 unless
  * its range began before the tile. */
-HC_HD unsigned hc_streamk_slot(hc_u64 b, hc_u64 u0, hc_u64 items, hc_u64 g) {
+HC_HD unsigned hc_streamk_slot(unsigned b, unsigned u0, unsigned items, unsigned g) {
     return hc_streamk_start(b, items, g) >= u0 ? 0u : 1u;
 }
 

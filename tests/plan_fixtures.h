@@ -18,10 +18,11 @@ static hc_gpu_shape layer(uint64_t n, uint64_t k, uint64_t chunk) {
     return (hc_gpu_shape){(n + 63) / 64, (k + 63) / 64, chunk, HC_KF_ALL, {4, 4, 4}};
 }
 
-/* the skinny kernels' stages: as many as 200 KiB hold, at most 12 (kernels/config.h) */
+/* the skinny kernels' stages: as many as 224 KiB hold, at most 12, an even number
+ * (kernels/config.h) */
 static size_t skinny_stages(size_t toks, size_t c) {
-    size_t n = HC_SKINNY_SMEM / round1024(toks * 128 + 4 * c);
-    return n < HC_SKINNY_STAGES_MAX ? n : HC_SKINNY_STAGES_MAX;
+    size_t n = (224 * 1024) / round1024(toks * 128 + 4 * c);
+    return (n < 12 ? n : 12) & ~(size_t)1;
 }
 
 #endif

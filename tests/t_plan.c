@@ -261,7 +261,8 @@ static unsigned streamk_replay(uint64_t units, uint64_t tk, uint64_t g) {
     }
     for (uint64_t i = 0; i < g * 2; i++) slot_unit[i] = -1;
     for (uint64_t b = 0; b < g; b++) {
-        const uint64_t t0 = hc_streamk_start(b, items, g), t1 = hc_streamk_start(b + 1, items, g);
+        const uint64_t t0 = hc_streamk_start((unsigned)b, (unsigned)items, (unsigned)g),
+                       t1 = hc_streamk_start((unsigned)b + 1, (unsigned)items, (unsigned)g);
         bad += t1 <= t0;
         for (uint64_t t = t0; t < t1;) {
             const uint64_t u = t / tk, u0 = u * tk, e = t1 < u0 + tk ? t1 : u0 + tk;
@@ -279,13 +280,19 @@ static unsigned streamk_replay(uint64_t units, uint64_t tk, uint64_t g) {
     for (uint64_t u = 0; u < units; u++) {
         const uint64_t u0 = u * tk;
         const uint64_t b0 = hc_streamk_owner(u0, items, g), b1 = hc_streamk_owner(u0 + tk - 1, items, g);
+        /* the kernels find b0 and b1 by stepping from any block of the tile: the same blocks */
+        for (uint64_t b = b0; b <= b1 && b < g; b++)
+            bad += hc_streamk_owner_from((unsigned)u0, (unsigned)b, (unsigned)items, (unsigned)g) != b0 ||
+                   hc_streamk_owner_from((unsigned)(u0 + tk - 1), (unsigned)b, (unsigned)items,
+                                         (unsigned)g) != b1;
         if (stored[u]) {
             bad += stored[u] != 1 || arrived[u] != 0 || b0 != b1;
             continue;
         }
         bad += arrived[u] != b1 - b0 + 1;
         for (uint64_t b = b0; b <= b1 && b < g; b++)
-            bad += slot_unit[b * 2 + hc_streamk_slot(b, u0, items, g)] != (int64_t)u;
+            bad += slot_unit[b * 2 + hc_streamk_slot((unsigned)b, (unsigned)u0, (unsigned)items,
+                                                     (unsigned)g)] != (int64_t)u;
     }
     free(slot_unit), free(stored), free(arrived);
     return bad;
@@ -309,6 +316,16 @@ static void test_streamk_rule(void) {
     }
     CHECK_EQ_INT(bad, 0);
     CHECK(broken_without > 0);
+    /* the 32-bit start is floor(b x items / g) over the launches' whole range (items < 2^31,
+     * b <= g < 2^16), against the 64-bit product */
+    unsigned off = 0;
+    for (int i = 0; i < 100000; i++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        const uint64_t items = 1 + (rng & 0x7FFFFFFE), g = 1 + (rng >> 33) % 65535, b = (rng >> 49) % (g + 1);
+        off += hc_streamk_start((unsigned)b, (unsigned)items, (unsigned)g) != b * items / g;
+    }
+    CHECK_EQ_INT(off, 0);
+    CHECK_EQ_U64(hc_streamk_start(65535, 0x7FFFFFFF, 65535), 0x7FFFFFFF);
     /* by hand: 120 items (15 tiles of 2 parts x 4) on 132 SMs: 15 blocks of 8 */
     CHECK_EQ_U64(hc_streamk_blocks(120, 132, 8), 15);
     CHECK_EQ_U64(hc_streamk_blocks(14336, 132, 8), 132);

@@ -46,7 +46,9 @@ __device__ __forceinline__ void streamk_fixup(float *d, float *__restrict__ ws,
 #pragma unroll
     for (int j = 0; j < V; j++)
         __stcg(mine + j * NT, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
-    const hc_u64 b0 = hc_streamk_owner(u0, w, g), b1 = hc_streamk_owner(u0 + tiles_k - 1, w, g);
+    const unsigned w32 = (unsigned)w, g32 = (unsigned)g, u032 = (unsigned)u0;
+    const hc_u64 b0 = hc_streamk_owner_from(u032, (unsigned)blk, w32, g32),
+                 b1 = hc_streamk_owner_from(u032 + (unsigned)tiles_k - 1, (unsigned)blk, w32, g32);
     __threadfence();
     bar_sync<1, NT>();
     if (ctid == 0) last = atomicAdd(&cnt[u], 1u) == (unsigned)(b1 - b0);
@@ -58,7 +60,7 @@ __device__ __forceinline__ void streamk_fixup(float *d, float *__restrict__ ws,
     /* block by block, each block's V loads in flight together (one round trip a block) */
     for (hc_u64 b = b0; b <= b1; b++) {
         const float4 *src =
-            (const float4 *)ws + ((b * 2 + hc_streamk_slot(b, u0, w, g)) * V) * NT + ctid;
+            (const float4 *)ws + ((b * 2 + hc_streamk_slot((unsigned)b, u032, w32, g32)) * V) * NT + ctid;
         float4 v[V];
 #pragma unroll
         for (int j = 0; j < V; j++) v[j] = __ldcg(src + j * NT);

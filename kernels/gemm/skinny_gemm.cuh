@@ -1,7 +1,7 @@
 // skinny_gemm.cuh: the skinny family (hc_skinny_gemm16, _32, _64; sm_90a, M <= 64), for the
 // range where the warp-specialised kernel has too few blocks to fill the GPU and too few math
 // warps per SM to hide its decode (bench/NOTES.md session 15). One persistent block per SM:
-// a producer thread streams a pipeline of as many stages as fit (config.h HC_SKINNY_*), each
+// four producer threads stream a pipeline of as many stages as fit (config.h HC_SKINNY_*), each
 // the TOKS x 64 activation tile (TMA) and the chunks of four stripes (bulk copies); four
 // consumer warpgroups each decode one stripe's rows into registers and run wgmma m64 x TOKS x
 // k16 on it, so four stripes share one activation tile. The work -- (256-row output tile,
@@ -67,34 +67,50 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
      * one arrives at its counter; the others leave at once */
     const hc_u64 g = hc_streamk_blocks(items, gridDim.x, HC_SKINNY_MIN_TILES), blk = blockIdx.x;
     if (blk >= g || items == 0) return;
-    const unsigned t0 = (unsigned)hc_streamk_start(blk, items, g);
-    const unsigned t1 = (unsigned)hc_streamk_start(blk + 1, items, g);
+    const unsigned t0 = hc_streamk_start((unsigned)blk, (unsigned)items, (unsigned)g);
+    const unsigned t1 = hc_streamk_start((unsigned)blk + 1, (unsigned)items, (unsigned)g);
     if (tid == 0) {
         for (unsigned s = 0; s < NS; s++) {
-            mbar_init(smem_addr(&full[s]), 1);
-            mbar_init(smem_addr(&empty[s]), 16);
+            mbar_init(smem_addr(&full[s]), 4);   /* the four producer warps */
+            mbar_init(smem_addr(&empty[s]), 16); /* the sixteen consumer warps */
         }
         mbar_init_fence();
     }
     __syncthreads();
-    if (warp < 4) { /* ---- producer ---- */
+    if (warp < 4) {
+        /* ---- producers: lane 0 of warp j copies stripe j's chunk of every item (warp 0 also
+         * the activation tile), so that the copy issue is spread over the SM's four
+         * schedulers as the consumer warps are ---- */
         setmaxnreg_dec<24>();
-        if (tid != 0) return;
+        if (lane != 0) return;
+        const unsigned j = warp;
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned u = t0 / tk32, kb = t0 - u * tk32, s = 0, ph = 0;
         skinny_unit un = work.at(u);
+        /* stripe j of the tile's quad: live (the last quad of a layer may have fewer), its
+         * chunk of item t (running: the chunks of a stripe follow each other), the bytes this
+         * warp's copies land on an item's barrier */
+        bool live;
+        const hc_u8 *src;
+        unsigned mine;
+        auto start = [&]() {
+            live = 4 * (hc_u64)un.q + j < p.tiles_n;
+            src = un.w + ((4 * (hc_u64)un.q + j) * tk + kb) * cb;
+            mine = (live ? (unsigned)cb : 0u) + (j == 0 ? XB : 0u);
+        };
+        start();
         for (unsigned t = t0; t < t1; t++) {
-            const hc_u64 left = p.tiles_n - 4 * (hc_u64)un.q;
-            const unsigned live = left < 4 ? (unsigned)left : 4u;
             if (t - t0 >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
             const unsigned st = smem_addr(smem + s * SB), fb = smem_addr(&full[s]);
-            mbar_arrive_expect_tx(fb, XB + live * (unsigned)cb);
-            tma_load_2d(st, tmap, kb * 64, (unsigned)un.tok0, fb);
-            for (unsigned j = 0; j < live; j++)
-                bulk_load(st + XB + j * (unsigned)cb, un.w + ((4 * (hc_u64)un.q + j) * tk + kb) * cb,
-                          (unsigned)cb, fb);
+            mbar_arrive_expect_tx(fb, mine);
+            if (j == 0) tma_load_2d(st, tmap, kb * 64, (unsigned)un.tok0, fb);
+            if (live) bulk_load(st + XB + j * (unsigned)cb, src, (unsigned)cb, fb);
+            src += cb;
             if (++s == NS) s = 0, ph ^= 1;
-            if (++kb == tk32 && t + 1 < t1) kb = 0, un = work.at(++u);
+            if (++kb == tk32 && t + 1 < t1) {
+                kb = 0, un = work.at(++u);
+                start();
+            }
         }
         return;
     }
@@ -104,19 +120,48 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     const unsigned r0 = wl * 16 + gq, ctid = tid - 128;
     float d[TOKS / 2]; /* (a segment's first wgmma ignores its old values: no zeroing) */
     unsigned a0[4][4], a1[4][4];
-    /* the current output tile u (un), its first item u0 and the first item of the open
-     * segment; pd: the shape with the divisor of the tile being decoded (one item ahead) */
-    unsigned u = t0 / tk32, u0 = u * tk32, seg = t0;
+    /* the stage ring is unrolled (below): stage S's addresses are these bases plus constants */
+    hc_u8 *const chunk0 = smem + XB + wgc * cb; /* stage 0's chunk of this warpgroup */
+    const unsigned full0 = smem_addr(&full[0]), empty0 = smem_addr(&empty[0]);
+    const hc_u64 desc0 = b_desc(smem); /* + 64 a stage of SB bytes (>> 4), + 2 a k16 step */
+    const unsigned dlo = (unsigned)desc0, dhi = (unsigned)(desc0 >> 32);
+    /* the output tile u of item t (un), its first item u0, the open segment's first item */
+    unsigned t = t0, u = t0 / tk32, u0 = u * tk32, seg = t0;
     skinny_unit un = work.at(u);
-    hc_mma_params pd = p;
+    hc_mma_params pd = p; /* the shape with the divisor of the tile being decoded */
     pd.global_div = un.gdiv;
-    /* waits for the tile in stage s (phase ph) and decodes this warp's A fragments into a */
+    /* waits for stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
-        mbar_wait(smem_addr(&full[s]), ph);
-        ws_decode(smem + s * SB + XB + wgc * cb, pd, wl, lane, r0, a);
+        mbar_wait(full0 + 8 * s, ph);
+        ws_decode(chunk0 + s * SB, pd, wl, lane, r0, a);
     };
-    /* the open segment ends with item t: its sums to Y, or through the fix-up */
-    auto finish = [&](unsigned t) {
+    /* item t in stage S, its A in set S & 1 (decoded before): its wgmma; stage S - 1 released
+     * once item t - 1's wgmma are done; the next item decoded into the other set unless t ends
+     * the segment e (true: the caller ends it) */
+    unsigned e = 0, ph = 0; /* the segment's end; the phase of the stages' current lap */
+    auto item = [&](const unsigned S) -> bool { /* (S a constant at every call) */
+        const unsigned SN = S + 1 == NS ? 0 : S + 1;
+        unsigned(*a)[4] = S & 1 ? a1 : a0;
+        unsigned(*an)[4] = S & 1 ? a0 : a1;
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const hc_u64 desc = (hc_u64)dhi << 32 | (dlo + ((S * SB) >> 4) + 2 * ks);
+            wgmma_rs<TOKS>(d, a[ks], desc, ks > 0 || t != seg ? 1u : 0u);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (t > t0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty0 + 8 * (S == 0 ? NS - 1 : S - 1));
+        }
+        if (t + 1 == e) return true;
+        decode(SN, SN == 0 ? ph ^ 1 : ph, an);
+        t++;
+        return false;
+    };
+    /* the open segment's sums to Y, or through the fix-up (its last item t) */
+    auto finish = [&]() {
         const hc_u64 n0 = (4 * (hc_u64)un.q + wgc) * 64;
         if (seg != u0 || t + 1 != u0 + tk32) {
             streamk_fixup<TOKS, 512>(d, ws, cnt, u, u0, tk, blk, seg == t0 ? 0u : 1u, ctid, items,
@@ -127,42 +172,48 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
                 frag_store4(make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]),
                             (unsigned)i, un.y, n0, r0, c, un.tok0, un.mend, p.N);
         }
-        seg = t + 1;
-        if (t + 1 == u0 + tk32 && t + 1 < t1) u++, u0 += tk32, un = work.at(u);
     };
-    /* issues item t's wgmma (stage s, A in a), releases stage sp (item t - 1) once its wgmma are
-     * done, decodes item t + 1 into an (stage sn, phase phn), and ends the segment at t */
-    auto step = [&](unsigned t, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
-                    unsigned phn, unsigned sp) {
-        const hc_u64 desc = b_desc(smem + s * SB); /* k16 step ks: 32 bytes on, + 2 */
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++)
-            wgmma_rs<TOKS>(d, a[ks], desc + 2 * ks, ks > 0 || t != seg ? 1u : 0u);
-        wgmma_commit();
-        wgmma_wait<1>();
-        if (t > t0) {
-            __syncwarp();
-            if (lane == 0) mbar_arrive(smem_addr(&empty[sp]));
+    decode(0, 0, a0);
+    unsigned s = 0; /* item t's stage */
+    for (;;) { /* a segment: items t .. e - 1, of tile u */
+        e = u0 + tk32 < t1 ? u0 + tk32 : t1;
+        bool ended = false;
+        while (!ended) {
+            switch (s) { /* (a case past the ring's last stage is empty: the lap ends) */
+#define HC_SKINNY_ITEM(S)                                                                      \
+    case S:                                                                                    \
+        if constexpr (S < NS) {                                                                \
+            if (item(S)) {                                                                     \
+                s = S, ended = true;                                                           \
+                break;                                                                         \
+            }                                                                                  \
+        }                                                                                      \
+        [[fallthrough]];
+                HC_SKINNY_ITEM(0) HC_SKINNY_ITEM(1) HC_SKINNY_ITEM(2) HC_SKINNY_ITEM(3)
+                HC_SKINNY_ITEM(4) HC_SKINNY_ITEM(5) HC_SKINNY_ITEM(6) HC_SKINNY_ITEM(7)
+                HC_SKINNY_ITEM(8) HC_SKINNY_ITEM(9) HC_SKINNY_ITEM(10) HC_SKINNY_ITEM(11)
+#undef HC_SKINNY_ITEM
+            default:
+                break;
+            }
+            if (!ended) s = 0, ph ^= 1;
         }
-        if (t + 1 < t1) {
-            if (t + 1 == u0 + tk32) pd.global_div = work.at(u + 1).gdiv; /* the next tile's */
-            decode(sn, phn, an);
+        static_assert(NS <= 12 && NS % 2 == 0, "the ring's cases above: at most 12, even");
+        /* item e - 1 (stage s) was the segment's last: the next tile's first item (e) is
+         * decoded now, under its own divisor, while the last wgmma finish */
+        const bool more = e < t1;
+        const unsigned sn = s + 1 == NS ? 0 : s + 1, phn = sn == 0 ? ph ^ 1 : ph;
+        if (more) {
+            pd.global_div = work.at(u + 1).gdiv; /* (the rest of the tile is read after finish) */
+            if (sn & 1) /* (the sets are registers: indexed by constants only) */
+                decode(sn, phn, a1);
+            else
+                decode(sn, phn, a0);
         }
-        if (t + 1 == t1 || t + 1 == u0 + tk32) {
-            wgmma_wait<0>();
-            finish(t);
-        }
-    };
-    if (t0 < t1) decode(0, 0, a0);
-    unsigned s = 0, ph = 0, sp = NS - 1;
-    for (unsigned t = t0; t < t1; t += 2) {
-        unsigned s1 = s + 1 == NS ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
-        step(t, s, a0, a1, s1, ph1, sp);
-        if (t + 1 >= t1) break;
-        unsigned s2 = s1 + 1 == NS ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
-        step(t + 1, s1, a1, a0, s2, ph2, s);
-        sp = s1, s = s2, ph = ph2;
+        wgmma_wait<0>();
+        finish();
+        if (!more) break;
+        t = e, seg = e, u++, u0 += tk32, un = work.at(u), s = sn, ph = phn;
     }
 }
 
