@@ -103,6 +103,27 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
     return HC_OK;
 }
 
+/* 8 < M <= 16: the skinny kernel's tiles of 16 where each block gets at least this many work
+ * items, else the small-M kernel (bench/NOTES.md session 16: 28672x8192, 108 items a block,
+ * skinny16 47.8 vs t16 53.6 us int4 and 64.8 vs 71.6 mxfp4; 8192x8192, 31 a block, 20.3 vs
+ * 21.0 int4 but 25.3 vs 23.7 mxfp4) */
+#define HC_SKINNY16_MIN_ITEMS 64
+
+/* The skinny family in place of the small-M kernel for m (see HC_SKINNY16_MIN_ITEMS), or NULL. */
+static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l,
+                                           uint64_t m, const hc_gpu_variant **v) {
+    const hc_gpu_variant *v16 = NULL;
+    const hc_gpu_family *sk = hc__gpu_kernel_family(HC_GK_SKINNY16, &v16);
+    uint64_t items;
+    if (m <= 8 || m > 16 || !sk || !(l->families & sk->kf) ||
+        !hc__gpu_family_runs_on(sk, dev->arch, dev->tmap) ||
+        !hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), l->tiles_k, &items) ||
+        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms)
+        return NULL;
+    *v = v16;
+    return sk;
+}
+
 hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m, int forced,
                         hc_gpu_choice *out, hc_err *err) {
     memset(out, 0, sizeof *out);
@@ -134,6 +155,10 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
     if (!f)
         return hc__fail(err, HC_UNSUPPORTED, "no GPU kernel runs M=%llu of this layer's layout "
                        "on %s", (unsigned long long)m, dev->arch);
+    if (!v && f->args == HC_GPU_ARGS_GEMV) {
+        const hc_gpu_family *sk = skinny_instead(dev, l, m, &v);
+        if (sk) f = sk;
+    }
     if (!v) v = variant_for(f, dev, l, m);
     out->family = f, out->variant = v, out->kernel = v->id;
     out->block = f->block;

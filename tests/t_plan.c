@@ -100,22 +100,23 @@ static void test_registry_shared_memory(void) {
         f = hc__gpu_kernel_family(HC_GK_WS256, &v);
         CHECK_EQ_U64(f->smem(v, 2176), 190464);
     }
-    if (HC_SKINNY_SMEM == 200 * 1024 && HC_SKINNY_STAGES_MAX == 12) {
+    if (HC_SKINNY_SMEM == 224 * 1024 && HC_SKINNY_STAGES_MAX == 12) {
         const hc_gpu_variant *v;
-        /* 8192 + 4 x 2176 = 16896 -> 17408 a stage, 204800 / 17408 = 11 of them */
+        /* 8192 + 4 x 2176 = 16896 -> 17408 a stage, 229376 / 17408 = 13 fit: 12 */
         const hc_gpu_family *f = hc__gpu_kernel_family(HC_GK_SKINNY64, &v);
-        CHECK_EQ_U64(f->smem(v, 2176), 1024 + 11 * 17408);
-        /* 2048 + 8704 -> 11264, 18 fit: 12 */
+        CHECK_EQ_U64(f->smem(v, 2176), 1024 + 12 * 17408);
+        /* 2048 + 8704 -> 11264, 20 fit: 12 */
         f = hc__gpu_kernel_family(HC_GK_SKINNY16, &v);
         CHECK_EQ_U64(f->smem(v, 2176), 1024 + 12 * 11264);
-        /* the largest chunk: 8192 + 21504 = 29696 a stage, 6 of them */
+        /* the largest chunk: 8192 + 21504 = 29696 a stage, 7 fit: 6 (an even number) */
         f = hc__gpu_kernel_family(HC_GK_SKINNY64, &v);
         CHECK_EQ_U64(f->smem(v, HC_CHUNK_MAX), 1024 + 6 * 29696);
     }
 }
 
 /* M <= 16 on the H200: t1 / t8 / t16, grid tiles_n x ksplit (one wave of 132 x 4 resident
- * blocks, at most tiles_k / 8), 128 threads, PDL. */
+ * blocks, at most tiles_k / 8), 128 threads, PDL -- on the 28672-row layer only M <= 8 (its
+ * 9-16 go to the skinny kernel, test_skinny). */
 static void test_small_m(void) {
     hc_gpu_shape big = layer(28672, 8192, 2176), sq = layer(8192, 8192, 2176);
     static const struct {
@@ -126,14 +127,19 @@ static void test_small_m(void) {
               {9, HC_GK_GEMV_T16, 16}, {16, HC_GK_GEMV_T16, 16}};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
         hc_gpu_choice c = choose_ok(&h200, &big, ms[i].m, HC_GPU_KERNEL_AUTO);
-        CHECK_EQ_INT(c.kernel, ms[i].k);
-        CHECK_EQ_INT(c.grid[0], 448); /* 28672 / 64 stripes, 528 / 448 = 1: no split */
-        CHECK_EQ_INT(c.grid[1], 1);
-        CHECK_EQ_INT(c.ksplit, 1);
-        CHECK_EQ_INT(c.block, 128);
-        CHECK_EQ_U64(c.cnt_bytes, 0);
-        CHECK_EQ_INT(c.tmap_toks, 0);
+        if (ms[i].m <= 8) {
+            CHECK_EQ_INT(c.kernel, ms[i].k);
+            CHECK_EQ_INT(c.grid[0], 448); /* 28672 / 64 stripes, 528 / 448 = 1: no split */
+            CHECK_EQ_INT(c.grid[1], 1);
+            CHECK_EQ_INT(c.ksplit, 1);
+            CHECK_EQ_INT(c.block, 128);
+            CHECK_EQ_U64(c.cnt_bytes, 0);
+            CHECK_EQ_INT(c.tmap_toks, 0);
+        } else {
+            CHECK_EQ_INT(c.kernel, HC_GK_SKINNY16);
+        }
         c = choose_ok(&h200, &sq, ms[i].m, HC_GPU_KERNEL_AUTO);
+        CHECK_EQ_INT(c.kernel, ms[i].k);
         CHECK_EQ_INT(c.grid[0], 128);
         CHECK_EQ_INT(c.ksplit, 4); /* 528 / 128 = 4 <= 128 / 8 */
         CHECK_EQ_INT(c.grid[1], 4);
@@ -211,6 +217,10 @@ static void test_skinny(void) {
         {8192, 8192, 64, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 128},     /* 4 token tiles */
         {640, 2880, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 16, 3},    /* 3 x 45 = 135 items */
         {200, 70, 20, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 1, 1},       /* 2 items: one block */
+        /* 8 < M <= 16 on a layer with >= 64 items a block: 112 x 128 = 14336 >= 64 x 132 */
+        {28672, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
+        {28672, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
+        {8192, 33792, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32}, /* 32 x 528 = 16896 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t chunk = cases[i].n == 200 ? 2304 : 2176;
@@ -227,10 +237,16 @@ static void test_skinny(void) {
         CHECK_EQ_U64(c.cnt_bytes, cases[i].units * 4);
         CHECK_EQ_U64(c.smem, 1024 + skinny_stages(toks, chunk) * round1024(toks * 128 + 4 * chunk));
     }
-    /* M <= 16 stays small-M unless forced; M = 65 goes to the warp-specialised kernel; off
-     * Hopper or without tensor maps there is no skinny kernel */
-    hc_gpu_shape sq = layer(8192, 8192, 2176);
+    /* M <= 8 stays small-M, and M <= 16 where a block would get under 64 items (8192^2: 32
+     * x 128 = 4096 < 64 x 132; 2048 x 33792: 8 x 528 = 4224 < 8448) unless forced; M = 65
+     * goes to the warp-specialised kernel; off Hopper or without tensor maps there is no
+     * skinny kernel */
+    hc_gpu_shape sq = layer(8192, 8192, 2176), big = layer(28672, 8192, 2176);
+    hc_gpu_shape deep = layer(2048, 33792, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &deep, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 8, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T8);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T1);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 65, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS64); /* 2 tiles */
     hc_gpu_caps notmap = {"sm_90a", 132, false}, a100 = {"sm_80", 108, true};
     CHECK_EQ_INT(choose_ok(&notmap, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WGMMA);
