@@ -295,10 +295,15 @@ int main(void) {
             if (b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
-            { /* 16 < rows per expert <= 64 runs the skinny kernel: the warp-specialised one beside */
+            { /* 8 < rows per expert <= 64: the kernel the chooser did not take beside (t16 |
+                 * skinny16 at 9-16, ws64 | skinny32 at 17-32, skinny64 | ws64 at 33-64) */
                 const uint64_t tch = S < E ? S : E, rpe = (S + tch - 1) / tch;
-                if (rpe > 16 && rpe <= 64 &&
-                    hc_gpu_model_force_kernel(md, "moe-ws64", msg, sizeof msg) == HC_OK) {
+                const char *alt = rpe <= 8    ? NULL
+                                  : rpe <= 16 ? "moe-skinny16"
+                                  : rpe <= 32 ? "moe-skinny32"
+                                  : rpe <= 64 ? "moe-ws64"
+                                              : NULL;
+                if (alt && hc_gpu_model_force_kernel(md, alt, msg, sizeof msg) == HC_OK) {
                     double aus = ours_us(&oc, s), agu = 0;
 #ifdef HC_BENCH_DIAG
                     hc__gpu_diag_moe_stages(md, 1);
@@ -307,9 +312,8 @@ int main(void) {
                     agu = ours_us(&oc, s) - a1;
                     hc__gpu_diag_moe_stages(md, 0);
 #endif
-                    printf("    %llu rows per expert: moe-ws64 forced: block %.1f us, gate_up %.1f "
-                           "us (auto, moe-skinny%d: %.1f, %.1f)\n", (unsigned long long)rpe, aus,
-                           agu, rpe <= 32 ? 32 : 64, us, gu);
+                    printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
+                           "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, alt, aus, agu, us, gu);
                     hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
                 }
             }

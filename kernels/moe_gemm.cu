@@ -6,7 +6,7 @@
 // the expert, the rows and the outputs taken from the routing tables:
 //   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
 //   hc_moe_ws64, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts, tiles)
-//   hc_moe_skinny32, _64: 16 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
+//   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
 //                persistent block per SM over (tile, part, quad) x K tiles
 #include "gemm/gemv.cuh"
 #include "gemm/skinny_gemm.cuh"
@@ -122,5 +122,6 @@ template <int TOKS> struct moe_skinny {
              const __grid_constant__ hc_tmap tmx, float *ws, unsigned *cnt) {                  \
         HC_MOE_SKINNY_BODY(toks);                                                              \
     }
+HC_MOE_SKINNY_KERNEL(hc_moe_skinny16, 16)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny32, 32)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny64, 64)

@@ -81,6 +81,7 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64},
     {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128},
     {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256},
+    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16},
     {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32},
     {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64},
 };

@@ -75,7 +75,8 @@ typedef enum {
     HC_GMK_WS64,  /* hc_moe_ws64 (sm_90a) */
     HC_GMK_WS128, /* hc_moe_ws128 */
     HC_GMK_WS256, /* hc_moe_ws256 */
-    HC_GMK_SKINNY32, /* hc_moe_skinny32 (sm_90a): tiles of 32 rows */
+    HC_GMK_SKINNY16, /* hc_moe_skinny16 (sm_90a): tiles of 16 rows */
+    HC_GMK_SKINNY32, /* hc_moe_skinny32: tiles of 32 rows */
     HC_GMK_SKINNY64, /* hc_moe_skinny64 */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;

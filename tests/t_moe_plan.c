@@ -105,10 +105,10 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.part_bytes, 132ull * 2 * 256 * 32 * 4);
     /* forced names: parsed into their own range, checked against the device */
     int f = 0;
-    static const char *const names[] = {"moe-t8",    "moe-t16",      "moe-ws64",
-                                        "moe-ws128", "moe-ws256",    "moe-skinny32",
-                                        "moe-skinny64"};
-    for (int i = 0; i < 7; i++) {
+    static const char *const names[] = {"moe-t8",       "moe-t16",      "moe-ws64",
+                                        "moe-ws128",    "moe-ws256",    "moe-skinny16",
+                                        "moe-skinny32", "moe-skinny64"};
+    for (int i = 0; i < 8; i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
         CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);

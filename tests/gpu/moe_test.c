@@ -206,7 +206,7 @@ int main(void) {
     static const uint64_t Ms[] = {1, 3, 16, 64, 333};
     static const uint64_t ks[] = {1, 2, 4, 8};
     static const char *const forced[] = {"moe-t8",    "moe-t16",      "moe-ws64",    "moe-ws128",
-                                         "moe-ws256", "moe-skinny32", "moe-skinny64"};
+                                         "moe-ws256", "moe-skinny16", "moe-skinny32", "moe-skinny64"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -253,7 +253,7 @@ int main(void) {
                 /* (the warp-specialised and skinny ones on sm_90a only) */
                 const bool ws = g && !strcmp(hc_gpu_arch(g), "sm_90a");
                 if (ci == 0 && md)
-                    for (size_t f = 0; f < (ws ? 7u : 2u); f++)
+                    for (size_t f = 0; f < (ws ? sizeof forced / sizeof forced[0] : 2u); f++)
                         check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
                 /* expert parallelism: a rank holding the middle half of the experts */
                 hc_gpu_model *ep = NULL;
