@@ -8,6 +8,9 @@
 # -DHC_BENCH_DIAG=1 (docs/gpu.md). Sanitizer logs go to one file (at most 8 files come back).
 # STEPS picks a subset (default: test sanitize bench moe):
 #   STEPS="test sanitize bench moe kernels scaling timeline" sh bench/device_run.sh
+# checks: test and sanitize in less wall time (the two test programs side by side, then the two
+# sanitizers: correctness only, so sharing the GPU and the cores changes no result).
+# DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
 # (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too;
 # kernels: every kernel that serves M forced in turn at M = 1-128 on the four bench layers)
 # There are no environment knobs any more: a kernel variant is an edit of kernels/config.h on
@@ -18,6 +21,12 @@ out=${OUT:-device-out}
 mkdir -p "$out"
 steps=${STEPS:-"test sanitize bench moe"}
 b=build-dev
+end=$(($(date +%s) + ${DEADLINE:-580}))
+# a step's time limit: want seconds, or what is left before the deadline
+lim() {
+    l=$((end - $(date +%s)))
+    [ "$l" -lt "$1" ] && echo "$((l > 1 ? l : 1))" || echo "$1"
+}
 has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 # (at most 8 files come back from the device: the GPU's state goes into build.log)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv \
@@ -32,6 +41,36 @@ if has scaling || has timeline || has moe; then
         tail -30 "$out/build.log"
         exit 1
     fi
+fi
+if has checks; then
+    # the two test programs side by side (each fills the kernel cache), then the two sanitizers
+    # side by side on the quick sets (from the warm cache)
+    timeout "$(lim 330)" $b/gpu_test >"$out/gpu_test.log" 2>&1 &
+    p1=$!
+    timeout "$(lim 330)" $b/gpu_moe_test >"$out/gpu_moe_test.log" 2>&1 &
+    p2=$!
+    wait $p1
+    echo "gpu_test rc=$?: $(tail -1 "$out/gpu_test.log")"
+    grep -v '^ok' "$out/gpu_test.log" | head -15
+    wait $p2
+    echo "gpu_moe_test rc=$?: $(tail -1 "$out/gpu_moe_test.log")"
+    grep -v '^ok' "$out/gpu_moe_test.log" | head -25
+    for tool in memcheck racecheck; do
+        (
+            HC_GPU_TEST_QUICK=1 timeout "$(lim 200)" compute-sanitizer --tool $tool --error-exitcode 9 \
+                $b/gpu_test >"$out/$tool.log" 2>&1
+            echo "$tool rc=$?: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)" >"$out/$tool.rc"
+            HC_GPU_TEST_QUICK=1 timeout "$(lim 200)" compute-sanitizer --tool $tool --error-exitcode 9 \
+                $b/gpu_moe_test >"$out/$tool.moe.log" 2>&1
+            echo "$tool (MoE) rc=$?: $(grep -E 'SUMMARY' "$out/$tool.moe.log" | tail -1)" >>"$out/$tool.rc"
+        ) &
+    done
+    wait
+    for tool in memcheck racecheck; do
+        cat "$out/$tool.rc"
+        cat "$out/$tool.log" "$out/$tool.moe.log" >>"$out/sanitize.log"
+        rm -f "$out/$tool.rc" "$out/$tool.log" "$out/$tool.moe.log"
+    done
 fi
 if has test; then
     timeout 320 $b/gpu_test >"$out/gpu_test.log" 2>&1
@@ -56,7 +95,7 @@ if has sanitize; then
     done
 fi
 if has bench; then
-    timeout 240 $b/bench/gpu_bench >"$out/bench.log" 2>&1
+    timeout "$(lim 240)" $b/bench/gpu_bench >"$out/bench.log" 2>&1
     echo "bench rc=$?"
     grep -v '^    (ours' "$out/bench.log" | grep -E 'stream|M=1:| 1 \|| 16 \|| 4096 \|'
 fi
@@ -66,7 +105,7 @@ if has kernels; then
     cat "$out/kernels.log"
 fi
 if has moe; then
-    timeout 420 $b-diag/bench/moe_bench >"$out/moe_bench.log" 2>&1
+    timeout "$(lim 420)" $b-diag/bench/moe_bench >"$out/moe_bench.log" 2>&1
     echo "moe_bench rc=$?"
     cat "$out/moe_bench.log"
 fi
