@@ -180,6 +180,25 @@ static void fill_bf16(void *dev, uint64_t count, uint64_t seed) {
     free(h);
 }
 
+/* The block's time with grouped kernel `name` forced (false where the device or the layout
+ * has none), and its gate_up GEMM's by difference in the bench build (else 0); the chooser's
+ * kernel again after. */
+static bool forced_us(hc_gpu_model *md, ours_ctx *oc, cudaStream_t s, const char *name,
+                      double *block, double *gate_up) {
+    char msg[1024];
+    if (hc_gpu_model_force_kernel(md, name, msg, sizeof msg) != HC_OK) return false;
+    *block = ours_us(oc, s), *gate_up = 0;
+#ifdef HC_BENCH_DIAG
+    hc__gpu_diag_moe_stages(md, 1);
+    double a1 = ours_us(oc, s);
+    hc__gpu_diag_moe_stages(md, 2);
+    *gate_up = ours_us(oc, s) - a1;
+    hc__gpu_diag_moe_stages(md, 0);
+#endif
+    hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
+    return true;
+}
+
 int main(void) {
     hc_gpu *g = bench_open();
     if (!g) return 0;
@@ -191,6 +210,10 @@ int main(void) {
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const uint64_t Mmax = Ms[NMS - 1];
     int only = getenv("HC_BENCH_MOE_SHAPE") ? atoi(getenv("HC_BENCH_MOE_SHAPE")) : -1;
+    /* HC_BENCH_MOE_SWEEP=1: at M = 256 and 1024 only, every grouped kernel of 9 rows or more
+     * forced in turn beside the chooser's (which tile serves a routing whose experts' rows
+     * spread around r) */
+    const bool sweep = getenv("HC_BENCH_MOE_SWEEP") != NULL;
     for (size_t bi = 0; bi < sizeof shapes / sizeof shapes[0]; bi++) {
         if (only >= 0 && (size_t)only != bi) continue;
         const bshape *b = &shapes[bi];
@@ -241,6 +264,7 @@ int main(void) {
                "gate_up", "GB/s", "stream", "TFLOP/s", "cuBLASLt", "TFLOP/s", "peer/ours");
         for (size_t mi = 0; mi < NMS; mi++) {
             const uint64_t M = Ms[mi], S = M * k;
+            if (sweep && M != 256 && M != 1024) continue;
             ours_ctx oc = {md, x, y, {0}, {0}, M, k};
             int32_t *hids[NR];
             float *hw = malloc(S * 4);
@@ -295,7 +319,15 @@ int main(void) {
             if (b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
-            { /* 8 < rows per expert <= 64: the kernel the chooser did not take beside (t16 |
+            for (size_t q = 0; sweep && q < 6; q++) {
+                static const char *const alts[6] = {"moe-t16",      "moe-skinny16", "moe-skinny32",
+                                                    "moe-skinny64", "moe-ws64",     "moe-ws128"};
+                double aus, agu;
+                if (forced_us(md, &oc, s, alts[q], &aus, &agu))
+                    printf("    sweep M=%llu: %-12s block %7.1f us, gate_up %7.1f us\n",
+                           (unsigned long long)M, alts[q], aus, agu);
+            }
+            if (!sweep) { /* 8 < rows per expert <= 64: the kernel the chooser did not take beside (t16 |
                  * skinny16 at 9-16, ws64 | skinny32 at 17-32, skinny64 | ws64 at 33-64) */
                 const uint64_t tch = S < E ? S : E, rpe = (S + tch - 1) / tch;
                 const char *alt = rpe <= 8    ? NULL
@@ -303,19 +335,10 @@ int main(void) {
                                   : rpe <= 32 ? "moe-skinny32"
                                   : rpe <= 64 ? "moe-ws64"
                                               : NULL;
-                if (alt && hc_gpu_model_force_kernel(md, alt, msg, sizeof msg) == HC_OK) {
-                    double aus = ours_us(&oc, s), agu = 0;
-#ifdef HC_BENCH_DIAG
-                    hc__gpu_diag_moe_stages(md, 1);
-                    double a1 = ours_us(&oc, s);
-                    hc__gpu_diag_moe_stages(md, 2);
-                    agu = ours_us(&oc, s) - a1;
-                    hc__gpu_diag_moe_stages(md, 0);
-#endif
+                double aus, agu;
+                if (alt && forced_us(md, &oc, s, alt, &aus, &agu))
                     printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
                            "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, alt, aus, agu, us, gu);
-                    hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
-                }
             }
             for (int i = 0; i < NR; i++) cudaFree(oc.ids[i]), cudaFree(oc.w[i]), free(hids[i]);
             free(hw), free(seen);
