@@ -194,14 +194,24 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     uint64_t r = hc__cdiv_u64(slots, out->touched);
     int k = forced;
     if (k == HC_GPU_KERNEL_AUTO) {
-        k = r <= 8 ? HC_GMK_T8 : HC_GMK_T16;
+        /* the rows a tile must hold: a touched expert's count spreads around r (uniform
+         * routing: about r +- sqrt(r)), so the smallest tile T of 8, 16, 32, 64 with r + 2
+         * sqrt(r) <= T, i.e. r <= T and (T - r)^2 >= 4 r (bench/NOTES.md MoE v5: the tile
+         * twice r measured fastest at r = 8, 16 and 32) */
+        uint64_t T = 8;
+        while (T < 64 && !(r <= T && (T - r) * (T - r) >= 4 * r)) T *= 2;
         const hc_gpu_family *ws = hc__gpu_kernel_family(HC_GK_WS64, NULL);
-        if (r > 16 && (families & ws->kf) && hc__gpu_family_runs_on(ws, dev->arch, dev->tmap))
-            k = r <= 64 ? HC_GMK_WS64 : r <= 128 ? HC_GMK_WS128 : HC_GMK_WS256;
         const hc_gpu_family *sk = hc__gpu_kernel_family(HC_GK_SKINNY64, NULL);
-        if (r > 32 && r <= 64 && (families & sk->kf) &&
-            hc__gpu_family_runs_on(sk, dev->arch, dev->tmap))
-            k = HC_GMK_SKINNY64;
+        const bool has_ws = (families & ws->kf) && hc__gpu_family_runs_on(ws, dev->arch, dev->tmap);
+        const bool has_sk = (families & sk->kf) && hc__gpu_family_runs_on(sk, dev->arch, dev->tmap);
+        if (T == 8)
+            k = HC_GMK_T8;
+        else if (has_sk && r <= 64)
+            k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
+        else if (has_ws && r > 16)
+            k = r <= 64 ? HC_GMK_WS64 : r <= 128 ? HC_GMK_WS128 : HC_GMK_WS256;
+        else
+            k = HC_GMK_T16;
     }
     if (k < 0 || k >= (int)nv)
         return hc__fail(err, HC_INVALID, "forced MoE kernel %d is not one of the grouped kernels", k);

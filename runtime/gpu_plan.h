@@ -98,12 +98,13 @@ typedef struct {
 
 /* The grouped kernel for `slots` slots over el experts (forced: HC_GPU_KERNEL_AUTO or an
  * hc_gpu_moe_kernel), the layers' HC_KF_* bits ANDed in families: r = ceil(slots / touched)
- * rows per touched expert; r <= 8 tiles of 8 (small-M), r <= 16 tiles of 16, else where the
- * device has them the warp-specialised kernels' 64, 128 or 256 rows (the smallest holding r),
- * else tiles of 16; for 32 < r <= 64 the skinny kernel of 64 rows (moe-skinny64) where the
- * device and layout have it: it measured faster than ws64 at r = 64 (Qwen3-like M = 1024 block
- * 387 vs 432 us, bench/NOTES.md session 15), moe-skinny32 slower at r = 32 (forced only)
- * (bench/NOTES.md MoE v2: the 64-row tile at r = 16 measured slower than tiles of 16, 174 vs
+ * rows per touched expert, and the tile T that holds r + 2 sqrt(r) rows (the spread of an
+ * expert's count around r), the smallest of 8, 16, 32, 64: T = 8 the small-M kernel's tiles of
+ * 8; else where the device and the layout have them the skinny kernel of T rows for r <= 64
+ * and the warp-specialised 128 or 256 rows above; else tiles of 16 (bench/NOTES.md MoE v5: at
+ * r = 8, 16, 32 the tile of about 2r measured fastest on the three bench blocks, e.g. Qwen3-like
+ * M = 256 skinny32 185.6 vs t16 235.5 us a block; MoE v2: a 64-row tile at r = 16 slower than
+ * tiles of 16, 174 vs
  * 126 us). Refusals: no slot or expert, a tile count over 65535 (grid). The skinny kernels'
  * launch (hc__gpu_moe_gemm_plan): one block per SM, 2 x SMs stream-K segments of 256 x T
  * float32 sums and a counter per (tile, part, 4-stripe quad). */

@@ -12,10 +12,11 @@
 #include "test.h"
 
 /* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
- * touched expert: r <= 8 tiles of 8, <= 16 tiles of 16, else the warp-specialised tile of
- * 64/128/256 holding r -- the skinny kernel of 64 rows for 32 < r <= 64 -- tiles of 16
- * without them), the tile bound (slots + touched (T - 1)) / T worked by hand, the
- * launches' grids and K split, the forced names and their refusals. */
+ * touched expert; the tile T the smallest of 8, 16, 32, 64 with r + 2 sqrt(r) <= T: T = 8 the
+ * small-M tiles of 8 (r <= 4), else on sm_90a the skinny kernel of T rows (16: r <= 9, 32: r <=
+ * 22, 64: r <= 64), past 64 the warp-specialised 128 or 256; without those tiles of 16), the
+ * tile bound (slots + touched (T - 1)) / T worked by hand, the launches' grids and K split, the
+ * forced names and their refusals. */
 static void test_moe_plan(void) {
     hc_err err = {0};
     hc_gpu_moe_route r;
@@ -27,16 +28,21 @@ static void test_moe_plan(void) {
         unsigned tile;
         uint64_t tiles;
     } cases[] = {
-        {8, HC_GMK_T8, 8, 8},          /* M = 1: 8 experts of 1 row: (8 + 8 x 7) / 8 */
-        {128, HC_GMK_T8, 8, 128},      /* M = 16: (128 + 128 x 7) / 8 */
-        {1024, HC_GMK_T8, 8, 240},     /* M = 128: r = 8: (1024 + 896) / 8 */
-        {2048, HC_GMK_T16, 16, 248},   /* M = 256: r = 16: (2048 + 128 x 15) / 16 */
-        {2176, HC_GMK_WS64, 64, 160},  /* r = 17: (2176 + 128 x 63) / 64 */
-        {4096, HC_GMK_WS64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
-        {4224, HC_GMK_SKINNY64, 64, 192}, /* r = 33: the skinny kernel (4224 + 8064) / 64 */
-        {8192, HC_GMK_SKINNY64, 64, 254}, /* r = 64: (8192 + 8064) / 64 */
-        {16384, HC_GMK_WS128, 128, 255}, /* r = 128: (16384 + 16256) / 128 */
-        {65536, HC_GMK_WS256, 256, 383}, /* r = 512: (65536 + 32640) / 256 */
+        {8, HC_GMK_T8, 8, 8},              /* M = 1: 8 experts of 1 row: (8 + 8 x 7) / 8 */
+        {128, HC_GMK_T8, 8, 128},          /* M = 16: (128 + 128 x 7) / 8 */
+        {512, HC_GMK_T8, 8, 176},          /* r = 4: 4 + 2 x 2 <= 8: (512 + 896) / 8 */
+        {640, HC_GMK_SKINNY16, 16, 160},   /* r = 5: 5 + 2 x 2.2 > 8: (640 + 128 x 15) / 16 */
+        {1024, HC_GMK_SKINNY16, 16, 184},  /* M = 128: r = 8: (1024 + 1920) / 16 */
+        {1152, HC_GMK_SKINNY16, 16, 192},  /* r = 9: (16 - 9)^2 = 49 >= 36 */
+        {1280, HC_GMK_SKINNY32, 32, 164},  /* r = 10: 36 < 40: (1280 + 128 x 31) / 32 */
+        {2048, HC_GMK_SKINNY32, 32, 188},  /* M = 256: r = 16: (2048 + 3968) / 32 */
+        {2816, HC_GMK_SKINNY32, 32, 212},  /* r = 22: 100 >= 88 */
+        {2944, HC_GMK_SKINNY64, 64, 172},  /* r = 23: 81 < 92: (2944 + 128 x 63) / 64 */
+        {4096, HC_GMK_SKINNY64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
+        {8192, HC_GMK_SKINNY64, 64, 254},  /* r = 64: (8192 + 8064) / 64 */
+        {8320, HC_GMK_WS128, 128, 192},    /* r = 65: (8320 + 128 x 127) / 128 */
+        {16384, HC_GMK_WS128, 128, 255},   /* r = 128: (16384 + 16256) / 128 */
+        {65536, HC_GMK_WS256, 256, 383},   /* r = 512: (65536 + 32640) / 256 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, cases[i].slots, 128, HC_GPU_KERNEL_AUTO,
