@@ -241,20 +241,33 @@ static void scaling(void) {
 static void kernel_sweep(hc_gpu *g) {
     static const uint64_t ms[] = {1, 8, 16, 24, 32, 48, 64, 96, 128};
     static const char *const ks[] = {"auto", "skinny16", "skinny32", "skinny64", "ws64", "ws128"};
+    /* Humming's figures on this H200 as issue 15 gives them, [layer][M = 16, 64] in the order
+     * of the loops below (int4 28672, int4 8192^2, mxfp4 28672, mxfp4 8192^2) */
+    static const double humming[4][2] = {{45.0, 66.0}, {17.6, 24.6}, {58.4, 75.8}, {22.1, 27.6}};
     char path[128], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-sweep-%d.hconvert", (int)getpid());
-    void *x, *y;
+    double stream = bench_stream(g);
+    cublasLtHandle_t lt;
+    LT(cublasLtCreate(&lt));
+    const size_t ws_bytes = 64ull << 20;
+    void *x, *y, *ws;
     CK(cudaMalloc(&x, 128ull * 8192 * 2));
     CK(cudaMalloc(&y, 128ull * 28672 * 2));
+    CK(cudaMalloc(&ws, ws_bytes));
     fill_bf16(x, 128ull * 8192, 1);
-    printf("kernels: layer N x K M | us per kernel: %s %s %s %s %s %s\n", ks[0], ks[1], ks[2],
-           ks[3], ks[4], ks[5]);
+    printf("kernels: stream read %.0f GB/s\n", stream);
+    printf("kernels: layer N x K M | us per kernel: %s %s %s %s %s %s | cuBLASLt bf16 | Humming "
+           "(issue 15)\n", ks[0], ks[1], ks[2], ks[3], ks[4], ks[5]);
     for (int si = 0; si < 2; si++)
         for (int hi = 0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
             uint32_t copies;
             hc_container *c = NULL;
             hc_gpu_model *md = bench_model(g, path, si, N, K, &c, &copies);
+            void *wb[2]; /* the peer's bf16 weights, two copies (rotated like ours) */
+            CK(cudaMalloc(&wb[0], N * K * 2));
+            CK(cudaMalloc(&wb[1], N * K * 2));
+            fill_bf16(wb[0], N * K, 11), fill_bf16(wb[1], N * K, 12);
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
                 printf("kernels: %-14.14s %5llux%-5llu %4llu |", bench_spec(si)->label,
                        (unsigned long long)N, (unsigned long long)K, (unsigned long long)ms[mi]);
@@ -273,14 +286,22 @@ static void kernel_sweep(hc_gpu *g) {
                     printf(" %8.1f", us);
                 }
                 hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
+                double pus = lt_time(lt, wb[0], wb[1], x, y, ws, ws_bytes, ms[mi], N, K);
+                const double hm = ms[mi] == 16 ? humming[si * 2 + hi][0]
+                                  : ms[mi] == 64 ? humming[si * 2 + hi][1]
+                                                 : 0;
+                printf(" | %8.1f", pus);
+                if (hm > 0) printf(" | %6.1f", hm);
                 printf("\n");
                 fflush(stdout);
             }
+            cudaFree(wb[0]), cudaFree(wb[1]);
             hc_gpu_model_free(md);
             hc_container_free(c);
             unlink(path);
         }
-    cudaFree(x), cudaFree(y);
+    cublasLtDestroy(lt);
+    cudaFree(x), cudaFree(y), cudaFree(ws);
 }
 
 #ifdef HC_BENCH_DIAG
