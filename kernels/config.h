@@ -41,6 +41,10 @@
 #define HC_SKINNY_STAGES_MAX 12
 #define HC_SKINNY_SMEM (224u * 1024u)
 #define HC_SKINNY_MIN_TILES 8
+/* the dense skinny kernels start under programmatic dependent launch: a block's first stages
+ * of weights are asked for before griddepcontrol.wait (moe_gemm.cu's grouped ones wait first:
+ * their weights follow the routing) */
+#define HC_SKINNY_PDL 1
 #define HC_SKINNY_STAGE_BYTES(toks, chunk) ((((toks) * 128u + 4u * (chunk)) + 1023u) / 1024u * 1024u)
 #define HC_SKINNY_STAGES_OF(toks, chunk)                                                       \
     ((HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk) < HC_SKINNY_STAGES_MAX                \

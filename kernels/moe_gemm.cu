@@ -106,11 +106,13 @@ template <int TOKS> struct moe_skinny {
 };
 #define HC_MOE_SKINNY_BODY(toks)                                                               \
     {                                                                                          \
+        HC_PDL_WAIT(); /* the routing's tiles come from the kernel before */                   \
+        HC_PDL_RELEASE();                                                                      \
         const unsigned quads = (unsigned)((p.tiles_n + 3) / 4);                                \
         const moe_skinny<toks> work = {a.wtab,  a.meta,           a.gdiv,  out, a.ystride,     \
                                        (unsigned)a.el, a.parts, quads, p.global_div};          \
-        skinny_body<toks>(work, (hc_u64)a.meta[0] * a.parts * quads * p.tiles_k, p, tmx, ws,   \
-                          cnt);                                                                \
+        skinny_body<toks, false>(work, (hc_u64)a.meta[0] * a.parts * quads * p.tiles_k, p, tmx, \
+                                 ws, cnt);                                                     \
     }
 #else
 #define HC_MOE_SKINNY_BODY(toks)                                                               \

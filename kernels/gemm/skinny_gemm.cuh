@@ -46,8 +46,12 @@ template <int TOKS> struct skinny_dense {
  * for 640 threads; ws: the segments' partial sums (gridDim.x x 2 x TOKS x 1024 bytes), cnt: a
  * counter per output tile, zero between launches; p: the layers' shape (tiles_n of a part,
  * tiles_k, N); shared memory 1024 + stages x stage bytes (config.h). items < 2^31 (the
- * host's check: the item counters are 32-bit). */
-template <int TOKS, class Work>
+ * host's check: the item counters are 32-bit). PRE (a dense layer, launched under
+ * programmatic dependent launch: config.h HC_SKINNY_PDL): the block lets the next kernel
+ * launch at once and asks for its first stages' weights before it waits for the kernel before
+ * (activations, outputs and the workspace are touched only after the wait); a caller whose
+ * work depends on the kernel before (MoE: the routing) waits before it calls, with PRE false. */
+template <int TOKS, bool PRE, class Work>
 __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, const hc_mma_params &p,
                                             const hc_tmap &tmx, float *__restrict__ ws,
                                             unsigned *__restrict__ cnt) {
@@ -61,6 +65,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, tk = p.tiles_k;
     const unsigned tk32 = (unsigned)tk;
+    if (PRE) HC_PDL_RELEASE(); /* (its blocks fit on an SM only as this kernel's leave) */
     /* the blocks that take part: every block of the grid while each gets HC_SKINNY_MIN_TILES
      * items (the dense host sizes the grid so), fewer when the work is known only here (a MoE
      * call's tiles): a range is never empty, so every block between a tile's first and last
@@ -85,7 +90,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         if (lane != 0) return;
         const unsigned j = warp;
         const hc_u64 tmap = (hc_u64)&tmx;
-        unsigned u = t0 / tk32, kb = t0 - u * tk32, s = 0, ph = 0;
+        unsigned u = t0 / tk32, kb = t0 - u * tk32, s = 0, ph = 0, t = t0;
         skinny_unit un = work.at(u);
         /* stripe j of the tile's quad: live (the last quad of a layer may have fewer), its
          * chunk of item t (running: the chunks of a stripe follow each other), the bytes this
@@ -98,19 +103,46 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
             src = un.w + ((4 * (hc_u64)un.q + j) * tk + kb) * cb;
             mine = (live ? (unsigned)cb : 0u) + (j == 0 ? XB : 0u);
         };
-        start();
-        for (unsigned t = t0; t < t1; t++) {
-            if (t - t0 >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
-            const unsigned st = smem_addr(smem + s * SB), fb = smem_addr(&full[s]);
-            mbar_arrive_expect_tx(fb, mine);
-            if (j == 0) tma_load_2d(st, tmap, kb * 64, (unsigned)un.tok0, fb);
-            if (live) bulk_load(st + XB + j * (unsigned)cb, src, (unsigned)cb, fb);
+        /* item t's weights into stage s (its barrier told of the stage's bytes before), then on
+         * to item t + 1 */
+        auto weights = [&]() {
+            if (live) bulk_load(smem_addr(smem + s * SB) + XB + j * (unsigned)cb, src, (unsigned)cb,
+                                smem_addr(&full[s]));
             src += cb;
             if (++s == NS) s = 0, ph ^= 1;
             if (++kb == tk32 && t + 1 < t1) {
                 kb = 0, un = work.at(++u);
                 start();
             }
+        };
+        start();
+        if (PRE) {
+            /* under programmatic dependent launch: the first stages' weights are asked for
+             * before the kernel before is done (they do not depend on it); warp 0 then waits
+             * for it and adds those stages' activation tiles (the barriers expect them) */
+            const unsigned npre = t1 - t0 < NS ? t1 - t0 : NS;
+            for (; t < t0 + npre; t++) {
+                mbar_arrive_expect_tx(smem_addr(&full[s]), mine);
+                weights();
+            }
+            if (j == 0) {
+                HC_PDL_WAIT();
+                unsigned ua = t0 / tk32, ka = t0 - ua * tk32;
+                hc_u64 tok = work.at(ua).tok0;
+                for (unsigned i = 0; i < npre; i++) {
+                    tma_load_2d(smem_addr(smem + i * SB), tmap, ka * 64, (unsigned)tok,
+                                smem_addr(&full[i]));
+                    if (++ka == tk32 && i + 1 < npre) ka = 0, tok = work.at(++ua).tok0;
+                }
+            }
+        }
+        for (; t < t1; t++) {
+            if (t - t0 >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
+            mbar_arrive_expect_tx(smem_addr(&full[s]), mine);
+            if (j == 0)
+                tma_load_2d(smem_addr(smem + s * SB), tmap, kb * 64, (unsigned)un.tok0,
+                            smem_addr(&full[s]));
+            weights();
         }
         return;
     }
@@ -173,6 +205,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
                             (unsigned)i, un.y, n0, r0, c, un.tok0, un.mend, p.N);
         }
     };
+    if (PRE) HC_PDL_WAIT(); /* before the first write of Y or the workspace */
     decode(0, 0, a0);
     unsigned s = 0; /* item t's stage */
     for (;;) { /* a segment: items t .. e - 1, of tile u */
@@ -227,7 +260,8 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
     const unsigned mtiles = (unsigned)((m + TOKS - 1) / TOKS);
     const skinny_dense<TOKS> work = {w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES, y, m,
                                      mtiles, p.global_div};
-    skinny_body<TOKS>(work, (p.tiles_n + 3) / 4 * mtiles * p.tiles_k, p, tmx, ws, cnt);
+    skinny_body<TOKS, HC_SKINNY_PDL != 0>(work, (p.tiles_n + 3) / 4 * mtiles * p.tiles_k, p, tmx,
+                                          ws, cnt);
 }
 #endif
 

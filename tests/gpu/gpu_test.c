@@ -12,6 +12,7 @@
 
 #include <time.h>
 
+#include "gpu_cuda.h"
 #include "hconvert.h"
 #include "jit.h"
 #include "tile_layer.h"
@@ -61,6 +62,12 @@ static float bf16_round(float f) { /* nearest even, as hc_gpu_linear_host rounds
     u = (u + 0x7FFFu + ((u >> 16) & 1)) & 0xFFFF0000u;
     memcpy(&f, &u, 4);
     return f;
+}
+
+static uint16_t bf16_bits(float f) { /* (of a float that is a bf16 number) */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
 }
 
 /* The layer's weights of one expert as float64 [N][K] in source column order (the act-order
@@ -280,6 +287,83 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
     unlink(path);
 }
 
+/* Layers run back to back on one stream, each reading the output of the one before and the
+ * third writing over the first one's input, with no synchronisation between them: the kernels
+ * under programmatic dependent launch (small-M, skinny) start while the one before still runs,
+ * and must read their activations and write Y and the workspace only after it is done. The
+ * chain must give the bits of the same steps run one at a time (hc_gpu_linear_host, a sync
+ * after each): the kernels are deterministic. Square layers, int4 and folded MXFP4, M = 1-64,
+ * the runtime's pick and each skinny kernel forced. */
+static void test_chain(hc_gpu *g, uint64_t seed) {
+    enum { STEPS = 6 };
+    static const size_t specs[] = {0, 7};
+    static const uint64_t ms[] = {1, 16, 32, 64};
+    static const char *const forced[] = {"auto", "skinny16", "skinny32", "skinny64"};
+    const uint64_t K = 2048;
+    char path[256], msg[1024];
+    snprintf(path, sizeof path, "/tmp/hc-gpu-chain-%d.hconvert", (int)getpid());
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++) {
+        const synth_spec *sp = &synth_specs[specs[si]];
+        hc_container *c = NULL;
+        hc_gpu_model *md = NULL;
+        if (synth_container(path, sp, 1, K, K, false, seed + si, NULL, msg, sizeof msg) ||
+            hc_container_open(path, 1, &c, msg, sizeof msg) ||
+            hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) {
+            printf("FAIL chain %s: %s\n", sp->label, msg);
+            failed++;
+            hc_container_free(c);
+            continue;
+        }
+        for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+            for (int f = 0; f < 4; f++) {
+                const uint64_t M = ms[mi], n = M * K;
+                if (f > 0 && (strcmp(hc_gpu_arch(g), "sm_90a") || (M <= 16 && f > 1)))
+                    continue; /* (skinny: Hopper only; at M <= 16 one forced tile is enough) */
+                float *x = malloc(n * 4), *y = malloc(n * 4);
+                uint16_t *hb = malloc(n * 2), *db = malloc(n * 2);
+                void *d[2] = {NULL, NULL};
+                uint64_t rng = seed ^ (M * 977 + (uint64_t)f), diff = 0;
+                int ok = x && y && hb && db &&
+                         hc_gpu_model_force_kernel(md, forced[f], msg, sizeof msg) == HC_OK;
+                for (uint64_t i = 0; ok && i < n; i++) {
+                    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                    x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
+                    hb[i] = bf16_bits(x[i]);
+                }
+                ok = ok && hc__cuda.malloc_(&d[0], n * 2) == cudaSuccess &&
+                     hc__cuda.malloc_(&d[1], n * 2) == cudaSuccess &&
+                     hc__cuda.memcpy_(d[0], hb, n * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
+                     hc__cuda.memset_(d[1], 0xFF, n * 2) == cudaSuccess && hc__cuda.sync() == 0;
+                for (int i = 0; ok && i < STEPS; i++) /* d0 -> d1 -> d0 -> ... */
+                    ok = hc_gpu_linear(md, "w", 0, d[i & 1], M, K, d[!(i & 1)], K, NULL, msg,
+                                       sizeof msg) == HC_OK;
+                ok = ok && hc__cuda.sync() == cudaSuccess &&
+                     hc__cuda.memcpy_(db, d[STEPS & 1], n * 2, cudaMemcpyDeviceToHost) == cudaSuccess;
+                for (int i = 0; ok && i < STEPS; i++) { /* the same steps one at a time */
+                    ok = hc_gpu_linear_host(md, "w", 0, x, M, K, y, K, msg, sizeof msg) == HC_OK;
+                    memcpy(x, y, n * 4);
+                }
+                for (uint64_t i = 0; ok && i < n; i++)
+                    diff += db[i] != bf16_bits(x[i]);
+                int fine = ok && diff == 0;
+                printf("%s chain of %d %s layers %llux%llu M=%llu %s back to back: %s\n",
+                       fine ? "ok  " : "FAIL", STEPS, sp->label, (unsigned long long)K,
+                       (unsigned long long)K, (unsigned long long)M, forced[f],
+                       !ok ? msg : diff ? "outputs differ from the steps run one at a time"
+                                         : "the bits of the steps run one at a time");
+                if (!ok || diff) printf("     (%llu of %llu outputs differ)\n",
+                                        (unsigned long long)diff, (unsigned long long)n);
+                passed += fine, failed += !fine;
+                hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
+                hc__cuda.free_(d[0]), hc__cuda.free_(d[1]);
+                free(x), free(y), free(hb), free(db);
+            }
+        hc_gpu_model_free(md);
+        hc_container_free(c);
+    }
+    unlink(path);
+}
+
 static void check_layer(hc_gpu *g, hc_container *c, const char *cas, const char *name,
                         const float *x, uint64_t m, uint64_t k) {
     uint64_t n, kk, E;
@@ -434,6 +518,7 @@ int main(void) {
     uint64_t seed = (uint64_t)time(NULL);
     printf("synthetic layers, seed %llu\n", (unsigned long long)seed);
     synthetic_sweep(g, seed);
+    test_chain(g, seed);
     hc_gpu_free(g);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
