@@ -104,10 +104,10 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
 }
 
 /* 8 < M <= 16: the skinny kernel's tiles of 16 where each block gets at least this many work
- * items, else the small-M kernel (bench/NOTES.md session 16: 28672x8192, 108 items a block,
- * skinny16 47.8 vs t16 53.6 us int4 and 64.8 vs 71.6 mxfp4; 8192x8192, 31 a block, 20.3 vs
- * 21.0 int4 but 25.3 vs 23.7 mxfp4) */
-#define HC_SKINNY16_MIN_ITEMS 64
+ * items, else the small-M kernel (bench/NOTES.md session 17, skinny under PDL: 28672x8192, 108
+ * items a block, skinny16 46.4 vs t16 53.6 us int4 and 63.1 vs 71.6 mxfp4; 8192x8192, 31 a
+ * block, 18.9 vs 20.9 int4, 24.1 vs 23.7 mxfp4; session 16, before PDL, took 64) */
+#define HC_SKINNY16_MIN_ITEMS 16
 
 /* The skinny family in place of the small-M kernel for m (see HC_SKINNY16_MIN_ITEMS), or NULL. */
 static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l,

@@ -72,7 +72,7 @@ hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
 /* The kernel for m tokens of a layer on dev: the forced kernel where its family serves m, else
  * the first family (in the registry's order: small-M for M <= 16, skinny for M <= 64,
  * warp-specialised, wgmma, mma.sync) the device and the layout allow -- but for 8 < M <= 16
- * skinny's tiles of 16 where every block gets at least 64 of its work items (a large layer,
+ * skinny's tiles of 16 where every block gets at least 16 of its work items (a large layer,
  * gpu_plan.c HC_SKINNY16_MIN_ITEMS). Small M: the variant for
  * M with the K split of hc__gemv_ksplit. Skinny: the smallest token tile holding M (else the
  * largest), a persistent grid of one block per SM, fewer where a block would get under

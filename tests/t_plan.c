@@ -55,7 +55,8 @@ static void test_registry_entries(void) {
         CHECK(want[i].arch ? f->arch && !strcmp(f->arch, want[i].arch) : !f->arch);
         CHECK_EQ_INT(f->block, want[i].block);
         CHECK_EQ_INT(f->tmap, want[i].tmap);
-        CHECK_EQ_INT(f->pdl, want[i].k <= HC_GK_GEMV_T16 && HC_GEMV_PDL);
+        const bool skinny = want[i].k >= HC_GK_SKINNY16 && want[i].k <= HC_GK_SKINNY64;
+        CHECK_EQ_INT(f->pdl, (want[i].k <= HC_GK_GEMV_T16 && HC_GEMV_PDL) || (skinny && HC_SKINNY_PDL));
     }
     CHECK(hc__gpu_kernel_family(HC_GK_COUNT, NULL) == NULL);
     size_t n = 0;
@@ -116,9 +117,9 @@ static void test_registry_shared_memory(void) {
 
 /* M <= 16 on the H200: t1 / t8 / t16, grid tiles_n x ksplit (one wave of 132 x 4 resident
  * blocks, at most tiles_k / 8), 128 threads, PDL -- on the 28672-row layer only M <= 8 (its
- * 9-16 go to the skinny kernel, test_skinny). */
+ * 9-16 go to the skinny kernel, test_skinny); 8192 x 2048 has too few work items for it. */
 static void test_small_m(void) {
-    hc_gpu_shape big = layer(28672, 8192, 2176), sq = layer(8192, 8192, 2176);
+    hc_gpu_shape big = layer(28672, 8192, 2176), sq = layer(8192, 2048, 2176);
     static const struct {
         uint64_t m;
         hc_gpu_kernel k;
@@ -141,7 +142,7 @@ static void test_small_m(void) {
         c = choose_ok(&h200, &sq, ms[i].m, HC_GPU_KERNEL_AUTO);
         CHECK_EQ_INT(c.kernel, ms[i].k);
         CHECK_EQ_INT(c.grid[0], 128);
-        CHECK_EQ_INT(c.ksplit, 4); /* 528 / 128 = 4 <= 128 / 8 */
+        CHECK_EQ_INT(c.ksplit, 4); /* 528 / 128 = 4 <= 32 / 8 */
         CHECK_EQ_INT(c.grid[1], 4);
         CHECK_EQ_U64(c.part_bytes, 4ull * 128 * 64 * ms[i].toks * 4); /* float partial sums */
         CHECK_EQ_U64(c.cnt_bytes, 128 * 4);
@@ -217,7 +218,7 @@ static void test_skinny(void) {
         {8192, 8192, 64, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 128},     /* 4 token tiles */
         {640, 2880, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 16, 3},    /* 3 x 45 = 135 items */
         {200, 70, 20, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 1, 1},       /* 2 items: one block */
-        /* 8 < M <= 16 on a layer with >= 64 items a block: 112 x 128 = 14336 >= 64 x 132 */
+        /* 8 < M <= 16 on a layer with >= 16 items a block: 112 x 128 = 14336 >= 16 x 132 */
         {28672, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
         {28672, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
         {8192, 33792, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32}, /* 32 x 528 = 16896 */
@@ -237,14 +238,16 @@ static void test_skinny(void) {
         CHECK_EQ_U64(c.cnt_bytes, cases[i].units * 4);
         CHECK_EQ_U64(c.smem, 1024 + skinny_stages(toks, chunk) * round1024(toks * 128 + 4 * chunk));
     }
-    /* M <= 8 stays small-M, and M <= 16 where a block would get under 64 items (8192^2: 32
-     * x 128 = 4096 < 64 x 132; 2048 x 33792: 8 x 528 = 4224 < 8448) unless forced; M = 65
-     * goes to the warp-specialised kernel; off Hopper or without tensor maps there is no
-     * skinny kernel */
+    /* M <= 8 stays small-M, and M <= 16 where a block would get under 16 items (8192 x 2048:
+     * 32 x 32 = 1024 < 16 x 132; 4096^2: 16 x 64 = 1024) unless forced, but not 8192^2 (32 x
+     * 128 = 4096 >= 2112); M = 65 goes to the warp-specialised kernel; off Hopper or without
+     * tensor maps there is no skinny kernel */
     hc_gpu_shape sq = layer(8192, 8192, 2176), big = layer(28672, 8192, 2176);
-    hc_gpu_shape deep = layer(2048, 33792, 2176);
-    CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
-    CHECK_EQ_INT(choose_ok(&h200, &deep, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    hc_gpu_shape wide = layer(8192, 2048, 2176), small = layer(4096, 4096, 2176);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 9, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
+    CHECK_EQ_INT(choose_ok(&h200, &wide, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
     CHECK_EQ_INT(choose_ok(&h200, &big, 8, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T8);
     CHECK_EQ_INT(choose_ok(&h200, &big, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T1);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 65, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS64); /* 2 tiles */
@@ -387,7 +390,9 @@ static void test_forced_kernels(void) {
         CHECK_EQ_INT(c.kernel, ids[i]);
         unsigned toks = i < 2 ? 128 : 64u << (i - 2);
         CHECK_EQ_INT(c.grid[1], 4096 / toks);
-        CHECK_EQ_INT(choose_ok(&h200, &l, 16, f).kernel, HC_GK_GEMV_T16); /* small M: not */
+        /* small M: not theirs (the runtime's pick) */
+        CHECK_EQ_INT(choose_ok(&h200, &l, 16, f).kernel, HC_GK_SKINNY16);
+        CHECK_EQ_INT(choose_ok(&h200, &l, 8, f).kernel, HC_GK_GEMV_T8);
     }
     static const char *const autos[] = {"auto", ""};
     for (int i = 0; i < 2; i++) {
