@@ -22,6 +22,9 @@ typedef struct {
     uint64_t g;           /* layout group along K */
     double global_div;    /* NVFP4, else 0 */
     bool divides;         /* fp8: w = e4m3 / s (layout version 2) */
+    bool wide;            /* mxfold: scales up to 2^6, past the factor the kernels fuse into the
+                           * code (gemm/ws_decode.cuh: only up to 2^1); else at most 2^0, as a
+                           * real checkpoint's */
 } synth_spec;
 
 static uint64_t synth_rng(uint64_t *s) {
@@ -163,11 +166,12 @@ static int synth_layer_make(synth_layer *L, const char *name, const synth_spec *
                     if (s->kind == HC_TL_MXFOLD) {
                         uint8_t *rec = ch + p.code_bytes + r * 4;
                         uint64_t x = synth_rng(&rng);
+                        const unsigned lo = s->wide ? 124 : 112; /* exponents up to lo + 15 */
                         if (x % 8 == 0) { /* an unfolded row-tile: raw E8M0 exponents */
-                            rec[0] = HC_MXFOLD_UNFOLDED, rec[1] = (uint8_t)(118 + x / 8 % 10);
-                            rec[2] = (uint8_t)(118 + x / 128 % 10);
+                            rec[0] = HC_MXFOLD_UNFOLDED, rec[1] = (uint8_t)(lo + 6 + x / 8 % 10);
+                            rec[2] = (uint8_t)(lo + 6 + x / 128 % 10);
                         } else { /* base and offsets in -8..6: always exact */
-                            rec[0] = (uint8_t)(118 + x / 8 % 10);
+                            rec[0] = (uint8_t)(lo + x / 8 % 10);
                             rec[1] = (uint8_t)(int8_t)((int)(x / 128 % 15) - 8);
                             rec[2] = (uint8_t)(int8_t)((int)(x / 4096 % 15) - 8);
                         }
@@ -238,17 +242,18 @@ static inline int synth_container(const char *path, const synth_spec *s, uint64_
 
 /* The layouts the converter writes, one spec each (with the scale types and groups seen). */
 static const synth_spec synth_specs[] = {
-    {"int4 g128 bf16 sym", HC_TL_INT, 4, false, false, HC_DT_BF16, 128, 0, false},
-    {"int4 g32 f16 zero points", HC_TL_INT, 4, false, true, HC_DT_F16, 32, 0, false},
-    {"int4 g64 f32 sign-magnitude", HC_TL_INT, 4, true, false, HC_DT_F32, 64, 0, false},
-    {"int8 g16 f32 zero points", HC_TL_INT, 8, false, true, HC_DT_F32, 16, 0, false},
-    {"int8 channel bf16", HC_TL_INT, 8, false, false, HC_DT_BF16, 64, 0, false},
-    {"nvfp4 g16 e4m3 global", HC_TL_FP4, 4, false, false, HC_DT_F8_E4M3, 16, 448.0 * 6.0, false},
-    {"mxfp4 g32 e8m0 (fallback)", HC_TL_FP4, 4, false, false, HC_DT_F8_E8M0, 32, 0, false},
-    {"mxfp4 folded", HC_TL_MXFOLD, 4, false, false, HC_DT_U8, 32, 0, false},
-    {"fp8 block128 f32", HC_TL_FP8, 8, false, false, HC_DT_F32, 128, 0, false},
-    {"fp8 channel bf16", HC_TL_FP8, 8, false, false, HC_DT_BF16, 64, 0, false},
-    {"fp8 block128 f32 divisors", HC_TL_FP8, 8, false, false, HC_DT_F32, 128, 0, true},
+    {"int4 g128 bf16 sym", HC_TL_INT, 4, false, false, HC_DT_BF16, 128, 0, false, false},
+    {"int4 g32 f16 zero points", HC_TL_INT, 4, false, true, HC_DT_F16, 32, 0, false, false},
+    {"int4 g64 f32 sign-magnitude", HC_TL_INT, 4, true, false, HC_DT_F32, 64, 0, false, false},
+    {"int8 g16 f32 zero points", HC_TL_INT, 8, false, true, HC_DT_F32, 16, 0, false, false},
+    {"int8 channel bf16", HC_TL_INT, 8, false, false, HC_DT_BF16, 64, 0, false, false},
+    {"nvfp4 g16 e4m3 global", HC_TL_FP4, 4, false, false, HC_DT_F8_E4M3, 16, 448.0 * 6.0, false, false},
+    {"mxfp4 g32 e8m0 (fallback)", HC_TL_FP4, 4, false, false, HC_DT_F8_E8M0, 32, 0, false, false},
+    {"mxfp4 folded", HC_TL_MXFOLD, 4, false, false, HC_DT_U8, 32, 0, false, false},
+    {"fp8 block128 f32", HC_TL_FP8, 8, false, false, HC_DT_F32, 128, 0, false, false},
+    {"fp8 channel bf16", HC_TL_FP8, 8, false, false, HC_DT_BF16, 64, 0, false, false},
+    {"fp8 block128 f32 divisors", HC_TL_FP8, 8, false, false, HC_DT_F32, 128, 0, true, false},
+    {"mxfp4 folded wide scales", HC_TL_MXFOLD, 4, false, false, HC_DT_U8, 32, 0, false, true},
 };
 #define SYNTH_SPECS (sizeof synth_specs / sizeof synth_specs[0])
 
