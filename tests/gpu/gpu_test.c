@@ -170,6 +170,25 @@ static void check_fast(hc_gpu *g, hc_container *c, const char *cas, const char *
     free(w), free(xb), free(y), free(y2);
 }
 
+/* Writes layer "w" of spec sp [E, N, K] to path, opens it and loads it on g; on failure says
+ * so (naming what) and counts it. */
+static int synth_gpu_model(hc_gpu *g, const char *path, const char *what, const synth_spec *sp,
+                           uint64_t E, uint64_t N, uint64_t K, bool perm, uint64_t seed,
+                           hc_container **c, hc_gpu_model **md) {
+    char msg[1024];
+    *c = NULL, *md = NULL;
+    if (synth_container(path, sp, E, N, K, perm, seed, NULL, msg, sizeof msg) ||
+        hc_container_open(path, 1, c, msg, sizeof msg) ||
+        hc_gpu_model_load(g, *c, NULL, md, msg, sizeof msg)) {
+        printf("FAIL %s %s: %s\n", what, sp->label, msg);
+        failed++;
+        hc_container_free(*c);
+        *c = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 /* Every layout x M in {1, 7, 16, 64, 333, 4096} x shapes (N=640 K=2880; N=200 K=70 with two
  * experts and an act-order permutation) on fresh random data: against the float64 reference
  * and, up to M=333, the CPU executor run on the same bf16 activations. */
@@ -190,17 +209,11 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
         for (size_t hi = quick ? 1 : 0; hi < 2; hi++) {
             const synth_spec *sp = &synth_specs[si];
             uint64_t N = shapes[hi].n, K = shapes[hi].k, E = shapes[hi].e;
-            hc_container *c = NULL;
-            hc_gpu_model *md = NULL;
-            if (synth_container(path, sp, E, N, K, shapes[hi].perm, seed + si * 7 + hi, NULL, msg,
-                                sizeof msg) ||
-                hc_container_open(path, 1, &c, msg, sizeof msg) ||
-                hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) {
-                printf("FAIL synthetic %s: %s\n", sp->label, msg);
-                failed++;
-                hc_container_free(c);
+            hc_container *c;
+            hc_gpu_model *md;
+            if (synth_gpu_model(g, path, "synthetic", sp, E, N, K, shapes[hi].perm,
+                                seed + si * 7 + hi, &c, &md))
                 continue;
-            }
             uint32_t e = (uint32_t)(E - 1);
             hc_tile_params p;
             double *w = dense_weights(c, "w", e, &p);
@@ -304,16 +317,9 @@ static void test_chain(hc_gpu *g, uint64_t seed) {
     snprintf(path, sizeof path, "/tmp/hc-gpu-chain-%d.hconvert", (int)getpid());
     for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++) {
         const synth_spec *sp = &synth_specs[specs[si]];
-        hc_container *c = NULL;
-        hc_gpu_model *md = NULL;
-        if (synth_container(path, sp, 1, K, K, false, seed + si, NULL, msg, sizeof msg) ||
-            hc_container_open(path, 1, &c, msg, sizeof msg) ||
-            hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) {
-            printf("FAIL chain %s: %s\n", sp->label, msg);
-            failed++;
-            hc_container_free(c);
-            continue;
-        }
+        hc_container *c;
+        hc_gpu_model *md;
+        if (synth_gpu_model(g, path, "chain", sp, 1, K, K, false, seed + si, &c, &md)) continue;
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
             for (int f = 0; f < 4; f++) {
                 const uint64_t M = ms[mi], n = M * K;
