@@ -53,9 +53,10 @@ out:
 }
 
 /* Launches kernel k as ch says: under programmatic dependent launch where the family asks for
- * it (the small-M kernels) and the runtime has cudaLaunchKernelExC, so that this kernel's blocks
- * start and fetch their first weight tiles while the kernel before it finishes (the kernel waits
- * for it -- hc_gather_x included -- before reading activations or writing anything). */
+ * it (the small-M and skinny kernels) and the runtime has cudaLaunchKernelExC, so that this
+ * kernel's blocks start and fetch their first weight tiles while the kernel before it finishes
+ * (the kernel waits for it -- hc_gather_x included -- before reading activations or writing
+ * anything). */
 static hc_status launch(cudaKernel_t k, const hc_gpu_choice *ch, void **args, cudaStream_t s,
                         hc_err *perr) {
     const unsigned grid[3] = {ch->grid[0], ch->grid[1], 1};
