@@ -115,7 +115,7 @@ if has scaling; then
     cat "$out/scaling.log"
 fi
 if has timeline; then
-    HC_BENCH_TIMELINE=1 timeout 120 $b-diag/bench/gpu_bench >"$out/timeline.log" 2>&1
+    HC_BENCH_TIMELINE=1 timeout "$(lim 240)" $b-diag/bench/gpu_bench >"$out/timeline.log" 2>&1
     echo "timeline rc=$?"
     cat "$out/timeline.log"
 fi

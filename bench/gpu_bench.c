@@ -310,16 +310,20 @@ static int cmp_u64(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* HC_BENCH_TIMELINE=1 (a bench build): where a M = 1 launch's time goes, per block and per SM
- * (the kernels' HC_GPU_DIAG_TIMELINE records of the last launch of a graph of back-to-back
- * launches): the
- * spread of block starts, the first tile's wait, the loop, and the finishing time of SMs by
- * the number of blocks they ran. */
+/* HC_BENCH_TIMELINE=1 (a bench build): where a launch's time goes, per block and per SM (the
+ * kernels' HC_GPU_DIAG_TIMELINE records of the last launch of a graph of back-to-back
+ * launches), at M = 1 (small-M kernels) and M = 16, 64 (the skinny ones, whose fixed cost this
+ * looks for: bench/NOTES.md session 17): the spread of block starts, the first tile's wait
+ * (skinny: the first stage decoded, after the PDL wait), the loop (skinny: to the last
+ * sums), the outputs (skinny: the last segment's store or fix-up), and the finishing time of
+ * SMs by the number of blocks they ran. */
 static void timeline(void) {
     static const struct {
         int si;
-        uint64_t N;
-    } cases[] = {{0, 8192}, {0, 28672}, {0, 33792}, {1, 8192}, {1, 28672}};
+        uint64_t N, M;
+    } cases[] = {{0, 8192, 1},  {0, 28672, 1},  {0, 33792, 1},  {1, 8192, 1},  {1, 28672, 1},
+                 {0, 8192, 16}, {0, 28672, 16}, {1, 8192, 16},  {1, 28672, 16}, {0, 8192, 64},
+                 {0, 28672, 64}, {1, 8192, 64}, {1, 28672, 64}};
     const uint64_t K = 8192;
     char path[128], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-timeline-%d.hconvert", (int)getpid());
@@ -328,19 +332,19 @@ static void timeline(void) {
         hc__gpu_diag_set(g, HC_GPU_DIAG_TIMELINE, msg, sizeof msg))
         die("timeline open", msg);
     void *x, *y;
-    CK(cudaMalloc(&x, K * 16 * 2));
-    CK(cudaMalloc(&y, 33792ull * 16 * 2));
-    fill_bf16(x, K * 16, 1);
+    CK(cudaMalloc(&x, K * 64 * 2));
+    CK(cudaMalloc(&y, 33792ull * 64 * 2));
+    fill_bf16(x, K * 64, 1);
     enum { MAXB = 8192, MAXSM = 1024 };
     static uint64_t rec[MAXB * 5], endt[MAXB], first[MAXB], smend[MAXSM];
     static unsigned smn[MAXSM];
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
-        uint64_t N = cases[ci].N;
+        uint64_t N = cases[ci].N, M = cases[ci].M;
         uint32_t copies;
         hc_container *c = bench_container(path, cases[ci].si, N, K, &copies);
         hc_gpu_model *md = NULL;
         if (hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg)) die("timeline load", msg);
-        ours_ctx oc = {md, copies, x, y, 1, N, K, NULL};
+        ours_ctx oc = {md, copies, x, y, M, N, K, NULL};
         double host = 0, us = graph_us(&oc, &host);
         size_t nb = 0;
         if (hc__gpu_diag_timeline(md, rec, MAXB * 5, &nb, msg, sizeof msg)) die("timeline", msg);
@@ -361,11 +365,12 @@ static void timeline(void) {
             loop += r[3] - r[2], tail += r[4] - r[3];
         }
         qsort(endt, nb, sizeof endt[0], cmp_u64), qsort(first, nb, sizeof first[0], cmp_u64);
-        printf("timeline: %s N=%llu K=%llu M=1: %.1f us per launch (graph); last launch: %zu "
+        printf("timeline: %s N=%llu K=%llu M=%llu: %.1f us per launch (graph); last launch: %zu "
                "blocks over %.2f us, starts spread %.2f us, first tile after %.2f (median) / "
                "%.2f (max) us, loop %.2f us and outputs %.2f us per block (mean); block ends at "
                "10/50/90/100%%: %.2f %.2f %.2f %.2f us\n",
-               bench_spec(cases[ci].si)->label, (unsigned long long)N, (unsigned long long)K, us,
+               bench_spec(cases[ci].si)->label, (unsigned long long)N, (unsigned long long)K,
+               (unsigned long long)M, us,
                nb, (double)(tend - t0) / 1e3, (double)(tmax0 - t0) / 1e3,
                (double)first[nb / 2] / 1e3, (double)first[nb - 1] / 1e3,
                (double)loop / (double)nb / 1e3, (double)tail / (double)nb / 1e3,

@@ -89,6 +89,8 @@ HC_MOE_WS_KERNEL(hc_moe_ws256, 256)
  * per output tile (the runtime's workspace, zero between launches); grid: one block per SM. */
 #ifdef HC_SM90A
 template <int TOKS> struct moe_skinny {
+    /* no bench-build timeline (the MoE workspace has no room for one) */
+    static constexpr __device__ bool timeline() { return false; }
     const unsigned long long *wtab;
     const int *meta;
     const float *gdivs;

@@ -29,8 +29,10 @@ hc_status hc__gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t m
 size_t hc__gpu_diag_workspace(hc_gpu_model *md, const hc_gpu_choice *ch, size_t ws) {
     bool timeline = md->g->diag == HC_GPU_DIAG_TIMELINE;
     if (ch->ksplit <= 1 && !timeline) return ws;
-    /* 5 words per block after the partial sums */
-    size_t tl = timeline ? (size_t)ch->ksplit * ch->grid[0] * 40 : 0;
+    /* 5 words per block after the partial sums (small M: grid tiles_n x K split) or the
+     * segments (skinny: grid blocks x 1) */
+    size_t blocks = (size_t)ch->grid[0] * (ch->grid[1] ? ch->grid[1] : 1);
+    size_t tl = timeline ? blocks * 40 : 0;
     md->tl_off = ch->part_bytes, md->tl_blocks = tl / 40;
     return (size_t)ch->part_bytes + tl;
 }
@@ -42,7 +44,8 @@ hc_status hc__gpu_diag_timeline(hc_gpu_model *md, uint64_t *rec, size_t cap, siz
     *n = 0;
     if (md->g->diag != HC_GPU_DIAG_TIMELINE || !md->tl_blocks) {
         st = hc__fail(&err, HC_INVALID, "no timeline: set HC_GPU_DIAG_TIMELINE (hc__gpu_diag_set) "
-                     "before loading the model and run a layer with M <= 16 first");
+                     "before loading the model and run a layer with M <= 64 first (small-M or "
+                     "skinny)");
         goto out;
     }
     size_t want = md->tl_blocks * 5 < cap ? md->tl_blocks * 5 : cap / 5 * 5;

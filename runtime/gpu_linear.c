@@ -161,7 +161,11 @@ hc_status hc_gpu_linear(hc_gpu_model *md, const char *name, uint32_t expert, con
         }
     }
     if (ch.family->args == HC_GPU_ARGS_STREAMK) { /* + the segments' sums and tile counters */
-        st = grow(&md->ws, &md->ws_bytes, ch.part_bytes, false, &err);
+        size_t ws = ch.part_bytes;
+#ifdef HC_BENCH_DIAG
+        ws = hc__gpu_diag_workspace(md, &ch, ws); /* (a bench build's timeline) */
+#endif
+        st = grow(&md->ws, &md->ws_bytes, ws, false, &err);
         if (!st) st = grow(&md->cnt, &md->cnt_n, ch.cnt_bytes, true, &err);
         if (st) goto out;
         void *args[] = {&L->w, &mp, &e, (void *)&xin, &mm, &y, &tmx, &md->ws, &md->cnt};

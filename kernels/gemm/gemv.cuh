@@ -11,21 +11,10 @@
 #include "memory/ptx.cuh"
 #include "mma/mma_sync.cuh"
 
-/* HC_GEMV_DIAG, for measurements only (a bench build adds -DHC_GEMV_DIAG=1 or 2; the
- * runtime's default modules never do, and it is the one option besides the four of
- * codec/kind.cuh): 1: the kernels only copy (their results are wrong); 2: they compute as
- * usual and record per block its SM and the global timer at entry, first tile, loop end and
- * outputs (5 words after the split's partial sums in the workspace; hc_gpu_diag_timeline) */
-#ifndef HC_GEMV_DIAG
-#define HC_GEMV_DIAG 0
-#endif
-#if HC_GEMV_DIAG == 2
-__device__ __forceinline__ unsigned long long gtimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-#endif
+/* HC_GEMV_DIAG (memory/ptx.cuh), measurements only: 1, the kernels only copy (their results are
+ * wrong); 2, they compute as usual and record per block its SM and the global timer at entry,
+ * first tile, loop end and outputs (5 words after the split's partial sums in the workspace;
+ * hc_gpu_diag_timeline) */
 
 /* A stage of a warp's pipeline: the tile chunk, then the tile's activations [XR][64] bf16
  * (the 128-byte rows swizzled by 16-byte pieces: piece q of token t at t * 128 + (q ^ t % 8) *
@@ -228,13 +217,10 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
             }
     gemv_block_sums<TOK>(red, nb, m, p, y, ws);
 #if HC_GEMV_DIAG == 2
-    if (threadIdx.x == 0) {
-        unsigned smid;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        unsigned long long *r = (unsigned long long *)(ws + (hc_u64)gridDim.y * p.tiles_n * 64 * TOK) +
-                                ((hc_u64)blockIdx.y * gridDim.x + blockIdx.x) * 5;
-        r[0] = smid, r[1] = tl[0], r[2] = tl[1], r[3] = tl[2], r[4] = gtimer();
-    }
+    if (threadIdx.x == 0)
+        diag_timeline((unsigned long long *)(ws + (hc_u64)gridDim.y * p.tiles_n * 64 * TOK) +
+                          ((hc_u64)blockIdx.y * gridDim.x + blockIdx.x) * 5,
+                      tl[0], tl[1], tl[2]);
 #endif
     if (gridDim.y <= 1) return; /* no split: gemv_block_sums wrote y */
     __shared__ unsigned last;

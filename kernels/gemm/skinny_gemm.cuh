@@ -31,6 +31,8 @@ struct skinny_unit {
 
 /* A dense layer: tile u is quad u / mtiles, token tile u % mtiles. */
 template <int TOKS> struct skinny_dense {
+    /* a bench build's timeline goes after the segments (its workspace has room for it) */
+    static constexpr __device__ bool timeline() { return true; }
     const hc_u8 *w;
     hc_u16 *y;
     hc_u64 m;
@@ -65,6 +67,10 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, tk = p.tiles_k;
     const unsigned tk32 = (unsigned)tk;
+#if HC_GEMV_DIAG == 2
+    const unsigned long long tl0 = gtimer(); /* (the timeline: entry, first stage, last sums) */
+    unsigned long long tl1 = 0, tl2 = 0;
+#endif
     if (PRE) HC_PDL_RELEASE(); /* (its blocks fit on an SM only as this kernel's leave) */
     /* the blocks that take part: every block of the grid while each gets HC_SKINNY_MIN_TILES
      * items (the dense host sizes the grid so), fewer when the work is known only here (a MoE
@@ -207,6 +213,9 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     };
     if (PRE) HC_PDL_WAIT(); /* before the first write of Y or the workspace */
     decode(0, 0, a0);
+#if HC_GEMV_DIAG == 2
+    tl1 = gtimer();
+#endif
     unsigned s = 0; /* item t's stage */
     for (;;) { /* a segment: items t .. e - 1, of tile u */
         e = u0 + tk32 < t1 ? u0 + tk32 : t1;
@@ -244,10 +253,20 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
                 decode(sn, phn, a0);
         }
         wgmma_wait<0>();
+#if HC_GEMV_DIAG == 2
+        if (!more) tl2 = gtimer();
+#endif
         finish();
         if (!more) break;
         t = e, seg = e, u++, u0 += tk32, un = work.at(u), s = sn, ph = phn;
     }
+#if HC_GEMV_DIAG == 2
+    /* a dense launch's record (5 words a block) after its segments (gridDim.x of them) */
+    if constexpr (Work::timeline())
+        if (ctid == 0)
+            diag_timeline((unsigned long long *)(ws + (hc_u64)gridDim.x * 2 * 256 * TOKS) + blk * 5,
+                          tl0, tl1, tl2);
+#endif
 }
 
 /* A dense layer's entry (hc_skinny_gemm*: the arguments of hc_wgmma_gemm64 plus ws and cnt;

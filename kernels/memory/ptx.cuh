@@ -21,6 +21,28 @@
 #define HC_PDL_RELEASE() ((void)0)
 #endif
 
+/* HC_GEMV_DIAG, for measurements only (a bench build adds -DHC_GEMV_DIAG=1 or 2, docs/gpu.md
+ * "Measurements"; the runtime's default modules never do): 1, the small-M kernels only copy
+ * (gemm/gemv.cuh); 2, the small-M and the dense skinny kernels record per block its SM and
+ * four readings of the global timer after their workspace's sums (diag_timeline) */
+#ifndef HC_GEMV_DIAG
+#define HC_GEMV_DIAG 0
+#endif
+#if HC_GEMV_DIAG == 2
+__device__ __forceinline__ unsigned long long gtimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+/* A block's record: its SM, the timer at t0, t1, t2 (the kernel's own moments) and now */
+__device__ __forceinline__ void diag_timeline(unsigned long long *r, unsigned long long t0,
+                                              unsigned long long t1, unsigned long long t2) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    r[0] = smid, r[1] = t0, r[2] = t1, r[3] = t2, r[4] = gtimer();
+}
+#endif
+
 /* dynamic shared memory of every kernel here (its layout is each kernel's own) */
 extern __shared__ __align__(1024) hc_u8 hc_smem[];
 
