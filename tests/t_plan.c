@@ -56,7 +56,8 @@ static void test_registry_entries(void) {
         CHECK_EQ_INT(f->block, want[i].block);
         CHECK_EQ_INT(f->tmap, want[i].tmap);
         const bool skinny = want[i].k >= HC_GK_SKINNY16 && want[i].k <= HC_GK_SKINNY64;
-        CHECK_EQ_INT(f->pdl, (want[i].k <= HC_GK_GEMV_T16 && HC_GEMV_PDL) || (skinny && HC_SKINNY_PDL));
+        CHECK_EQ_INT(f->pdl,
+                     (want[i].k <= HC_GK_GEMV_T16 && HC_GEMV_PDL) || (skinny && HC_SKINNY_PDL));
     }
     CHECK(hc__gpu_kernel_family(HC_GK_COUNT, NULL) == NULL);
     size_t n = 0;

@@ -344,7 +344,8 @@ static void test_chain(hc_gpu *g, uint64_t seed) {
                     ok = hc_gpu_linear(md, "w", 0, d[i & 1], M, K, d[!(i & 1)], K, NULL, msg,
                                        sizeof msg) == HC_OK;
                 ok = ok && hc__cuda.sync() == cudaSuccess &&
-                     hc__cuda.memcpy_(db, d[STEPS & 1], n * 2, cudaMemcpyDeviceToHost) == cudaSuccess;
+                     hc__cuda.memcpy_(db, d[STEPS & 1], n * 2, cudaMemcpyDeviceToHost) ==
+                         cudaSuccess;
                 for (int i = 0; ok && i < STEPS; i++) { /* the same steps one at a time */
                     ok = hc_gpu_linear_host(md, "w", 0, x, M, K, y, K, msg, sizeof msg) == HC_OK;
                     memcpy(x, y, n * 4);
