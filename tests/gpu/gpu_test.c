@@ -339,7 +339,8 @@ static void test_chain(hc_gpu *g, uint64_t seed) {
                 ok = ok && hc__cuda.malloc_(&d[0], n * 2) == cudaSuccess &&
                      hc__cuda.malloc_(&d[1], n * 2) == cudaSuccess &&
                      hc__cuda.memcpy_(d[0], hb, n * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
-                     hc__cuda.memset_(d[1], 0xFF, n * 2) == cudaSuccess && hc__cuda.sync() == 0;
+                     hc__cuda.memset_(d[1], 0xFF, n * 2) == cudaSuccess &&
+                     hc__cuda.sync() == cudaSuccess;
                 for (int i = 0; ok && i < STEPS; i++) /* d0 -> d1 -> d0 -> ... */
                     ok = hc_gpu_linear(md, "w", 0, d[i & 1], M, K, d[!(i & 1)], K, NULL, msg,
                                        sizeof msg) == HC_OK;

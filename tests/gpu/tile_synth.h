@@ -22,9 +22,8 @@ typedef struct {
     uint64_t g;           /* layout group along K */
     double global_div;    /* NVFP4, else 0 */
     bool divides;         /* fp8: w = e4m3 / s (layout version 2) */
-    bool wide;            /* mxfold: scales up to 2^6, past the factor the kernels fuse into the
-                           * code (gemm/ws_decode.cuh: only up to 2^1); else at most 2^0, as a
-                           * real checkpoint's */
+    bool wide;            /* mxfold: group scales up to 2^12 (far past what a real checkpoint
+                           * holds); else at most 2^0, as a real checkpoint's */
 } synth_spec;
 
 static uint64_t synth_rng(uint64_t *s) {
