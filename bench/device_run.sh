@@ -14,7 +14,10 @@
 # (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too;
 # kernels: every kernel that serves M forced in turn at M = 1-128 on the four bench layers)
 # There are no environment knobs any more: a kernel variant is an edit of kernels/config.h on
-# a branch, measured with this script. Each step has its own time limit so that one hang cannot
+# a branch, measured with this script. BASE=.base (a second source tree, made here by
+# `sh bench/base_tree.sh REV` and named in the call's carry beside .deps): the kernels, moe and
+# timeline steps run that tree's build too, right after ours in the same call (files
+# *.base.log), so a branch and its base are measured side by side on one GPU and one clock. Each step has its own time limit so that one hang cannot
 # eat the call.
 set -u
 out=${OUT:-device-out}
@@ -42,6 +45,27 @@ if has scaling || has timeline || has moe; then
         exit 1
     fi
 fi
+base=${BASE:-}
+if [ -n "$base" ]; then
+    # the base tree's bench builds, against the same carried dependencies
+    deps=$(pwd)/.deps
+    if ! (cd "$base" && make HC_DEPS="$deps" BUILD=$b -j16 $b/bench/gpu_bench &&
+        make HC_DEPS="$deps" BUILD=$b-diag CFLAGS='-O2 -DHC_BENCH_DIAG=1' -j16 \
+            $b-diag/bench/gpu_bench $b-diag/bench/moe_bench) >>"$out/build.log" 2>&1; then
+        echo "the base tree $base does not build"
+        tail -30 "$out/build.log"
+        exit 1
+    fi
+fi
+# runs bench command "$@" in the base tree too (its log: $1.base.log), after ours
+base_too() {
+    [ -n "$base" ] || return 0
+    log=$1
+    shift
+    (cd "$base" && "$@") >"$out/$log.base.log" 2>&1
+    echo "base ($base) $log rc=$?"
+    cat "$out/$log.base.log"
+}
 if has checks; then
     # the two test programs side by side (each fills the kernel cache), then the two sanitizers
     # side by side on the quick sets (from the warm cache)
@@ -100,14 +124,16 @@ if has bench; then
     grep -v '^    (ours' "$out/bench.log" | grep -E 'stream|M=1:| 1 \|| 16 \|| 4096 \|'
 fi
 if has kernels; then
-    HC_BENCH_KERNELS=1 timeout 240 $b/bench/gpu_bench >"$out/kernels.log" 2>&1
+    HC_BENCH_KERNELS=1 timeout "$(lim 240)" $b/bench/gpu_bench >"$out/kernels.log" 2>&1
     echo "kernels rc=$?"
     cat "$out/kernels.log"
+    base_too kernels env HC_BENCH_KERNELS=1 timeout "$(lim 240)" $b/bench/gpu_bench
 fi
 if has moe; then
     timeout "$(lim 420)" $b-diag/bench/moe_bench >"$out/moe_bench.log" 2>&1
     echo "moe_bench rc=$?"
     cat "$out/moe_bench.log"
+    base_too moe_bench timeout "$(lim 420)" $b-diag/bench/moe_bench
 fi
 if has scaling; then
     HC_BENCH_SCALING=1 timeout 200 $b-diag/bench/gpu_bench >"$out/scaling.log" 2>&1
@@ -118,4 +144,5 @@ if has timeline; then
     HC_BENCH_TIMELINE=1 timeout "$(lim 240)" $b-diag/bench/gpu_bench >"$out/timeline.log" 2>&1
     echo "timeline rc=$?"
     cat "$out/timeline.log"
+    base_too timeline env HC_BENCH_TIMELINE=1 timeout "$(lim 240)" $b-diag/bench/gpu_bench
 fi
