@@ -17,8 +17,8 @@
 # a branch, measured with this script. BASE=.base (a second source tree, made here by
 # `sh bench/base_tree.sh REV` and named in the call's carry beside .deps): the kernels, moe and
 # timeline steps run that tree's build too, right after ours in the same call (files
-# *.base.log), so a branch and its base are measured side by side on one GPU and one clock. Each step has its own time limit so that one hang cannot
-# eat the call.
+# *.base.log), so a branch and its base are measured side by side on one GPU and one clock.
+# Each step has its own time limit so that one hang cannot eat the call.
 set -u
 out=${OUT:-device-out}
 mkdir -p "$out"
