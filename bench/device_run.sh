@@ -48,10 +48,15 @@ fi
 base=${BASE:-}
 if [ -n "$base" ]; then
     # the base tree's bench builds, against the same carried dependencies
+    # (each only where a step runs from it: kernels the plain one, moe and timeline the bench one)
     deps=$(pwd)/.deps
-    if ! (cd "$base" && make HC_DEPS="$deps" BUILD=$b -j16 $b/bench/gpu_bench &&
-        make HC_DEPS="$deps" BUILD=$b-diag CFLAGS='-O2 -DHC_BENCH_DIAG=1' -j16 \
-            $b-diag/bench/gpu_bench $b-diag/bench/moe_bench) >>"$out/build.log" 2>&1; then
+    plain=0 diag=0
+    if has kernels; then plain=1; fi
+    if has moe || has timeline; then diag=1; fi
+    if ! (cd "$base" &&
+        { [ $plain = 0 ] || make HC_DEPS="$deps" BUILD=$b -j16 $b/bench/gpu_bench; } &&
+        { [ $diag = 0 ] || make HC_DEPS="$deps" BUILD=$b-diag CFLAGS='-O2 -DHC_BENCH_DIAG=1' \
+            -j16 $b-diag/bench/gpu_bench $b-diag/bench/moe_bench; }) >>"$out/build.log" 2>&1; then
         echo "the base tree $base does not build"
         tail -30 "$out/build.log"
         exit 1
