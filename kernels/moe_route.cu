@@ -156,6 +156,7 @@ extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
     const route_smem r = route_smem_of(sm, El);
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, B = gridDim.x;
     hc_u64 lo, hi, wlo, whi;
+    if (B > HC_MOE_ROUTE_BLOCKS) __trap(); /* (the table's rows: the host's plan caps B) */
     HC_PDL_WAIT();
     route_block_range(S, &lo, &hi);
     route_count(ids, lo, hi, e0, El, r, &wlo, &whi);
@@ -200,6 +201,7 @@ extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
     extern __shared__ unsigned sm[];
     const route_smem r = route_smem_of(sm, El);
     hc_u64 lo, hi, wlo, whi;
+    if (gridDim.x > HC_MOE_ROUTE_BLOCKS) __trap(); /* (as hc_moe_route_count) */
     HC_PDL_WAIT();
     route_block_range(S, &lo, &hi);
     route_count(ids, lo, hi, e0, El, r, &wlo, &whi);

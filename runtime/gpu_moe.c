@@ -71,7 +71,9 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
                                  "hc_moe_route", err));
         } else {
             const unsigned grid[3] = {r.sort_blocks, 1, 1};
-            unsigned *ticket = (unsigned *)w->rtab + HC_MOE_ROUTE_TABLE_WORDS(ml->El);
+            /* (the buffer's last word: every layer's, whichever its El -- a ticket after its own
+             * table would sit inside a larger layer's) */
+            unsigned *ticket = (unsigned *)w->rtab + (w->rtab_bytes / 4 - 1);
             void *cargs[] = {(void *)&ids, &ss, &e0, &el, &tt, &w->sorted, &w->meta, &w->rtab,
                              &ticket};
             HC_TRY(hc__gpu_launch(g->moe_route_count, grid, HC_MOE_ROUTE_THREADS, smem, true, cargs,

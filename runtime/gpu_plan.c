@@ -187,8 +187,9 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
 
 /* The routing sort (kernels/moe_route.cu): one block while each warp walks at most two 32-slot
  * steps, else a block per HC_MOE_SORT_BLOCK_SLOTS slots, at most HC_MOE_ROUTE_BLOCKS (the one
- * block took 310 us of the Qwen3-like block at M = 16384, 128 serial steps a warp a pass:
- * bench/NOTES.md MoE v3; v40, session 18: the split not yet measured) */
+ * block took 310 us of the Qwen3-like block at M = 16384 -- two chunks of 65536 slots, 64
+ * serial steps a warp a pass each: bench/NOTES.md MoE v3; v40, session 18: the split, 2 steps
+ * a warp at 65536 slots, not yet measured) */
 #define HC_MOE_SORT_ONE_BLOCK_SLOTS 2048u
 #define HC_MOE_SORT_BLOCK_SLOTS 1024u
 
