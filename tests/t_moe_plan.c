@@ -141,7 +141,8 @@ static void test_moe_layer_tensors(void) {
     char path[600], msg[512];
     snprintf(path, sizeof path, "%s/moe-only.hconvert", test_tmpdir());
     for (int fused = 0; fused < 2; fused++) {
-        const mcfg cf = {4, 64, 64, fused ? G_INTERLEAVED : G_SPLIT, false, fused != 0, fused != 0};
+        const mcfg cf = {4, 64, 64, fused ? G_INTERLEAVED : G_SPLIT, false, fused != 0, fused != 0,
+                         NULL};
         hc_container *c = NULL;
         if (write_block(path, &synth_specs[0], &cf, 5, NULL, msg, sizeof msg) ||
             hc_container_open(path, 1, &c, msg, sizeof msg)) {
