@@ -42,10 +42,10 @@ static const uint64_t Ms[] = {1, 16, 64, 256, 1024, 4096, 16384};
 #define NMS (sizeof Ms / sizeof Ms[0])
 
 static const bshape shapes[] = {
-    {"qwen3-30b-a3b-like", 0, {128, 2048, 768, G_SPLIT, false, false, false}, 8,
+    {"qwen3-30b-a3b-like", 0, {128, 2048, 768, G_SPLIT, false, false, false, NULL}, 8,
      {10.8, 33.5, 78.1, 77.7, 188.7, 491.9, 0}},
-    {"gpt-oss-120b-like", 7, {128, 2880, 2880, G_INTERLEAVED, false, true, true}, 4, {0}},
-    {"deepseek-v3-tp8-like", 8, {256, 7168, 256, G_SPLIT, false, false, false}, 8, {0}},
+    {"gpt-oss-120b-like", 7, {128, 2880, 2880, G_INTERLEAVED, false, true, true, NULL}, 4, {0}},
+    {"deepseek-v3-tp8-like", 8, {256, 7168, 256, G_SPLIT, false, false, false, NULL}, 8, {0}},
 };
 
 static uint64_t rng(uint64_t *s) {

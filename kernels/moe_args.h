@@ -17,8 +17,13 @@
 #define HC_MOE_META_TILE(i) (1u + 2u * (unsigned)(i))
 /* the most local experts one routing launch sorts (its shared-memory counters: 32 x El) */
 #define HC_MOE_EXPERTS_MAX 1024u
-/* threads of the routing kernel (one block): 32 warps */
+/* threads of a routing block: 32 warps */
 #define HC_MOE_ROUTE_THREADS 1024u
+/* the most blocks of a many-slot routing (hc_moe_route_count / _place), and its table of
+ * unsigned words: the blocks' counts, then bases, per expert (El x HC_MOE_ROUTE_BLOCKS), then
+ * the experts' places (El) */
+#define HC_MOE_ROUTE_BLOCKS 32u
+#define HC_MOE_ROUTE_TABLE_WORDS(el) ((el) * (HC_MOE_ROUTE_BLOCKS + 1u))
 
 /* The grouped GEMMs' arguments beside the layer's hc_mma_params: parts (1, or 2 when gate and
  * up are separate layers: part 0 gate, part 1 up, each N = I) of El experts each;

@@ -9,87 +9,110 @@
 
 __device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((unsigned)v << 16); }
 
-/* ---- hc_moe_route: moe_args.h's tables for S slots of ids (int32; local expert id - e0 in
- * [0, El)), tile T. One block of HC_MOE_ROUTE_THREADS; dynamic shared memory 4 x (32 El + 2 El
- * + 32). Warp w owns a contiguous range of slots; pass 1 counts its slots per expert
- * (cnt[w][e]), the counts become per-warp bases inside each expert and the T-padded experts an
- * exclusive scan (off[e]); pass 2 walks the same ranges in the same order and places each slot
- * at off[e] + its warp's base + its rank among the warp's earlier slots of e (__match_any_sync):
- * a stable counting sort, deterministic without atomics. ---- */
-extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
-    hc_moe_route(const int *ids, hc_u64 S, int e0, unsigned El, unsigned T, int *sorted, int *inv,
-                 int *meta) {
-    extern __shared__ unsigned sm[];
-    unsigned *cnt = sm, *tot = sm + 32 * El, *off = tot + El, *wsum = off + El;
+/* ---- the routing sort: moe_args.h's tables for S slots of ids (int32; local expert id - e0 in
+ * [0, El)), tile T. A block of HC_MOE_ROUTE_THREADS sorts a contiguous range of the slots with
+ * dynamic shared memory 4 x (32 El + 2 El + 32): warp w owns a contiguous part of the range;
+ * pass 1 counts its slots per expert (cnt[w][e]), the counts become per-warp bases inside each
+ * expert and the T-padded experts an exclusive scan (off[e]); pass 2 walks the same parts in
+ * the same order and places each slot at its expert's base + its warp's base + its rank among
+ * the warp's earlier slots of e (__match_any_sync): a stable counting sort, deterministic
+ * without atomics. Few slots: one block, hc_moe_route. Many: hc_moe_route_count then
+ * hc_moe_route_place over the same blocks, the blocks' counts per expert turned into their
+ * bases by the last block to count (the same sort: a stable sort's result is unique). ---- */
+struct route_smem {
+    unsigned *cnt, *tot, *off, *wsum; /* [32][El], [El], [El], [32] */
+};
+__device__ __forceinline__ route_smem route_smem_of(unsigned *sm, unsigned El) {
+    return {sm, sm + 32 * El, sm + 33 * El, sm + 34 * El};
+}
+/* slot s's local expert: -2 past the warp's part (no slot), -1 not local */
+__device__ __forceinline__ int route_expert(const int *ids, hc_u64 s, hc_u64 hi, int e0, unsigned El) {
+    if (s >= hi) return -2;
+    long long d = (long long)ids[s] - e0;
+    return d >= 0 && d < (long long)El ? (int)d : -1;
+}
+/* pass 1 over the block's slots [lo, hi) (warp w's part [*wlo, *whi)), then each warp's counts
+ * made its bases inside each expert and tot[e] the block's count of e */
+__device__ __forceinline__ void route_count(const int *ids, hc_u64 lo, hc_u64 hi, int e0,
+                                            unsigned El, const route_smem &r, hc_u64 *wlo,
+                                            hc_u64 *whi) {
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    HC_PDL_WAIT();
-    for (unsigned i = tid; i < 32 * El; i += blockDim.x) cnt[i] = 0;
+    for (unsigned i = tid; i < 32 * El; i += blockDim.x) r.cnt[i] = 0;
     __syncthreads();
-    const hc_u64 per = (S + 31) / 32, lo = warp * per, hi = lo + per < S ? lo + per : S;
-    auto expert_of = [&](hc_u64 s) -> int {
-        if (s >= hi) return -2; /* past the range: no slot */
-        long long d = (long long)ids[s] - e0;
-        return d >= 0 && d < (long long)El ? (int)d : -1;
-    };
-    for (hc_u64 b = lo; b < hi; b += 32) {
-        int e = expert_of(b + lane);
+    const hc_u64 per = (hi - lo + 31) / 32, a = lo + warp * per < hi ? lo + warp * per : hi;
+    const hc_u64 b = a + per < hi ? a + per : hi;
+    *wlo = a, *whi = b;
+    for (hc_u64 q = a; q < b; q += 32) {
+        int e = route_expert(ids, q + lane, b, e0, El);
         unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
-        if (e >= 0 && lane == (unsigned)__ffs(peers) - 1) cnt[warp * El + e] += __popc(peers);
+        if (e >= 0 && lane == (unsigned)__ffs(peers) - 1) r.cnt[warp * El + e] += __popc(peers);
         __syncwarp();
     }
     __syncthreads();
     for (unsigned e = tid; e < El; e += blockDim.x) {
         unsigned run = 0;
         for (unsigned w = 0; w < 32; w++) {
-            unsigned c = cnt[w * El + e];
-            cnt[w * El + e] = run;
+            unsigned c = r.cnt[w * El + e];
+            r.cnt[w * El + e] = run;
             run += c;
         }
-        tot[e] = run;
+        r.tot[e] = run;
     }
     __syncthreads();
-    /* exclusive scan of the padded sizes, El <= HC_MOE_EXPERTS_MAX: thread e holds expert e */
-    {
-        unsigned v = 0;
-        for (unsigned e = tid; e < El; e += blockDim.x) v = (tot[e] + T - 1) / T * T;
-        unsigned incl = v;
-        for (unsigned d = 1; d < 32; d <<= 1) {
-            unsigned n = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-            if (lane >= d) incl += n;
-        }
-        if (lane == 31) wsum[warp] = incl;
-        __syncthreads();
-        if (warp == 0) {
-            unsigned s = wsum[lane], si = s;
-            for (unsigned d = 1; d < 32; d <<= 1) {
-                unsigned n = __shfl_up_sync(0xFFFFFFFFu, si, d);
-                if (lane >= d) si += n;
-            }
-            wsum[lane] = si - s; /* exclusive */
-        }
-        __syncthreads();
-        if (tid < El) off[tid] = wsum[warp] + incl - v;
-        if (tid == blockDim.x - 1) meta[0] = (int)((wsum[warp] + incl) / T);
-        __syncthreads();
+}
+/* the exclusive scan of the experts' T-padded counts tot[e] into off[e] (El <=
+ * HC_MOE_EXPERTS_MAX: thread e holds expert e), meta[0] the tiles */
+__device__ __forceinline__ void route_scan(unsigned El, unsigned T, const route_smem &r, int *meta) {
+    const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    unsigned v = 0;
+    for (unsigned e = tid; e < El; e += blockDim.x) v = (r.tot[e] + T - 1) / T * T;
+    unsigned incl = v;
+    for (unsigned d = 1; d < 32; d <<= 1) {
+        unsigned n = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+        if (lane >= d) incl += n;
     }
-    for (hc_u64 b = lo; b < hi; b += 32) {
-        const hc_u64 s = b + lane;
-        int e = expert_of(s);
+    if (lane == 31) r.wsum[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+        unsigned s = r.wsum[lane], si = s;
+        for (unsigned d = 1; d < 32; d <<= 1) {
+            unsigned n = __shfl_up_sync(0xFFFFFFFFu, si, d);
+            if (lane >= d) si += n;
+        }
+        r.wsum[lane] = si - s; /* exclusive */
+    }
+    __syncthreads();
+    if (tid < El) r.off[tid] = r.wsum[warp] + incl - v;
+    if (tid == blockDim.x - 1) meta[0] = (int)((r.wsum[warp] + incl) / T);
+    __syncthreads();
+}
+/* pass 2 over warp w's part [wlo, whi): each local slot to base[e] + its warp's base + its
+ * rank, inv[s] its place (-1 when not local) */
+__device__ __forceinline__ void route_place(const int *ids, hc_u64 wlo, hc_u64 whi, int e0,
+                                            unsigned El, const route_smem &r, const unsigned *base,
+                                            int *sorted, int *inv) {
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (hc_u64 q = wlo; q < whi; q += 32) {
+        const hc_u64 s = q + lane;
+        int e = route_expert(ids, s, whi, e0, El);
         unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
         if (e >= 0) {
-            unsigned p = off[e] + cnt[warp * El + e] + __popc(peers & ((1u << lane) - 1u));
+            unsigned p = base[e] + r.cnt[warp * El + e] + __popc(peers & ((1u << lane) - 1u));
             sorted[p] = (int)s;
             inv[s] = (int)p;
         } else if (e == -1) {
             inv[s] = -1;
         }
         __syncwarp();
-        if (e >= 0 && lane == (unsigned)__ffs(peers) - 1) cnt[warp * El + e] += __popc(peers);
+        if (e >= 0 && lane == (unsigned)__ffs(peers) - 1) r.cnt[warp * El + e] += __popc(peers);
         __syncwarp();
     }
-    /* each expert's pads and tiles */
-    for (unsigned e = tid; e < El; e += blockDim.x) {
-        const unsigned n = tot[e], pad = (n + T - 1) / T * T, o = off[e];
+}
+/* each expert's pads (sorted -1) and tiles (meta) from its count tot[e] and place off[e] */
+__device__ __forceinline__ void route_tiles(unsigned El, unsigned T, const route_smem &r,
+                                            int *sorted, int *meta) {
+    for (unsigned e = threadIdx.x; e < El; e += blockDim.x) {
+        const unsigned n = r.tot[e], pad = (n + T - 1) / T * T, o = r.off[e];
         for (unsigned q = n; q < pad; q++) sorted[o + q] = -1;
         for (unsigned q = 0; q < pad; q += T) {
             const unsigned i = (o + q) / T;
@@ -97,6 +120,97 @@ extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
             meta[HC_MOE_META_TILE(i) + 1] = (int)(n - q < T ? n - q : T);
         }
     }
+}
+
+/* One block sorts all S slots. */
+extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
+    hc_moe_route(const int *ids, hc_u64 S, int e0, unsigned El, unsigned T, int *sorted, int *inv,
+                 int *meta) {
+    extern __shared__ unsigned sm[];
+    const route_smem r = route_smem_of(sm, El);
+    hc_u64 wlo, whi;
+    HC_PDL_WAIT();
+    route_count(ids, 0, S, e0, El, r, &wlo, &whi);
+    route_scan(El, T, r, meta);
+    route_place(ids, wlo, whi, e0, El, r, r.off, sorted, inv);
+    route_tiles(El, T, r, sorted, meta);
+    HC_PDL_RELEASE();
+}
+
+/* Block b of gridDim.x (<= HC_MOE_ROUTE_BLOCKS) of a many-slot sort: slots [b S / B, (b + 1) S
+ * / B) */
+__device__ __forceinline__ void route_block_range(hc_u64 S, hc_u64 *lo, hc_u64 *hi) {
+    *lo = S * blockIdx.x / gridDim.x, *hi = S * (blockIdx.x + 1) / gridDim.x;
+}
+
+/* Many slots, first launch: each block counts its range per expert into rtab[e][b]
+ * (HC_MOE_ROUTE_BLOCKS columns); the last block to finish (ticket: zero between launches,
+ * reset by it) turns each expert's row into the blocks' exclusive bases, scans the padded
+ * totals into the experts' places (rtab + El x HC_MOE_ROUTE_BLOCKS, [El]) and writes meta and
+ * the pads. */
+extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
+    hc_moe_route_count(const int *ids, hc_u64 S, int e0, unsigned El, unsigned T, int *sorted,
+                       int *meta, unsigned *rtab, unsigned *ticket) {
+    extern __shared__ unsigned sm[];
+    __shared__ unsigned last;
+    const route_smem r = route_smem_of(sm, El);
+    const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, B = gridDim.x;
+    hc_u64 lo, hi, wlo, whi;
+    if (B > HC_MOE_ROUTE_BLOCKS) __trap(); /* (the table's rows: the host's plan caps B) */
+    HC_PDL_WAIT();
+    route_block_range(S, &lo, &hi);
+    route_count(ids, lo, hi, e0, El, r, &wlo, &whi);
+    for (unsigned e = tid; e < El; e += blockDim.x)
+        __stcg(rtab + (hc_u64)e * HC_MOE_ROUTE_BLOCKS + blockIdx.x, r.tot[e]);
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(ticket, 1u) == B - 1;
+    __syncthreads();
+    if (!last) {
+        HC_PDL_RELEASE();
+        return;
+    }
+    __threadfence();
+    /* a warp an expert: the blocks' counts (one a lane) into exclusive bases, the total */
+    for (unsigned e = warp; e < El; e += blockDim.x / 32) {
+        unsigned *row = rtab + (hc_u64)e * HC_MOE_ROUTE_BLOCKS;
+        const unsigned c = lane < B ? __ldcg(row + lane) : 0u;
+        unsigned incl = c;
+        for (unsigned d = 1; d < 32; d <<= 1) {
+            unsigned n = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+            if (lane >= d) incl += n;
+        }
+        if (lane < B) row[lane] = incl - c;
+        if (lane == 31) r.tot[e] = incl;
+    }
+    __syncthreads();
+    route_scan(El, T, r, meta);
+    for (unsigned e = tid; e < El; e += blockDim.x)
+        rtab[(hc_u64)El * HC_MOE_ROUTE_BLOCKS + e] = r.off[e];
+    route_tiles(El, T, r, sorted, meta);
+    if (tid == 0) *ticket = 0; /* ready for the next launch */
+    HC_PDL_RELEASE();
+}
+
+/* Many slots, second launch (the same grid): each block counts its range again and places its
+ * slots at their expert's place + the block's base (rtab, from hc_moe_route_count) + the
+ * warp's base + the rank. */
+extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
+    hc_moe_route_place(const int *ids, hc_u64 S, int e0, unsigned El, const unsigned *rtab,
+                       int *sorted, int *inv) {
+    extern __shared__ unsigned sm[];
+    const route_smem r = route_smem_of(sm, El);
+    hc_u64 lo, hi, wlo, whi;
+    if (gridDim.x > HC_MOE_ROUTE_BLOCKS) __trap(); /* (as hc_moe_route_count) */
+    HC_PDL_WAIT();
+    route_block_range(S, &lo, &hi);
+    route_count(ids, lo, hi, e0, El, r, &wlo, &whi);
+    /* the block's base in each expert, in off (its scan is the count launch's) */
+    for (unsigned e = threadIdx.x; e < El; e += blockDim.x)
+        r.off[e] = __ldcg(rtab + (hc_u64)El * HC_MOE_ROUTE_BLOCKS + e) +
+                   __ldcg(rtab + (hc_u64)e * HC_MOE_ROUTE_BLOCKS + blockIdx.x);
+    __syncthreads();
+    route_place(ids, wlo, whi, e0, El, r, r.off, sorted, inv);
     HC_PDL_RELEASE();
 }
 

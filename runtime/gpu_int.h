@@ -37,8 +37,8 @@ struct hc_gpu {
     cudaLibrary_t lib;
     cudaKernel_t gemm_ref, stream_read, gather;
     cudaLibrary_t moe_lib; /* kernels/moe_route.cu, built with the first MoE layer */
-    cudaKernel_t moe_route, moe_expand, moe_act, moe_finalize;
-    int moe_route_smem; /* the routing sort's dynamic shared memory set so far (bytes) */
+    cudaKernel_t moe_route, moe_route_count, moe_route_place, moe_expand, moe_act, moe_finalize;
+    int moe_route_smem; /* the routing sorts' dynamic shared memory set so far (bytes) */
     pthread_mutex_t mu; /* guards the lazily built modules */
     hc_gpu_module mods[HC_MODULES];
     int nmods;

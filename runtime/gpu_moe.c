@@ -60,13 +60,28 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
                        "a forced kernel can need more)",
                        (unsigned long long)S, hc__gpu_moe_variants(&(size_t){0})[r.kernel].forced);
     const unsigned one[3] = {1, 1, 1};
-    { /* route */
+    { /* route: one block, or count then place over r.sort_blocks (gpu_plan.c) */
         unsigned long long ss = S;
         int e0 = (int)ml->e0;
         unsigned el = ml->El, tt = r.tile;
-        void *args[] = {(void *)&ids, &ss, &e0, &el, &tt, &w->sorted, &w->inv, &w->meta};
-        HC_TRY(hc__gpu_launch(g->moe_route, one, HC_MOE_ROUTE_THREADS,
-                             4 * (34 * (size_t)ml->El + 32), true, args, s, "hc_moe_route", err));
+        const size_t smem = 4 * (34 * (size_t)ml->El + 32);
+        if (r.sort_blocks <= 1) {
+            void *args[] = {(void *)&ids, &ss, &e0, &el, &tt, &w->sorted, &w->inv, &w->meta};
+            HC_TRY(hc__gpu_launch(g->moe_route, one, HC_MOE_ROUTE_THREADS, smem, true, args, s,
+                                 "hc_moe_route", err));
+        } else {
+            const unsigned grid[3] = {r.sort_blocks, 1, 1};
+            /* (the buffer's last word: every layer's, whichever its El -- a ticket after its own
+             * table would sit inside a larger layer's) */
+            unsigned *ticket = (unsigned *)w->rtab + (w->rtab_bytes / 4 - 1);
+            void *cargs[] = {(void *)&ids, &ss, &e0, &el, &tt, &w->sorted, &w->meta, &w->rtab,
+                             &ticket};
+            HC_TRY(hc__gpu_launch(g->moe_route_count, grid, HC_MOE_ROUTE_THREADS, smem, true, cargs,
+                                 s, "hc_moe_route_count", err));
+            void *pargs[] = {(void *)&ids, &ss, &e0, &el, &w->rtab, &w->sorted, &w->inv};
+            HC_TRY(hc__gpu_launch(g->moe_route_place, grid, HC_MOE_ROUTE_THREADS, smem, true, pargs,
+                                 s, "hc_moe_route_place", err));
+        }
     }
     if (HC_GPU_MOE_STOP(md, 1)) return HC_OK;
     const uint64_t rows = need.rows;

@@ -39,6 +39,11 @@ struct hc_gpu_moe_ws {
     uint64_t slots, rows, tiles; /* per chunk: slots, sorted rows, tiles (meta entries) */
     void *sorted, *inv, *meta, *xs, *g, *h, *part, *cnt;
     size_t xs_bytes, g_bytes, h_bytes, part_bytes, cnt_bytes;
+    /* the many-slot routing sort's table (moe_args.h HC_MOE_ROUTE_TABLE_WORDS of the most
+     * local experts) and its ticket (the buffer's last word, every layer's; zero between
+     * launches) */
+    void *rtab;
+    size_t rtab_bytes;
 };
 
 /* Orders MoE layers by name (the model's are sorted: hc_gpu_moe finds them by bsearch). */

@@ -248,7 +248,7 @@ done:
     return st;
 }
 
-/* The routing module (kernels/moe_route.cu), once per device, its sort's shared memory raised
+/* The routing module (kernels/moe_route.cu), once per device, its sorts' shared memory raised
  * to what el experts need (4 x (34 el + 32) bytes: 139 KB at the 1024 most; a device without
  * that much leaves the MoE layers refused, saying so). */
 static hc_status route_module(hc_gpu *g, uint32_t el, hc_err *perr) {
@@ -264,16 +264,24 @@ static hc_status route_module(hc_gpu *g, uint32_t el, hc_err *perr) {
     CU(hc__cuda.lib_load(&g->moe_lib, cubin, NULL, NULL, 0, NULL, NULL, 0),
        "cudaLibraryLoadData(moe_route)");
     CU(hc__cuda.lib_kernel(&g->moe_route, g->moe_lib, "hc_moe_route"), "hc_moe_route");
+    CU(hc__cuda.lib_kernel(&g->moe_route_count, g->moe_lib, "hc_moe_route_count"),
+       "hc_moe_route_count");
+    CU(hc__cuda.lib_kernel(&g->moe_route_place, g->moe_lib, "hc_moe_route_place"),
+       "hc_moe_route_place");
     CU(hc__cuda.lib_kernel(&g->moe_expand, g->moe_lib, "hc_moe_expand"), "hc_moe_expand");
     CU(hc__cuda.lib_kernel(&g->moe_act, g->moe_lib, "hc_moe_act"), "hc_moe_act");
     CU(hc__cuda.lib_kernel(&g->moe_finalize, g->moe_lib, "hc_moe_finalize"), "hc_moe_finalize");
 smem:
     if (need > g->moe_route_smem) {
-        char what[96];
-        snprintf(what, sizeof what, "shared memory of hc_moe_route for %u experts (%d bytes)", el,
-                 need);
-        CU(hc__cuda.func_attr((const void *)g->moe_route,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, need), what);
+        const cudaKernel_t sorts[3] = {g->moe_route, g->moe_route_count, g->moe_route_place};
+        const char *const names[3] = {"hc_moe_route", "hc_moe_route_count", "hc_moe_route_place"};
+        for (int i = 0; i < 3; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "shared memory of %s for %u experts (%d bytes)", names[i],
+                     el, need);
+            CU(hc__cuda.func_attr((const void *)sorts[i],
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, need), what);
+        }
         g->moe_route_smem = need;
     }
 out:
@@ -292,7 +300,7 @@ static void ws_free(struct hc_gpu_moe_ws *w) {
     if (hc__cuda.loaded) {
         hc__cuda.free_(w->sorted), hc__cuda.free_(w->inv), hc__cuda.free_(w->meta);
         hc__cuda.free_(w->xs), hc__cuda.free_(w->g), hc__cuda.free_(w->h);
-        hc__cuda.free_(w->part), hc__cuda.free_(w->cnt);
+        hc__cuda.free_(w->part), hc__cuda.free_(w->cnt), hc__cuda.free_(w->rtab);
     }
     free(w);
 }
@@ -364,6 +372,11 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
         }
     }
     if (w->tiles > 65535 + 1) w->tiles = 65535 + 1;
+    /* the many-slot routing sort's table for the most local experts, and its ticket */
+    for (size_t i = 0; i < md->nmoe; i++) {
+        size_t b = ((size_t)HC_MOE_ROUTE_TABLE_WORDS(md->moe[i].El) + 1) * 4;
+        if (!md->moe[i].why[0] && b > w->rtab_bytes) w->rtab_bytes = b;
+    }
     CU(hc__cuda.malloc_(&w->sorted, w->rows * 4 + 16), "cudaMalloc(MoE routing)");
     CU(hc__cuda.malloc_(&w->inv, w->slots * 4 + 16), "cudaMalloc(MoE routing)");
     CU(hc__cuda.malloc_(&w->meta, (1 + 2 * w->tiles) * 4 + 16), "cudaMalloc(MoE routing)");
@@ -375,10 +388,14 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
         CU(hc__cuda.malloc_(&w->cnt, w->cnt_bytes), "cudaMalloc(MoE K split)");
         CU(hc__cuda.memset_(w->cnt, 0, w->cnt_bytes), "cudaMemset(MoE K split)");
     }
+    if (w->rtab_bytes) {
+        CU(hc__cuda.malloc_(&w->rtab, w->rtab_bytes), "cudaMalloc(MoE routing table)");
+        CU(hc__cuda.memset_(w->rtab, 0, w->rtab_bytes), "cudaMemset(MoE routing table)");
+    }
     CU(hc__cuda.sync(), "synchronise after clearing the MoE workspace");
     md->mws = w;
     md->bytes += w->rows * 4 + w->slots * 4 + w->xs_bytes + w->g_bytes + w->h_bytes +
-                 w->part_bytes + w->cnt_bytes;
+                 w->part_bytes + w->cnt_bytes + w->rtab_bytes;
 out:
     if (st) {
         ws_free(w);

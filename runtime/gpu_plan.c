@@ -4,6 +4,7 @@
 #include "gpu_plan.h"
 
 #include "config.h"
+#include "moe_args.h"
 #include "streamk_rule.h"
 
 #include <stdio.h>
@@ -184,6 +185,14 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
 
 /* ---- mixture of experts ---- */
 
+/* The routing sort (kernels/moe_route.cu): one block while each warp walks at most two 32-slot
+ * steps, else a block per HC_MOE_SORT_BLOCK_SLOTS slots, at most HC_MOE_ROUTE_BLOCKS (the one
+ * block took 310 us of the Qwen3-like block at M = 16384 -- two chunks of 65536 slots, 64
+ * serial steps a warp a pass each: bench/NOTES.md MoE v3; v40, session 18: the split, 2 steps
+ * a warp at 65536 slots, not yet measured) */
+#define HC_MOE_SORT_ONE_BLOCK_SLOTS 2048u
+#define HC_MOE_SORT_BLOCK_SLOTS 1024u
+
 hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
                                 uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err) {
     memset(out, 0, sizeof *out);
@@ -191,6 +200,11 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     size_t nv = 0;
     const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
     out->touched = el < slots ? el : slots;
+    out->sort_blocks = 1;
+    if (slots > HC_MOE_SORT_ONE_BLOCK_SLOTS) {
+        const uint64_t b = hc__cdiv_u64(slots, HC_MOE_SORT_BLOCK_SLOTS);
+        out->sort_blocks = b < HC_MOE_ROUTE_BLOCKS ? (unsigned)b : HC_MOE_ROUTE_BLOCKS;
+    }
     uint64_t r = hc__cdiv_u64(slots, out->touched);
     int k = forced;
     if (k == HC_GPU_KERNEL_AUTO) {

@@ -94,6 +94,8 @@ typedef struct {
     unsigned tile;               /* T */
     uint64_t touched;            /* the most experts the slots can reach: min(el, slots) */
     uint64_t tiles_max;          /* the most T-row tiles: (slots + touched (T - 1)) / T */
+    unsigned sort_blocks;        /* the routing sort's blocks: 1 (hc_moe_route) or 2..32
+                                  * (hc_moe_route_count, then _place) */
 } hc_gpu_moe_route;
 
 /* The grouped kernel for `slots` slots over el experts (forced: HC_GPU_KERNEL_AUTO or an

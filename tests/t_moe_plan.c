@@ -52,6 +52,16 @@ static void test_moe_plan(void) {
         CHECK_EQ_U64(r.tiles_max, cases[i].tiles);
         CHECK_EQ_U64(r.touched, cases[i].slots < 128 ? cases[i].slots : 128);
     }
+    /* the routing sort: one block up to 2048 slots, then a block per 1024, at most 32 */
+    static const struct {
+        uint64_t slots;
+        unsigned blocks;
+    } sorts[] = {{8, 1}, {2048, 1}, {2049, 3}, {2664, 3}, {8192, 8}, {32768, 32}, {131072, 32}};
+    for (size_t i = 0; i < sizeof sorts / sizeof sorts[0]; i++) {
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, sorts[i].slots, 128, HC_GPU_KERNEL_AUTO, &r,
+                                            &err), HC_OK);
+        CHECK_EQ_INT(r.sort_blocks, sorts[i].blocks);
+    }
     /* no warp-specialised kernels (sm_80, or a layout without them): tiles of 16 */
     hc_gpu_caps a100 = {"sm_80", 108, false};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 65536, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
@@ -131,7 +141,8 @@ static void test_moe_layer_tensors(void) {
     char path[600], msg[512];
     snprintf(path, sizeof path, "%s/moe-only.hconvert", test_tmpdir());
     for (int fused = 0; fused < 2; fused++) {
-        const mcfg cf = {4, 64, 64, fused ? G_INTERLEAVED : G_SPLIT, false, fused != 0, fused != 0};
+        const mcfg cf = {4, 64, 64, fused ? G_INTERLEAVED : G_SPLIT, false, fused != 0, fused != 0,
+                         NULL};
         hc_container *c = NULL;
         if (write_block(path, &synth_specs[0], &cf, 5, NULL, msg, sizeof msg) ||
             hc_container_open(path, 1, &c, msg, sizeof msg)) {

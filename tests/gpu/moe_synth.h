@@ -1,7 +1,7 @@
-/* moe_synth.h: containers holding one random MoE block "mlp" of any layout (tile_synth.h's
- * layers): per-expert gate/up/down, or a fused gate_up (interleaved or stacked) and down, a
- * router, optional biases, and the container's MoE record -- for the GPU MoE test and the MoE
- * benchmark. Optionally the block's weights as float64 for a reference. */
+/* moe_synth.h: containers holding random MoE blocks ("mlp", or as named) of any layout
+ * (tile_synth.h's layers): per-expert gate/up/down, or a fused gate_up (interleaved or stacked)
+ * and down, a router, optional biases, and the container's MoE record -- for the GPU MoE test
+ * and the MoE benchmark. Optionally the blocks' weights as float64 for a reference. */
 #ifndef HC_MOE_SYNTH_H
 #define HC_MOE_SYNTH_H
 
@@ -18,7 +18,10 @@ typedef struct {
     uint64_t E, H, I;
     gmode gm;
     bool perm, swiglu, bias;
+    const char *name; /* the block's name (its tensors' prefix); NULL: "mlp" */
 } mcfg;
+
+static const char *mcfg_name(const mcfg *c) { return c->name ? c->name : "mlp"; }
 
 /* The block's weights as float64, per expert: gate [E][I][H], up [E][I][H], down [E][H][I]
  * (source column order), biases [E][I], [E][I], [E][H] (0 without). */
@@ -31,29 +34,42 @@ static void mref_free(mref *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Writes the block "mlp" of cfg c in layout sp to path (tensors, router, biases, MoE record)
- * and, with r non-NULL, its float64 weights into r. */
-static int write_block(const char *path, const synth_spec *sp, const mcfg *c, uint64_t seed,
-                       mref *r, char *msg, size_t ml) {
+/* One block's tensors, kept until the container is written. */
+typedef struct {
+    synth_layer *L;
+    unsigned nl;
+    double *tmp;
+    float *bgu, *bd;
+    uint16_t *router;
+    char names[9][160]; /* gate_up, down, router weight, router, biases, gate, up, down patterns */
+} mblock;
+
+static void mblock_free(mblock *b) {
+    for (unsigned i = 0; b->L && i < b->nl; i++) synth_layer_free(&b->L[i]);
+    free(b->L), free(b->tmp), free(b->bgu), free(b->bd), free(b->router);
+    memset(b, 0, sizeof *b);
+}
+
+/* Block c's tensors into t (at *nt; room for 6 E + 8 more) and its record into info; with rr's
+ * weights filled where they are non-NULL (gate, up, down; the biases always). */
+static int mblock_make(mblock *b, const synth_spec *sp, const mcfg *c, uint64_t seed, mref *rr,
+                       bool want, hc_cw_tensor *t, unsigned *nt, hc_moe_layer_info *info,
+                       char *msg, size_t ml) {
     const uint64_t E = c->E, H = c->H, I = c->I;
-    mref none = {0}, *rr = r ? r : &none;
-    memset(rr, 0, sizeof *rr);
-    if (r) {
-        r->gate = calloc(E * I * H, 8), r->up = calloc(E * I * H, 8);
-        r->down = calloc(E * H * I, 8);
+    const char *nm = mcfg_name(c);
+    if (want) {
+        rr->gate = calloc(E * I * H, 8), rr->up = calloc(E * I * H, 8);
+        rr->down = calloc(E * H * I, 8);
     }
     rr->bg = calloc(E * I, 8), rr->bu = calloc(E * I, 8), rr->bd = calloc(E * H, 8);
-    synth_layer *L = calloc(3 * E + 2, sizeof *L);
-    unsigned nl = 0, nt = 0;
-    hc_cw_tensor *t = calloc(6 * E + 8, sizeof *t);
-    double *tmp = r ? calloc(E * 2 * I * H + 1, 8) : NULL;
-    float *bgu = calloc(E * 2 * I + 1, 4), *bd = calloc(E * H + 1, 4);
-    uint16_t *router = calloc(E * H, 2);
-    int rc = -1;
-    if ((r && (!r->gate || !r->up || !r->down || !tmp)) || !rr->bg || !rr->bu || !rr->bd || !L ||
-        !t || !bgu || !bd || !router) {
+    b->L = calloc(3 * E + 2, sizeof *b->L);
+    b->tmp = want ? calloc(E * 2 * I * H + 1, 8) : NULL;
+    b->bgu = calloc(E * 2 * I + 1, 4), b->bd = calloc(E * H + 1, 4);
+    b->router = calloc(E * H, 2);
+    if ((want && (!rr->gate || !rr->up || !rr->down || !b->tmp)) || !rr->bg || !rr->bu ||
+        !rr->bd || !b->L || !b->bgu || !b->bd || !b->router) {
         snprintf(msg, ml, "out of memory");
-        goto done;
+        return -1;
     }
     if (c->gm == G_SPLIT) {
         for (uint64_t e = 0; e < E; e++) {
@@ -61,38 +77,42 @@ static int write_block(const char *path, const synth_spec *sp, const mcfg *c, ui
              * weight_global_scale per layer) */
             synth_spec spe = *sp;
             if (spe.global_div != 0) spe.global_div *= 1.0 + (double)(e % 5) / 4.0;
-            char n[3][128];
-            snprintf(n[0], sizeof n[0], "mlp.experts.%llu.gate_proj", (unsigned long long)e);
-            snprintf(n[1], sizeof n[1], "mlp.experts.%llu.up_proj", (unsigned long long)e);
-            snprintf(n[2], sizeof n[2], "mlp.experts.%llu.down_proj", (unsigned long long)e);
+            char n[3][160];
+            snprintf(n[0], sizeof n[0], "%s.experts.%llu.gate_proj", nm, (unsigned long long)e);
+            snprintf(n[1], sizeof n[1], "%s.experts.%llu.up_proj", nm, (unsigned long long)e);
+            snprintf(n[2], sizeof n[2], "%s.experts.%llu.down_proj", nm, (unsigned long long)e);
             /* gate and up share their permutation (GPTQ orders both by the same X) */
-            if (synth_layer_make(&L[nl++], n[0], &spe, 1, I, H, c->perm, 1000 + e, seed + 3 * e,
-                                 r ? r->gate + e * I * H : NULL, msg, ml) ||
-                synth_layer_make(&L[nl++], n[1], &spe, 1, I, H, c->perm, 1000 + e, seed + 3 * e + 1,
-                                 r ? r->up + e * I * H : NULL, msg, ml) ||
-                synth_layer_make(&L[nl++], n[2], &spe, 1, H, I, c->perm, 5000 + e, seed + 3 * e + 2,
-                                 r ? r->down + e * H * I : NULL, msg, ml))
-                goto done;
+            if (synth_layer_make(&b->L[b->nl++], n[0], &spe, 1, I, H, c->perm, 1000 + e,
+                                 seed + 3 * e, want ? rr->gate + e * I * H : NULL, msg, ml) ||
+                synth_layer_make(&b->L[b->nl++], n[1], &spe, 1, I, H, c->perm, 1000 + e,
+                                 seed + 3 * e + 1, want ? rr->up + e * I * H : NULL, msg, ml) ||
+                synth_layer_make(&b->L[b->nl++], n[2], &spe, 1, H, I, c->perm, 5000 + e,
+                                 seed + 3 * e + 2, want ? rr->down + e * H * I : NULL, msg, ml))
+                return -1;
         }
     } else {
-        if (synth_layer_make(&L[nl++], "mlp.experts.gate_up_proj", sp, E, 2 * I, H, false, 0,
-                             seed, tmp, msg, ml) ||
-            synth_layer_make(&L[nl++], "mlp.experts.down_proj", sp, E, H, I, false, 0, seed + 1,
-                             r ? r->down : NULL, msg, ml))
-            goto done;
-        for (uint64_t e = 0; r && e < E; e++)
+        snprintf(b->names[0], sizeof b->names[0], "%s.experts.gate_up_proj", nm);
+        snprintf(b->names[1], sizeof b->names[1], "%s.experts.down_proj", nm);
+        if (synth_layer_make(&b->L[b->nl++], b->names[0], sp, E, 2 * I, H, false, 0, seed,
+                             b->tmp, msg, ml) ||
+            synth_layer_make(&b->L[b->nl++], b->names[1], sp, E, H, I, false, 0, seed + 1,
+                             want ? rr->down : NULL, msg, ml))
+            return -1;
+        for (uint64_t e = 0; want && e < E; e++)
             for (uint64_t j = 0; j < I; j++) {
                 uint64_t gr = c->gm == G_INTERLEAVED ? 2 * j : j;
                 uint64_t ur = c->gm == G_INTERLEAVED ? 2 * j + 1 : I + j;
-                memcpy(r->gate + (e * I + j) * H, tmp + (e * 2 * I + gr) * H, H * 8);
-                memcpy(r->up + (e * I + j) * H, tmp + (e * 2 * I + ur) * H, H * 8);
+                memcpy(rr->gate + (e * I + j) * H, b->tmp + (e * 2 * I + gr) * H, H * 8);
+                memcpy(rr->up + (e * I + j) * H, b->tmp + (e * 2 * I + ur) * H, H * 8);
             }
     }
-    for (unsigned i = 0; i < nl; i++)
-        for (unsigned j = 0; j < L[i].n; j++) t[nt++] = L[i].t[j];
-    t[nt++] = (hc_cw_tensor){.name = "mlp.gate.weight", .dtype = HC_DT_BF16, .ndim = 2,
-                             .shape = {E, H}, .padded_shape = {E, H}, .layout = "source",
-                             .data = router, .size = E * H * 2};
+    for (unsigned i = 0; i < b->nl; i++)
+        for (unsigned j = 0; j < b->L[i].n; j++) t[(*nt)++] = b->L[i].t[j];
+    snprintf(b->names[2], sizeof b->names[2], "%s.gate.weight", nm);
+    snprintf(b->names[3], sizeof b->names[3], "%s.gate", nm);
+    t[(*nt)++] = (hc_cw_tensor){.name = b->names[2], .dtype = HC_DT_BF16, .ndim = 2,
+                                .shape = {E, H}, .padded_shape = {E, H}, .layout = "source",
+                                .data = b->router, .size = E * H * 2};
     uint64_t rng = seed * 31 + 5;
     if (c->bias) { /* gate biases of +-8 on every fifth row: past the clamp at 7 */
         for (uint64_t e = 0; e < E; e++)
@@ -102,47 +122,85 @@ static int write_block(const char *path, const synth_spec *sp, const mcfg *c, ui
                 float u = (float)((double)(msyn_rng(&rng) % 1000) / 500.0 - 1.0);
                 uint64_t gr = c->gm == G_INTERLEAVED ? 2 * j : j;
                 uint64_t ur = c->gm == G_INTERLEAVED ? 2 * j + 1 : I + j;
-                bgu[e * 2 * I + gr] = g, bgu[e * 2 * I + ur] = u;
+                b->bgu[e * 2 * I + gr] = g, b->bgu[e * 2 * I + ur] = u;
                 rr->bg[e * I + j] = g, rr->bu[e * I + j] = u;
             }
         for (uint64_t i = 0; i < E * H; i++)
-            rr->bd[i] = bd[i] = (float)((double)(msyn_rng(&rng) % 1000) / 2000.0 - 0.25);
-        t[nt++] = (hc_cw_tensor){.name = "mlp.experts.gate_up_proj_bias", .dtype = HC_DT_F32,
-                                 .ndim = 2, .shape = {E, 2 * I}, .padded_shape = {E, 2 * I},
-                                 .layout = "source", .data = bgu, .size = E * 2 * I * 4};
-        t[nt++] = (hc_cw_tensor){.name = "mlp.experts.down_proj_bias", .dtype = HC_DT_F32,
-                                 .ndim = 2, .shape = {E, H}, .padded_shape = {E, H},
-                                 .layout = "source", .data = bd, .size = E * H * 4};
+            rr->bd[i] = b->bd[i] = (float)((double)(msyn_rng(&rng) % 1000) / 2000.0 - 0.25);
+        snprintf(b->names[4], sizeof b->names[4], "%s.experts.gate_up_proj_bias", nm);
+        snprintf(b->names[5], sizeof b->names[5], "%s.experts.down_proj_bias", nm);
+        t[(*nt)++] = (hc_cw_tensor){.name = b->names[4], .dtype = HC_DT_F32, .ndim = 2,
+                                    .shape = {E, 2 * I}, .padded_shape = {E, 2 * I},
+                                    .layout = "source", .data = b->bgu, .size = E * 2 * I * 4};
+        t[(*nt)++] = (hc_cw_tensor){.name = b->names[5], .dtype = HC_DT_F32, .ndim = 2,
+                                    .shape = {E, H}, .padded_shape = {E, H},
+                                    .layout = "source", .data = b->bd, .size = E * H * 4};
     }
-    hc_moe_layer_info info = {.name = "mlp", .experts = (uint32_t)E,
-                              .layout = c->gm == G_SPLIT ? HC_MOE_PER_EXPERT : HC_MOE_FUSED,
-                              .router = "mlp.gate"};
+    *info = (hc_moe_layer_info){.name = nm, .experts = (uint32_t)E,
+                                .layout = c->gm == G_SPLIT ? HC_MOE_PER_EXPERT : HC_MOE_FUSED,
+                                .router = b->names[3]};
     if (c->gm == G_SPLIT) {
-        info.gate = "mlp.experts.*.gate_proj", info.up = "mlp.experts.*.up_proj";
-        info.down = "mlp.experts.*.down_proj";
+        snprintf(b->names[6], sizeof b->names[6], "%s.experts.*.gate_proj", nm);
+        snprintf(b->names[7], sizeof b->names[7], "%s.experts.*.up_proj", nm);
+        snprintf(b->names[8], sizeof b->names[8], "%s.experts.*.down_proj", nm);
+        info->gate = b->names[6], info->up = b->names[7], info->down = b->names[8];
     } else {
-        info.gate_up = "mlp.experts.gate_up_proj", info.down = "mlp.experts.down_proj";
-        info.gate_up_order = c->gm == G_INTERLEAVED ? HC_MOE_INTERLEAVED : HC_MOE_STACKED;
+        info->gate_up = b->names[0], info->down = b->names[1];
+        info->gate_up_order = c->gm == G_INTERLEAVED ? HC_MOE_INTERLEAVED : HC_MOE_STACKED;
     }
-    if (c->bias)
-        info.gate_up_bias = "mlp.experts.gate_up_proj_bias",
-        info.down_bias = "mlp.experts.down_proj_bias";
-    if (c->swiglu) info.activation = HC_MOE_SWIGLU_CLAMP, info.alpha = 1.702, info.limit = 7.0;
-    cJSON *rec = hc__moe_record_json(&info, 1);
-    hc_cw_options o = {.source_format = "synthetic", .target = "tiles", .tp_size = 1,
-                       .moe_layers = rec};
-    hc_err err = {0};
-    if (!rec || hc__container_write(path, t, nt, &o, &err)) {
-        snprintf(msg, ml, "write: %s", rec ? err.msg : "record");
-    } else {
-        rc = 0;
+    if (c->bias) info->gate_up_bias = b->names[4], info->down_bias = b->names[5];
+    if (c->swiglu) info->activation = HC_MOE_SWIGLU_CLAMP, info->alpha = 1.702, info->limit = 7.0;
+    return 0;
+}
+
+/* Writes the nb blocks c[0..nb) in layout sp to path (tensors, routers, biases, the MoE record
+ * of all of them) and, with r non-NULL, their float64 weights into r[0..nb). */
+static int write_blocks(const char *path, const synth_spec *sp, const mcfg *c, size_t nb,
+                        uint64_t seed, mref *r, char *msg, size_t ml) {
+    size_t tmax = 0;
+    for (size_t i = 0; i < nb; i++) tmax += 6 * c[i].E + 8;
+    mblock *b = calloc(nb, sizeof *b);
+    mref *none = calloc(nb, sizeof *none);
+    hc_moe_layer_info *info = calloc(nb, sizeof *info);
+    hc_cw_tensor *t = calloc(tmax, sizeof *t);
+    unsigned nt = 0;
+    int rc = -1;
+    if (!b || !none || !info || !t) {
+        snprintf(msg, ml, "out of memory");
+        goto done;
     }
-    cJSON_Delete(rec);
+    for (size_t i = 0; i < nb; i++) {
+        mref *rr = r ? &r[i] : &none[i];
+        memset(rr, 0, sizeof *rr);
+        if (mblock_make(&b[i], sp, &c[i], seed + 7919 * i, rr, r != NULL, t, &nt, &info[i], msg,
+                        ml))
+            goto done;
+    }
+    {
+        cJSON *rec = hc__moe_record_json(info, nb);
+        hc_cw_options o = {.source_format = "synthetic", .target = "tiles", .tp_size = 1,
+                           .moe_layers = rec};
+        hc_err err = {0};
+        if (!rec || hc__container_write(path, t, nt, &o, &err))
+            snprintf(msg, ml, "write: %s", rec ? err.msg : "record");
+        else
+            rc = 0;
+        cJSON_Delete(rec);
+    }
 done:
-    for (unsigned i = 0; L && i < nl; i++) synth_layer_free(&L[i]);
-    free(L), free(t), free(tmp), free(bgu), free(bd), free(router);
-    if (!r) mref_free(&none);
+    for (size_t i = 0; b && i < nb; i++) mblock_free(&b[i]);
+    for (size_t i = 0; none && i < nb; i++) mref_free(&none[i]);
+    if (rc && r)
+        for (size_t i = 0; i < nb; i++) mref_free(&r[i]);
+    free(b), free(none), free(info), free(t);
     return rc;
+}
+
+/* Writes the block of cfg c (named as c says, "mlp" by default) in layout sp to path and, with
+ * r non-NULL, its float64 weights into r. */
+static int write_block(const char *path, const synth_spec *sp, const mcfg *c, uint64_t seed,
+                       mref *r, char *msg, size_t ml) {
+    return write_blocks(path, sp, c, 1, seed, r, msg, ml);
 }
 
 #endif

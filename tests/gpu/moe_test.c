@@ -132,15 +132,15 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
     route(cf->E, M, k, skew, seed, ids, w);
     int ok = 1;
     if (!md) { /* no GPU: the CPU twin stands in, so the reference is checked everywhere */
-        if (hc_cpu_moe_block(c, "mlp", x, M, H, ids, w, k, y, msg, sizeof msg)) {
+        if (hc_cpu_moe_block(c, mcfg_name(cf), x, M, H, ids, w, k, y, msg, sizeof msg)) {
             printf("FAIL %s: CPU twin: %s\n", label, msg);
             failed++;
             goto done;
         }
         memcpy(y2, y, M * H * 4);
     } else if (hc_gpu_model_force_kernel(md, kern, msg, sizeof msg) ||
-               hc_gpu_moe_host(md, "mlp", x, M, ids, w, k, y, msg, sizeof msg) ||
-               hc_gpu_moe_host(md, "mlp", x, M, ids, w, k, y2, msg, sizeof msg)) {
+               hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y, msg, sizeof msg) ||
+               hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y2, msg, sizeof msg)) {
         printf("FAIL %s M=%llu top-%llu %s: %s\n", label, (unsigned long long)M,
                (unsigned long long)k, kern ? kern : "auto", msg);
         failed++;
@@ -165,7 +165,7 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
     }
     bool same = memcmp(y, y2, M * H * 4) == 0;
     if (md && M <= 333 && e0 == 0 && e1 >= cf->E) {
-        if (hc_cpu_moe_block(c, "mlp", x, M, H, ids, w, k, yc, msg, sizeof msg)) {
+        if (hc_cpu_moe_block(c, mcfg_name(cf), x, M, H, ids, w, k, yc, msg, sizeof msg)) {
             printf("FAIL %s: CPU twin: %s\n", label, msg);
             ok = 0;
         }
@@ -191,6 +191,38 @@ done:
     free(x), free(y), free(y2), free(yc), free(w), free(ids), free(ref), free(bnd);
 }
 
+/* Two MoE blocks of one model with different expert counts (128 and 100) share the model's
+ * workspace: calls alternate between them, each past 2048 slots (the routing sort over several
+ * blocks, whose table and ticket the layers share), each against the CPU twin and the float64
+ * reference. */
+static void two_blocks(hc_gpu *g, uint64_t seed) {
+    const synth_spec *sp = &synth_specs[0];
+    const mcfg cfgs[2] = {{128, 200, 72, G_INTERLEAVED, false, false, false, "mlp"},
+                          {100, 200, 72, G_INTERLEAVED, false, false, false, "layers.1.mlp"}};
+    char path[256], msg[1024], label[2][128];
+    snprintf(path, sizeof path, "/tmp/hc-moe-test-%d-two.hconvert", (int)getpid());
+    mref r[2];
+    hc_container *c = NULL;
+    hc_gpu_model *md = NULL;
+    if (write_blocks(path, sp, cfgs, 2, seed + 4242, r, msg, sizeof msg) ||
+        hc_container_open(path, 1, &c, msg, sizeof msg) ||
+        (g && hc_gpu_model_load(g, c, NULL, &md, msg, sizeof msg))) {
+        printf("FAIL %s two blocks (E = 128, 100): setup: %s\n", sp->label, msg);
+        failed++;
+    } else {
+        for (int i = 0; i < 2; i++)
+            snprintf(label[i], sizeof label[i], "%s two blocks: %s E=%llu", sp->label,
+                     cfgs[i].name, (unsigned long long)cfgs[i].E);
+        for (int q = 0; q < 4; q++) /* A, B, A, B: 333 x 8 = 2664 slots each */
+            check(md, c, &cfgs[q & 1], &r[q & 1], label[q & 1], NULL, 333, 8, q >= 2,
+                  seed + 50 + (uint64_t)q, 0, (uint32_t)cfgs[q & 1].E);
+        mref_free(&r[0]), mref_free(&r[1]);
+    }
+    hc_gpu_model_free(md);
+    hc_container_free(c);
+    unlink(path);
+}
+
 int main(void) {
     hc_gpu *g = NULL;
     char msg[1024];
@@ -210,10 +242,10 @@ int main(void) {
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
-            {8, 256, 80, G_SPLIT, sp->kind == HC_TL_INT, false, false},
-            {128, 200, 72, G_INTERLEAVED, false, true, true},
-            {8, 70, 64, G_STACKED, false, false, false},
-            {4, 2048, 256, G_INTERLEAVED, false, false, false}, /* K split at small M */
+            {8, 256, 80, G_SPLIT, sp->kind == HC_TL_INT, false, false, NULL},
+            {128, 200, 72, G_INTERLEAVED, false, true, true, NULL},
+            {8, 70, 64, G_STACKED, false, false, false, NULL},
+            {4, 2048, 256, G_INTERLEAVED, false, false, false, NULL}, /* K split at small M */
         };
         for (int ci = 0; ci < 4; ci++) {
             const mcfg *cf = &cfgs[ci];
@@ -277,6 +309,7 @@ int main(void) {
             unlink(path);
         }
     }
+    two_blocks(g, seed);
     hc_gpu_free(g);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
