@@ -271,20 +271,29 @@ static void kernel_sweep(hc_gpu *g) {
             for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
                 printf("kernels: %-14.14s %5llux%-5llu %4llu |", bench_spec(si)->label,
                        (unsigned long long)N, (unsigned long long)K, (unsigned long long)ms[mi]);
-                for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-                    bool skinny = ki >= 1 && ki <= 3;
-                    if (ki > 0 && (skinny ? ms[mi] > 64 : ms[mi] <= 16)) {
-                        printf(" %8s", "-");
-                        continue;
-                    }
+                /* each kernel timed twice, the row forward then backward, the better time
+                 * kept: the H200 clocks down under sustained load, and the kernel timed first
+                 * in a row ran 3-9% faster than the same kernel timed later (session 17) */
+                enum { NK = sizeof ks / sizeof ks[0] };
+                double best[NK];
+                for (int pass = 0; pass < 2 * NK; pass++) {
+                    const size_t ki = pass < NK ? (size_t)pass : (size_t)(2 * NK - 1 - pass);
+                    const bool skinny = ki >= 1 && ki <= 3;
+                    if (pass < NK) best[ki] = -1; /* (not served: "-") */
+                    if (ki > 0 && (skinny ? ms[mi] > 128 : ms[mi] <= 16)) continue;
                     if (hc_gpu_model_force_kernel(md, ks[ki], msg, sizeof msg)) {
-                        printf(" %8s", "n/a");
+                        best[ki] = -2; /* (refused: "n/a") */
                         continue;
                     }
                     ours_ctx oc = {md, copies, x, y, ms[mi], N, K, NULL};
                     double host = 0, us = graph_us(&oc, &host);
-                    printf(" %8.1f", us);
+                    if (best[ki] < 0 || us < best[ki]) best[ki] = us;
                 }
+                for (size_t ki = 0; ki < NK; ki++)
+                    if (best[ki] >= 0)
+                        printf(" %8.1f", best[ki]);
+                    else
+                        printf(" %8s", best[ki] == -1 ? "-" : "n/a");
                 hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
                 double pus = lt_time(lt, wb[0], wb[1], x, y, ws, ws_bytes, ms[mi], N, K);
                 const double hm = ms[mi] == 16 ? humming[si * 2 + hi][0]

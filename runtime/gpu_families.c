@@ -40,7 +40,7 @@ static const hc_gpu_family families[] = {
       {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, 8, 8, HC_GEMV_STAGES},
       {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, 16, 16, HC_GEMV_STAGES}}},
     {"skinny", HC_KF_WS, HC_GPU_ARGS_STREAMK, HC_SKINNY_THREADS, "sm_90a", true, HC_SKINNY_PDL, 1,
-     64, skinny_smem, 3,
+     128, skinny_smem, 3,
      {{HC_GK_SKINNY16, "hc_skinny_gemm16", "skinny16", 16, 0, HC_SKINNY_STAGES_MAX},
       {HC_GK_SKINNY32, "hc_skinny_gemm32", "skinny32", 32, 0, HC_SKINNY_STAGES_MAX},
       {HC_GK_SKINNY64, "hc_skinny_gemm64", "skinny64", 64, 0, HC_SKINNY_STAGES_MAX}}},

@@ -125,6 +125,25 @@ static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_
     return sk;
 }
 
+/* Past its largest token tile (64 < M <= 128) the skinny family runs two or more token tiles,
+ * each decoding the weights again: the runtime's pick only where the warp-specialised
+ * kernel's grid of 64-token blocks, (stripe pairs) x ceil(M / 64), would be under this many
+ * waves of the SMs (8192^2 at M = 128: 64 x 2 = 128 blocks on 132 SMs, where cuBLASLt bf16
+ * beat ws64 in session 17; 28672 x 8192: 448, 3.4 waves), else the warp-specialised kernel.
+ * v39, bench/NOTES.md session 18: a guess until it is measured. */
+#define HC_SKINNY_WIDE_WAVES 2
+
+/* Whether family f is the runtime's pick for m (served, readable, runs here, and past the
+ * skinny family's largest tile only where HC_SKINNY_WIDE_WAVES says). */
+static bool auto_serves(const hc_gpu_family *f, const hc_gpu_caps *dev, const hc_gpu_shape *l,
+                        uint64_t m) {
+    if (!serves(f, m) || !(l->families & f->kf) || !hc__gpu_family_runs_on(f, dev->arch, dev->tmap))
+        return false;
+    const uint64_t top = f->var[f->nvar - 1].toks;
+    return f->args != HC_GPU_ARGS_STREAMK || m <= top ||
+           (l->tiles_n + 1) / 2 * hc__cdiv_u64(m, top) < (uint64_t)HC_SKINNY_WIDE_WAVES * dev->sms;
+}
+
 hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m, int forced,
                         hc_gpu_choice *out, hc_err *err) {
     memset(out, 0, sizeof *out);
@@ -150,9 +169,7 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
     size_t nf = 0;
     const hc_gpu_family *fams = hc__gpu_families(&nf);
     for (size_t i = 0; !f && i < nf; i++)
-        if (serves(&fams[i], m) && (l->families & fams[i].kf) &&
-            hc__gpu_family_runs_on(&fams[i], dev->arch, dev->tmap))
-            f = &fams[i];
+        if (auto_serves(&fams[i], dev, l, m)) f = &fams[i];
     if (!f)
         return hc__fail(err, HC_UNSUPPORTED, "no GPU kernel runs M=%llu of this layer's layout "
                        "on %s", (unsigned long long)m, dev->arch);

@@ -167,7 +167,8 @@ static void test_small_m(void) {
 
 /* M > 16 on the H200: the warp-specialised kernel, 128 weight rows (two stripes) x the token
  * tile per block of 384 threads; the largest tile at most half empty, halved while the grid
- * (stripe pairs x token tiles) x 4 stays under 3 x 132 = 396 (a quarter of the SMs idle). */
+ * (stripe pairs x token tiles) x 4 stays under 3 x 132 = 396 (a quarter of the SMs idle).
+ * (8192 x 8192 at M = 100, which would shrink to ws64, is skinny64's: test_skinny.) */
 static void test_warp_specialised_tiles(void) {
     static const struct {
         uint64_t n, m;
@@ -178,7 +179,6 @@ static void test_warp_specialised_tiles(void) {
         {28672, 256, HC_GK_WS256, 224, 1},
         {28672, 1024, HC_GK_WS256, 224, 4},
         {28672, 8192, HC_GK_WS256, 224, 32},
-        {8192, 100, HC_GK_WS64, 64, 2},    /* 128: 64 x 1 x 4 = 256 < 396 -> 64 */
         {8192, 129, HC_GK_WS128, 64, 2},   /* 256: 256 < 396 -> 128: 512 */
         {8192, 256, HC_GK_WS128, 64, 2},
         {8192, 1024, HC_GK_WS256, 64, 4},  /* 64 x 4 x 4 = 1024 */
@@ -202,7 +202,8 @@ static void test_warp_specialised_tiles(void) {
 /* 16 < M <= 64 on the H200: the skinny kernel with the smallest token tile holding M, a
  * persistent grid of one block per SM (fewer where a block would get under 8 work items:
  * items = ceil(tiles_n / 4) x token tiles x tiles_k), 640 threads, two segments of 256 rows x
- * toks float32 sums a block, a counter per output tile. Forced, it runs any M <= 64. */
+ * toks float32 sums a block, a counter per output tile; 64 < M <= 128 skinny64 over two token
+ * tiles where ws64's grid would be under two waves. Forced, it runs any M <= 128. */
 static void test_skinny(void) {
     static const struct {
         uint64_t n, k, m;
@@ -223,6 +224,11 @@ static void test_skinny(void) {
         {28672, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
         {28672, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
         {8192, 33792, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32}, /* 32 x 528 = 16896 */
+        /* 64 < M <= 128 where ws64's grid is under 2 x 132 blocks: 8192^2, 64 pairs x 2 */
+        {8192, 8192, 65, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
+        {8192, 8192, 128, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
+        {28672, 8192, 128, HC_GK_SKINNY64, HC_GK_SKINNY64, 132, 224}, /* forced: 112 x 2 */
+        {8192, 8192, 128, HC_GK_SKINNY32, HC_GK_SKINNY32, 132, 128},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t chunk = cases[i].n == 200 ? 2304 : 2176;
@@ -241,8 +247,10 @@ static void test_skinny(void) {
     }
     /* M <= 8 stays small-M, and M <= 16 where a block would get under 16 items (8192 x 2048:
      * 32 x 32 = 1024 < 16 x 132; 4096^2: 16 x 64 = 1024) unless forced, but not 8192^2 (32 x
-     * 128 = 4096 >= 2112); M = 65 goes to the warp-specialised kernel; off Hopper or without
-     * tensor maps there is no skinny kernel */
+     * 128 = 4096 >= 2112); M = 65-128 goes to the warp-specialised kernel where its grid is
+     * two waves or more (28672 x 8192: 224 pairs x 2 = 448; 8192 x 16384 at M = 129-192: 64 x 3
+     * = 192 < 264, but skinny stops at 128); off Hopper or without tensor maps there is no
+     * skinny kernel */
     hc_gpu_shape sq = layer(8192, 8192, 2176), big = layer(28672, 8192, 2176);
     hc_gpu_shape wide = layer(8192, 2048, 2176), small = layer(4096, 4096, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
@@ -251,7 +259,10 @@ static void test_skinny(void) {
     CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
     CHECK_EQ_INT(choose_ok(&h200, &big, 8, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T8);
     CHECK_EQ_INT(choose_ok(&h200, &big, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T1);
-    CHECK_EQ_INT(choose_ok(&h200, &sq, 65, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS64); /* 2 tiles */
+    CHECK_EQ_INT(choose_ok(&h200, &big, 65, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 128, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 129, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
+    CHECK_EQ_INT(choose_ok(&h200, &small, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY64);
     hc_gpu_caps notmap = {"sm_90a", 132, false}, a100 = {"sm_80", 108, true};
     CHECK_EQ_INT(choose_ok(&notmap, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WGMMA);
     CHECK_EQ_INT(choose_ok(&a100, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
@@ -259,8 +270,8 @@ static void test_skinny(void) {
     hc_err err = {0};
     CHECK_EQ_INT(hc__gpu_choose(&a100, &sq, 64, HC_GK_SKINNY64, &c, &err), HC_UNSUPPORTED);
     CHECK(strstr(err.msg, "skinny64") != NULL);
-    /* a forced skinny kernel past M = 64 is not its family's call: the runtime picks */
-    CHECK_EQ_INT(choose_ok(&h200, &sq, 65, HC_GK_SKINNY64).kernel, HC_GK_WS64);
+    /* a forced skinny kernel past M = 128 is not its family's call: the runtime picks */
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 129, HC_GK_SKINNY64).kernel, HC_GK_WS128);
 }
 
 /* One launch of the skinny kernels replayed on the host by streamk_rule.h: every taking-part

@@ -197,11 +197,11 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
         uint64_t n, k, e;
         bool perm;
     } shapes[] = {{640, 2880, 1, false}, {200, 70, 2, true}};
-    static const uint64_t all_ms[] = {1, 7, 16, 64, 333, 4096}, quick_ms[] = {1, 16, 64};
+    static const uint64_t all_ms[] = {1, 7, 16, 64, 100, 333, 4096}, quick_ms[] = {1, 16, 64};
     /* HC_GPU_TEST_QUICK (for the compute-sanitizer runs): the small shape, three M */
     bool quick = getenv("HC_GPU_TEST_QUICK") != NULL;
     const uint64_t *ms = quick ? quick_ms : all_ms;
-    size_t nms = quick ? 3 : 6;
+    size_t nms = quick ? 3 : 7;
     char path[256], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-synth-%d.hconvert", (int)getpid());
     uint64_t rng = seed;
@@ -225,13 +225,13 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                     x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
                 }
             /* the kernel the runtime picks, then each kernel forced that serves M
-             * (hc_gpu_model_force_kernel): M > 16 the large-M ones, M <= 64 the skinny ones */
+             * (hc_gpu_model_force_kernel): M > 16 the large-M ones, M <= 128 the skinny ones */
             static const char *const forced[] = {"auto",  "mma",      "wgmma",    "ws64",
                                                  "ws128", "ws256",    "skinny16", "skinny32",
                                                  "skinny64"};
             const bool hopper = !strcmp(hc_gpu_arch(g), "sm_90a");
             for (int pass = 0; pass < 9; pass++) {
-                if (pass > 0 && (pass < 6 ? M <= 16 || (!hopper && pass > 1) : !hopper || M > 64))
+                if (pass > 0 && (pass < 6 ? M <= 16 || (!hopper && pass > 1) : !hopper || M > 128))
                     continue;
                 double t0 = now_s();
                 int ok = hc_gpu_model_force_kernel(md, forced[pass], msg, sizeof msg) == HC_OK &&
@@ -305,12 +305,12 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
  * under programmatic dependent launch (small-M, skinny) start while the one before still runs,
  * and must read their activations and write Y and the workspace only after it is done. The
  * chain must give the bits of the same steps run one at a time (hc_gpu_linear_host, a sync
- * after each): the kernels are deterministic. Square layers, int4 and folded MXFP4, M = 1-64,
+ * after each): the kernels are deterministic. Square layers, int4 and folded MXFP4, M = 1-100,
  * the runtime's pick and each skinny kernel forced. */
 static void test_chain(hc_gpu *g, uint64_t seed) {
     enum { STEPS = 6 };
     static const size_t specs[] = {0, 7};
-    static const uint64_t ms[] = {1, 16, 32, 64};
+    static const uint64_t ms[] = {1, 16, 32, 64, 100};
     static const char *const forced[] = {"auto", "skinny16", "skinny32", "skinny64"};
     const uint64_t K = 2048;
     char path[256], msg[1024];
