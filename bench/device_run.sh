@@ -9,7 +9,8 @@
 # STEPS picks a subset (default: test sanitize bench moe):
 #   STEPS="test sanitize bench moe kernels scaling timeline" sh bench/device_run.sh
 # checks: test and sanitize in less wall time (the two test programs side by side, then the two
-# sanitizers: correctness only, so sharing the GPU and the cores changes no result).
+# sanitizers: correctness only, so sharing the GPU and the cores changes no result);
+# quickchecks: the two test programs side by side only (a short call).
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
 # (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too;
 # kernels: every kernel that serves M forced in turn at M = 1-128 on the four bench layers)
@@ -71,7 +72,7 @@ base_too() {
     echo "base ($base) $log rc=$?"
     cat "$out/$log.base.log"
 }
-if has checks; then
+if has checks || has quickchecks; then
     # the two test programs side by side (each fills the kernel cache), then the two sanitizers
     # side by side on the quick sets (from the warm cache)
     timeout "$(lim 330)" $b/gpu_test >"$out/gpu_test.log" 2>&1 &
@@ -84,6 +85,8 @@ if has checks; then
     wait $p2
     echo "gpu_moe_test rc=$?: $(tail -1 "$out/gpu_moe_test.log")"
     grep -v '^ok' "$out/gpu_moe_test.log" | head -25
+fi
+if has checks; then
     for tool in memcheck racecheck; do
         (
             HC_GPU_TEST_QUICK=1 timeout "$(lim 200)" compute-sanitizer --tool $tool --error-exitcode 9 \
