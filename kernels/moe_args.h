@@ -19,6 +19,9 @@
 #define HC_MOE_EXPERTS_MAX 1024u
 /* threads of a routing block: 32 warps */
 #define HC_MOE_ROUTE_THREADS 1024u
+/* a routing block's dynamic shared memory for el local experts, bytes (moe_route.cu's
+ * route_smem: counts 32 x el, totals el, places el, warp sums 32) */
+#define HC_MOE_ROUTE_SMEM_BYTES(el) (4u * (34u * (el) + 32u))
 /* the most blocks of a many-slot routing (hc_moe_route_count / _place), and its table of
  * unsigned words: the blocks' counts, then bases, per expert (El x HC_MOE_ROUTE_BLOCKS), then
  * the experts' places (El) */

@@ -64,7 +64,7 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         unsigned long long ss = S;
         int e0 = (int)ml->e0;
         unsigned el = ml->El, tt = r.tile;
-        const size_t smem = 4 * (34 * (size_t)ml->El + 32);
+        const size_t smem = HC_MOE_ROUTE_SMEM_BYTES((size_t)ml->El);
         if (r.sort_blocks <= 1) {
             void *args[] = {(void *)&ids, &ss, &e0, &el, &tt, &w->sorted, &w->inv, &w->meta};
             HC_TRY(hc__gpu_launch(g->moe_route, one, HC_MOE_ROUTE_THREADS, smem, true, args, s,

@@ -256,7 +256,7 @@ static hc_status route_module(hc_gpu *g, uint32_t el, hc_err *perr) {
     hc_status st = HC_OK;
     void *cubin = NULL;
     size_t size = 0;
-    const int need = (int)(4 * (34 * (size_t)el + 32));
+    const int need = (int)HC_MOE_ROUTE_SMEM_BYTES((size_t)el);
     pthread_mutex_lock(&g->mu);
     if (g->moe_lib) goto smem;
     st = hc__jit_compile("moe_route.cu", g->arch, NULL, 0, &cubin, &size, &err);
