@@ -339,6 +339,15 @@ int main(void) {
                 if (alt && forced_us(md, &oc, s, alt, &aus, &agu))
                     printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
                            "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, alt, aus, agu, us, gu);
+                /* tiles of 8: the chooser runs moe-w8 for a short-K down at enough items
+                 * (gpu_plan.c w8_serves); moe-t8 and moe-w8 forced on both projections beside */
+                for (int q = 0; q < 2 && rpe <= 4; q++) {
+                    const char *nm = q ? "moe-w8" : "moe-t8";
+                    if (forced_us(md, &oc, s, nm, &aus, &agu))
+                        printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
+                               "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, nm, aus, agu, us,
+                               gu);
+                }
             }
             for (int i = 0; i < NR; i++) cudaFree(oc.ids[i]), cudaFree(oc.w[i]), free(hids[i]);
             free(hw), free(seen);

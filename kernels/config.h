@@ -17,6 +17,13 @@
 #define HC_GEMV_STAGES 4
 /* M = 1 (hc_mma_gemv_t1): its stages hold one activation row, so more of them fit (v28) */
 #define HC_GEMV1_STAGES 6
+/* the warp-owned small-M items (gemm/gemv_items.cuh, hc_moe_gemv_w8): a warp's pipeline
+ * stages, and the most items a warp takes (their descriptors in shared memory) -- a
+ * prediction, not yet measured (bench/NOTES.md v44) */
+#define HC_GEMVW_STAGES 6
+#define HC_GEMVW_ITEMS 48
+/* the static shared memory of those descriptors: 4 warps x the most items x 64 bytes */
+#define HC_GEMVW_DESC_BYTES (4u * HC_GEMVW_ITEMS * 64u)
 /* launch bounds of the small-M kernels: resident blocks per SM the registers must allow */
 #define HC_GEMV_MINB 4
 /* the small-M kernels start under programmatic dependent launch: their first weight copies

@@ -16,6 +16,12 @@ static size_t gemv_smem(const hc_gpu_variant *v, uint64_t chunk) {
                 (v->m_max < v->toks ? 128 : 0));
 }
 
+/* warp-owned small-M items (hc_moe_gemv_w8): 4 warps x stages x (chunk + 8 activation rows x
+ * 128 bytes); its item descriptors are static */
+static size_t gemv_items_smem(uint64_t chunk) {
+    return 4 * (size_t)HC_GEMVW_STAGES * ((size_t)chunk + 8 * 128);
+}
+
 /* hc_mma_gemm: stages x (two chunks + the activation tile) */
 static size_t mma_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return (size_t)v->stages * (2 * (size_t)chunk + (size_t)v->toks * 128);
@@ -76,14 +82,15 @@ bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap)
 }
 
 static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
-    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8},
-    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16},
-    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64},
-    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128},
-    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256},
-    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16},
-    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32},
-    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64},
+    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, NULL},
+    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL},
+    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL},
+    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL},
+    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL},
+    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL},
+    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL},
+    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem},
 };
 
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n) {

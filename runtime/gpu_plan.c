@@ -210,6 +210,10 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
  * a warp at 65536 slots, measured in session 20 at 71.6 us) */
 #define HC_MOE_SORT_ONE_BLOCK_SLOTS 2048u
 #define HC_MOE_SORT_BLOCK_SLOTS 1024u
+/* the longest K (in tiles of 64) a projection of tiles of 8 runs on moe-w8 (w8_serves): MoE
+ * down at I = 768 (Qwen3-like, 12) and 256 (DeepSeek-like, 4); not gate_up at H = 2048 and
+ * past (bench/NOTES.md session 20: v44 lost at long K) */
+#define HC_MOE_W8_TILES_K 12u
 
 hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
                                 uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err) {
@@ -256,6 +260,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         return hc__fail(err, HC_UNSUPPORTED, "the grouped %s kernel (%s) does not run here (%s%s)",
                        f->name, mv[k].forced, dev->arch, dev->tmap ? "" : ", no cuTensorMapEncodeTiled");
     out->kernel = (hc_gpu_moe_kernel)k, out->family = f, out->variant = v;
+    out->forced = forced != HC_GPU_KERNEL_AUTO;
     out->tile = v->toks;
     uint64_t pad;
     if (!hc__mul_u64(out->touched, out->tile - 1, &pad) || !hc__add_u64(pad, slots, &pad))
@@ -268,14 +273,70 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     return HC_OK;
 }
 
+/* Shared memory of an SM of arch (bytes): sm_90 228 KiB, sm_80 164 KiB, others 100 KiB. */
+static uint64_t sm_smem(const char *arch) {
+    if (!strncmp(arch, "sm_90", 5)) return 228 * 1024;
+    if (!strcmp(arch, "sm_80")) return 164 * 1024;
+    return 100 * 1024;
+}
+
+/* moe-w8's launch for layer l: one wave of blocks -- as many an SM as its shared memory holds
+ * (+ the items' descriptors and the 1 KiB the runtime keeps), at most 4 -- or more where its
+ * warps would take over HC_GEMVW_ITEMS items each. *wave: the blocks of one wave (0: none
+ * fits an SM). */
+static hc_status w8_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
+                         const hc_gpu_moe_route *r, size_t smem, uint64_t *items,
+                         uint64_t *wave, uint64_t *blocks, hc_err *err) {
+    if (!hc__mul_u64(r->tiles_max, l->tiles_n * parts, items) || l->tiles_n > 0xFFFFFFFFull)
+        return hc__fail(err, HC_INVALID, "too many stripes for one launch");
+    const uint64_t per = sm_smem(dev->arch) / (smem + HC_GEMVW_DESC_BYTES + 1024);
+    *wave = dev->sms * (per > 4 ? 4 : per);
+    const uint64_t need = hc__cdiv_u64(*items, 4ull * HC_GEMVW_ITEMS);
+    *blocks = need > *wave ? need : *wave;
+    return HC_OK;
+}
+
+/* Whether a projection of tiles of 8 runs on moe-w8 rather than the route's moe-t8: a short K
+ * (at most HC_MOE_W8_TILES_K tiles: the split-K kernel pays a pipeline fill, a block reduction
+ * and its workspace per short item) and at least an item for each warp of one wave (the
+ * warp-owned kernel has no K split to fill the machine with). bench/NOTES.md session 21. */
+static bool w8_serves(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
+                      const hc_gpu_moe_route *r) {
+    uint64_t items, wave, blocks;
+    hc_err e = {0};
+    if (r->forced || r->kernel != HC_GMK_T8 || l->tiles_k > HC_MOE_W8_TILES_K) return false;
+    size_t nv = 0;
+    const size_t smem = hc__gpu_moe_variants(&nv)[HC_GMK_W8].smem(l->chunk_bytes);
+    return !w8_grid(dev, l, parts, r, smem, &items, &wave, &blocks, &e) && wave > 0 &&
+           items >= 4 * wave && blocks <= 65535 && items <= 0x7FFFFFFFull;
+}
+
 hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                                const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err) {
     memset(out, 0, sizeof *out);
-    const hc_gpu_family *f = r->family;
-    const hc_gpu_variant *v = r->variant;
+    out->kernel = w8_serves(dev, l, parts, r) ? HC_GMK_W8 : r->kernel;
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&nv)[out->kernel];
+    const hc_gpu_variant *v = NULL;
+    const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, &v);
+    out->args = f->args;
     out->block = f->block;
-    out->smem = f->smem(v, l->chunk_bytes);
+    out->smem = mv->smem ? mv->smem(l->chunk_bytes) : f->smem(v, l->chunk_bytes);
     out->ksplit = 1;
+    if (out->kernel == HC_GMK_W8) { /* no K split, no workspace */
+        uint64_t items, wave, blocks;
+        HC_TRY(w8_grid(dev, l, parts, r, out->smem, &items, &wave, &blocks, err));
+        if (!wave)
+            return hc__fail(err, HC_UNSUPPORTED, "the warp-owned kernel (moe-w8) needs %zu bytes of "
+                           "shared memory a block with this layout; an SM of %s has %llu",
+                           out->smem + HC_GEMVW_DESC_BYTES, dev->arch,
+                           (unsigned long long)sm_smem(dev->arch));
+        if (blocks > 65535 || items > 0x7FFFFFFFull)
+            return hc__fail(err, HC_UNSUPPORTED, "%llu items of 8 rows are too many for the "
+                           "warp-owned kernel (moe-w8)", (unsigned long long)items);
+        out->grid[0] = (unsigned)blocks, out->grid[1] = 1, out->grid[2] = 1;
+        return HC_OK;
+    }
     if (f->args == HC_GPU_ARGS_GEMV) {
         uint64_t stripes = l->tiles_n * parts, all;
         if (!hc__mul_u64(stripes, r->tiles_max, &all) || stripes > 0x7FFFFFFFull)

@@ -183,8 +183,8 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
     } else {
         static const char *const hot[] = {"hc_moe_ws256",    "hc_moe_ws128",   "hc_moe_ws64",
                                           "hc_moe_gemv_t8",  "hc_moe_skinny32",
-                                          "hc_moe_skinny64"};
-        for (int h = 0; h < 6 && ok; h++) {
+                                          "hc_moe_skinny64", "hc_moe_gemv_w8"};
+        for (int h = 0; h < 7 && ok; h++) {
             long sp = spill_stores(log, hot[h]);
             if (sp != 0) {
                 snprintf(why, cap, "%s: %ld bytes spill stores", hot[h], sp);

@@ -417,7 +417,7 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
     CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, ws64, ws128, "
                           "ws256, wgmma, mma, skinny16, skinny32, skinny64, moe-t8, moe-t16, moe-ws64, moe-ws128, "
-                          "moe-ws256, moe-skinny16, moe-skinny32, moe-skinny64");
+                          "moe-ws256, moe-skinny16, moe-skinny32, moe-skinny64, moe-w8");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
     hc_gpu_caps a100 = {"sm_80", 108, false}, notmap = {"sm_90a", 132, false};

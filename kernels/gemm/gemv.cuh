@@ -16,6 +16,67 @@
  * first tile, loop end and outputs (5 words after the split's partial sums in the workspace;
  * hc_gpu_diag_timeline) */
 
+/* One tile of a warp's pipeline into its sums: the stage ch (the tile's chunk, then its
+ * activations [XR][64] swizzled; tokens XR..TOK-1 read the zero row zrow), acc the float32
+ * sums scaled per group, part a group's exact sums (lane: the warp's lane). */
+template <int MT, int XR>
+__device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc_mma_params &p,
+                                          unsigned lane, unsigned (&b)[4][MT][2],
+                                          float (&acc)[4][MT][4], float (&part)[MT][4]) {
+    const unsigned g = lane >> 2, gmask = (1u << HC_LGS) - 1;
+#if HC_CODEC == HC_CODEC_MXFOLD && HC_GEMV_MXS
+    { /* lane L: rows 2L and 2L + 1, each record (B, d0, d1, 0) -> (bf16 s0, bf16 s1) */
+        uint2 *rw = (uint2 *)(ch + HC_CODE_BYTES + lane * 8);
+        const uint2 rc = *rw;
+        *rw = make_uint2(mxfold_bf16(rc.x, 0) | mxfold_bf16(rc.x, 1) << 16,
+                         mxfold_bf16(rc.y, 0) | mxfold_bf16(rc.y, 1) << 16);
+        __syncwarp();
+    }
+#endif
+    const hc_u8 *xs = ch + (hc_u64)HC_CHUNK_BYTES;
+    /* B fragments: ldmatrix x4 = 8 tokens x 32 columns (two k16 steps) */
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            unsigned t = mt * 8 + (lane & 7), pc = h * 4 + (lane >> 3);
+            unsigned addr = smem_addr(t < XR ? xs + t * 128 + ((pc ^ (t & 7)) * 16)
+                                             : zrow + pc * 16);
+            ldmatrix_x4(addr, b[2 * h][mt][0], b[2 * h][mt][1], b[2 * h + 1][mt][0],
+                        b[2 * h + 1][mt][1]);
+        }
+#if HC_GEMV_DIAG == 1 /* copy only: the copies and one read, no arithmetic */
+    acc[0][0][0] += (float)(*(const unsigned *)(ch + lane * 16) & 1u);
+    return;
+#endif
+#pragma unroll
+    for (int rb = 0; rb < 4; rb++) {
+        rb_codes v;
+        load_codes(ch, rb, lane, v);
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const unsigned j = (unsigned)ks >> HC_LGS;
+            unsigned a[4];
+            exact_frag(ch, p, rb * 16 + g, j, words_of(v, ks), a);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
+            if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
+                float s0 = gemv_scale(ch, p, rb * 16 + g, j);
+                float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    acc[rb][mt][0] = fmaf(part[mt][0], s0, acc[rb][mt][0]);
+                    acc[rb][mt][1] = fmaf(part[mt][1], s0, acc[rb][mt][1]);
+                    acc[rb][mt][2] = fmaf(part[mt][2], s1, acc[rb][mt][2]);
+                    acc[rb][mt][3] = fmaf(part[mt][3], s1, acc[rb][mt][3]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
 /* A stage of a warp's pipeline: the tile chunk, then the tile's activations [XR][64] bf16
  * (the 128-byte rows swizzled by 16-byte pieces: piece q of token t at t * 128 + (q ^ t % 8) *
  * 16, so ldmatrix reads them without bank conflicts); NS stages. Rows of tokens >= m are zeroed
@@ -42,7 +103,6 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
     const long nt = kb0 < p.tiles_k ? (long)((p.tiles_k - kb0 + step - 1) / step) : 0;
     const unsigned live = (unsigned)(m < XR ? m : XR), xpieces = live * 8;
-    const unsigned gmask = (1u << HC_LGS) - 1;
 #if HC_GEMV_DIAG == 2
     unsigned long long tl[3] = {threadIdx.x == 0 ? gtimer() : 0ull, 0ull, 0ull};
 #endif
@@ -147,58 +207,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
 #if HC_GEMV_DIAG == 2
         if (i == 0 && threadIdx.x == 0) tl[1] = gtimer();
 #endif
-        hc_u8 *ch = mine + scur * (unsigned)sb;
-#if HC_CODEC == HC_CODEC_MXFOLD && HC_GEMV_MXS
-        { /* lane L: rows 2L and 2L + 1, each record (B, d0, d1, 0) -> (bf16 s0, bf16 s1) */
-            uint2 *rw = (uint2 *)(ch + HC_CODE_BYTES + lane * 8);
-            const uint2 rc = *rw;
-            *rw = make_uint2(mxfold_bf16(rc.x, 0) | mxfold_bf16(rc.x, 1) << 16,
-                             mxfold_bf16(rc.y, 0) | mxfold_bf16(rc.y, 1) << 16);
-            __syncwarp();
-        }
-#endif
-        const hc_u8 *xs = ch + cb;
-        /* B fragments: ldmatrix x4 = 8 tokens x 32 columns (two k16 steps) */
-#pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                unsigned t = mt * 8 + (lane & 7), pc = h * 4 + (lane >> 3);
-                unsigned addr = smem_addr(t < XR ? xs + t * 128 + ((pc ^ (t & 7)) * 16)
-                                                 : zrow + pc * 16);
-                ldmatrix_x4(addr, b[2 * h][mt][0], b[2 * h][mt][1], b[2 * h + 1][mt][0],
-                            b[2 * h + 1][mt][1]);
-            }
-#if HC_GEMV_DIAG == 1 /* copy only: the copies and one read, no arithmetic */
-        acc[0][0][0] += (float)(*(const unsigned *)(ch + lane * 16) & 1u);
-        continue;
-#endif
-#pragma unroll
-        for (int rb = 0; rb < 4; rb++) {
-            rb_codes v;
-            load_codes(ch, rb, lane, v);
-#pragma unroll
-            for (int ks = 0; ks < 4; ks++) {
-                const unsigned j = (unsigned)ks >> HC_LGS;
-                unsigned a[4];
-                exact_frag(ch, p, rb * 16 + g, j, words_of(v, ks), a);
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
-                if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
-                    float s0 = gemv_scale(ch, p, rb * 16 + g, j);
-                    float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j);
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        acc[rb][mt][0] = fmaf(part[mt][0], s0, acc[rb][mt][0]);
-                        acc[rb][mt][1] = fmaf(part[mt][1], s0, acc[rb][mt][1]);
-                        acc[rb][mt][2] = fmaf(part[mt][2], s1, acc[rb][mt][2]);
-                        acc[rb][mt][3] = fmaf(part[mt][3], s1, acc[rb][mt][3]);
-#pragma unroll
-                        for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
-                    }
-                }
-            }
-        }
+        gemv_tile<MT, XR>(mine + scur * (unsigned)sb, zrow, p, lane, b, acc, part);
     }
 #if HC_GEMV_DIAG == 2
     if (threadIdx.x == 0) tl[2] = gtimer();
