@@ -123,10 +123,13 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     { /* finalize */
         unsigned long long H = ml->H, tk = topk, mm = m;
         int e0 = (int)ml->e0;
-        const unsigned fgrid[3] = {(unsigned)(m < 65535 ? m : 65535), 1, 1};
+        /* column blocks of HC_MOE_FIN_THREADS x 8 x tokens (the kernel strides over both) */
+        const uint64_t cb = hc__cdiv_u64(ml->H, HC_MOE_FIN_THREADS * 8ull);
+        const unsigned fgrid[3] = {(unsigned)(cb < 65535 ? cb : 65535),
+                                   (unsigned)(m < 65535 ? m : 65535), 1};
         void *args[] = {&w->xs, &H, &w->inv, (void *)&ids, &tk, &e0, (void *)&wts,
                         (void *)&ml->bias_d, &mm, &y};
-        HC_TRY(hc__gpu_launch(g->moe_finalize, fgrid, 256, 12 * topk, true, args, s,
+        HC_TRY(hc__gpu_launch(g->moe_finalize, fgrid, HC_MOE_FIN_THREADS, 12 * topk, true, args, s,
                              "hc_moe_finalize", err));
     }
     return HC_OK;
