@@ -33,6 +33,7 @@ typedef struct {
 
 struct hc_gpu {
     int device, sms;
+    int smem_sm; /* shared memory of a multiprocessor, bytes */
     char arch[16];
     cudaLibrary_t lib;
     cudaKernel_t gemm_ref, stream_read, gather;

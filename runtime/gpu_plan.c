@@ -273,13 +273,6 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     return HC_OK;
 }
 
-/* Shared memory of an SM of arch (bytes): sm_90 228 KiB, sm_80 164 KiB, others 100 KiB. */
-static uint64_t sm_smem(const char *arch) {
-    if (!strncmp(arch, "sm_90", 5)) return 228 * 1024;
-    if (!strcmp(arch, "sm_80")) return 164 * 1024;
-    return 100 * 1024;
-}
-
 /* moe-w8's launch for layer l: one wave of blocks -- as many an SM as its shared memory holds
  * (+ the items' descriptors and the 1 KiB the runtime keeps), at most 4 -- or more where its
  * warps would take over HC_GEMVW_ITEMS items each. *wave: the blocks of one wave (0: none
@@ -287,9 +280,10 @@ static uint64_t sm_smem(const char *arch) {
 static hc_status w8_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                          const hc_gpu_moe_route *r, size_t smem, uint64_t *items,
                          uint64_t *wave, uint64_t *blocks, hc_err *err) {
-    if (!hc__mul_u64(r->tiles_max, l->tiles_n * parts, items) || l->tiles_n > 0xFFFFFFFFull)
+    *items = *wave = *blocks = 0;
+    if (l->tiles_n > 0xFFFFFFFFull || !hc__mul_u64(r->tiles_max, l->tiles_n * parts, items))
         return hc__fail(err, HC_INVALID, "too many stripes for one launch");
-    const uint64_t per = sm_smem(dev->arch) / (smem + HC_GEMVW_DESC_BYTES + 1024);
+    const uint64_t per = dev->smem_sm / (smem + HC_GEMVW_DESC_BYTES + 1024);
     *wave = dev->sms * (per > 4 ? 4 : per);
     const uint64_t need = hc__cdiv_u64(*items, 4ull * HC_GEMVW_ITEMS);
     *blocks = need > *wave ? need : *wave;
@@ -302,7 +296,7 @@ static hc_status w8_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned
  * warp-owned kernel has no K split to fill the machine with). bench/NOTES.md session 21. */
 static bool w8_serves(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                       const hc_gpu_moe_route *r) {
-    uint64_t items, wave, blocks;
+    uint64_t items = 0, wave = 0, blocks = 0;
     hc_err e = {0};
     if (r->forced || r->kernel != HC_GMK_T8 || l->tiles_k > HC_MOE_W8_TILES_K) return false;
     size_t nv = 0;
@@ -324,13 +318,13 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     out->smem = mv->smem ? mv->smem(l->chunk_bytes) : f->smem(v, l->chunk_bytes);
     out->ksplit = 1;
     if (out->kernel == HC_GMK_W8) { /* no K split, no workspace */
-        uint64_t items, wave, blocks;
+        uint64_t items = 0, wave = 0, blocks = 0;
         HC_TRY(w8_grid(dev, l, parts, r, out->smem, &items, &wave, &blocks, err));
         if (!wave)
             return hc__fail(err, HC_UNSUPPORTED, "the warp-owned kernel (moe-w8) needs %zu bytes of "
                            "shared memory a block with this layout; an SM of %s has %llu",
                            out->smem + HC_GEMVW_DESC_BYTES, dev->arch,
-                           (unsigned long long)sm_smem(dev->arch));
+                           (unsigned long long)dev->smem_sm);
         if (blocks > 65535 || items > 0x7FFFFFFFull)
             return hc__fail(err, HC_UNSUPPORTED, "%llu items of 8 rows are too many for the "
                            "warp-owned kernel (moe-w8)", (unsigned long long)items);

@@ -30,6 +30,7 @@ typedef struct {
     const char *arch; /* "sm_90a" */
     uint64_t sms;     /* multiprocessors */
     bool tmap;        /* cuTensorMapEncodeTiled is there (libcuda.so.1) */
+    uint64_t smem_sm; /* shared memory of a multiprocessor, bytes (the driver's attribute) */
 } hc_gpu_caps;
 
 /* What the chooser needs of the layer. */

@@ -159,7 +159,7 @@ static void test_small_m(void) {
     hc_gpu_shape small = layer(640, 2880, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).ksplit, 5);
     /* the same small-M kernels off Hopper */
-    hc_gpu_caps a100 = {"sm_80", 108, true};
+    hc_gpu_caps a100 = {"sm_80", 108, true, 167936};
     c = choose_ok(&a100, &small, 7, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T8);
     CHECK_EQ_INT(c.ksplit, 5); /* 432 / 10 = 43, cut to 5 */
@@ -263,7 +263,7 @@ static void test_skinny(void) {
     CHECK_EQ_INT(choose_ok(&h200, &big, 128, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 129, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &small, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY64);
-    hc_gpu_caps notmap = {"sm_90a", 132, false}, a100 = {"sm_80", 108, true};
+    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472}, a100 = {"sm_80", 108, true, 167936};
     CHECK_EQ_INT(choose_ok(&notmap, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WGMMA);
     CHECK_EQ_INT(choose_ok(&a100, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
     hc_gpu_choice c;
@@ -367,7 +367,7 @@ static void test_streamk_rule(void) {
 /* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
  * the mma.sync one; both 256 threads over (stripe pairs) x ceil(M / 128). */
 static void test_fallbacks(void) {
-    hc_gpu_caps notmap = {"sm_90a", 132, false}, a100 = {"sm_80", 108, true};
+    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472}, a100 = {"sm_80", 108, true, 167936};
     hc_gpu_shape l = layer(8192, 8192, 2304);
     hc_gpu_choice c = choose_ok(&notmap, &l, 17, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(c.kernel, HC_GK_WGMMA);
@@ -420,7 +420,7 @@ static void test_forced_kernels(void) {
                           "moe-ws256, moe-skinny16, moe-skinny32, moe-skinny64, moe-w8");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
-    hc_gpu_caps a100 = {"sm_80", 108, false}, notmap = {"sm_90a", 132, false};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936}, notmap = {"sm_90a", 132, false, 233472};
     hc_err e2 = {0};
     CHECK_EQ_INT(hc__gpu_force_check(&a100, HC_GK_WS256, &e2), HC_UNSUPPORTED);
     CHECK_STR_EQ(e2.msg, "hc_gpu_model_force_kernel(\"ws256\"): that kernel is not available "
@@ -452,7 +452,7 @@ static void test_m_limits(void) {
     CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 65535ull * 128 + 1, HC_GPU_KERNEL_AUTO, &c, &err),
                  HC_INVALID);
     CHECK_STR_EQ(err.msg, "M=8388481 exceeds 8388480 tokens per call");
-    hc_gpu_caps a100 = {"sm_80", 108, false};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936};
     CHECK_EQ_INT(choose_ok(&a100, &l, 65535ull * 128, HC_GPU_KERNEL_AUTO).grid[1], 65535);
     CHECK_EQ_INT(choose_ok(&h200, &l, 65535ull * 64, HC_GK_WS64).grid[1], 65535);
     hc_err e2 = {0};
