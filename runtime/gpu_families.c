@@ -43,8 +43,8 @@ static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
 static const hc_gpu_family families[] = {
     {"small-M", HC_KF_GEMV, HC_GPU_ARGS_GEMV, HC_GEMV_THREADS, NULL, false, HC_GEMV_PDL, 1, 16, gemv_smem, 3,
      {{HC_GK_GEMV_T1, "hc_mma_gemv_t1", NULL, 8, 1, HC_GEMV1_STAGES},
-      {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, 8, 8, HC_GEMV_STAGES},
-      {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, 16, 16, HC_GEMV_STAGES}}},
+      {HC_GK_GEMV_T8, "hc_mma_gemv_t8", "t8", 8, 8, HC_GEMV_STAGES},
+      {HC_GK_GEMV_T16, "hc_mma_gemv_t16", "t16", 16, 16, HC_GEMV_STAGES}}},
     {"skinny", HC_KF_WS, HC_GPU_ARGS_STREAMK, HC_SKINNY_THREADS, "sm_90a", true, HC_SKINNY_PDL, 1,
      128, skinny_smem, 3,
      {{HC_GK_SKINNY16, "hc_skinny_gemm16", "skinny16", 16, 0, HC_SKINNY_STAGES_MAX},

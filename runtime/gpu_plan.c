@@ -13,7 +13,7 @@
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
     *forced = HC_GPU_KERNEL_AUTO;
     if (!name || !*name || !strcmp(name, "auto")) return HC_OK;
-    char names[256] = "auto";
+    char names[512] = "auto";
     size_t len = strlen(names);
     for (int k = 0; k < HC_GK_COUNT; k++) {
         const hc_gpu_variant *v = NULL;
@@ -157,7 +157,9 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
         const hc_gpu_family *ff = forced >= 0 && forced < HC_GK_COUNT
                                       ? hc__gpu_kernel_family((hc_gpu_kernel)forced, &v)
                                       : NULL;
-        if (ff && !serves(ff, m)) { /* it applies to the calls its family serves (M > 16) */
+        /* it applies to the calls its family serves (ws64: M > 16), a small-M variant to the M
+         * its token tile holds (t8: M <= 8) */
+        if (ff && (!serves(ff, m) || (ff->args == HC_GPU_ARGS_GEMV && m > v->m_max))) {
             v = NULL;
         } else {
             HC_TRY(hc__gpu_force_check(dev, forced, err));

@@ -34,8 +34,8 @@ static void test_registry_entries(void) {
         unsigned block;
         bool tmap;
     } want[] = {{HC_GK_GEMV_T1, "hc_mma_gemv_t1", NULL, NULL, 128, false},
-                {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, NULL, 128, false},
-                {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, NULL, 128, false},
+                {HC_GK_GEMV_T8, "hc_mma_gemv_t8", "t8", NULL, 128, false},
+                {HC_GK_GEMV_T16, "hc_mma_gemv_t16", "t16", NULL, 128, false},
                 {HC_GK_WS64, "hc_wgmma_gemm64", "ws64", "sm_90a", 384, true},
                 {HC_GK_WS128, "hc_wgmma_gemm128", "ws128", "sm_90a", 384, true},
                 {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", "sm_90a", 384, true},
@@ -415,8 +415,8 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(hc__gpu_force_parse(NULL, &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
-    CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, ws64, ws128, "
-                          "ws256, wgmma, mma, skinny16, skinny32, skinny64, moe-t8, moe-t16, moe-ws64, moe-ws128, "
+    CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, t8, t16, ws64, "
+                          "ws128, ws256, wgmma, mma, skinny16, skinny32, skinny64, moe-t8, moe-t16, moe-ws64, moe-ws128, "
                           "moe-ws256, moe-skinny16, moe-skinny32, moe-skinny64, moe-w8");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
@@ -438,8 +438,17 @@ static void test_forced_kernels(void) {
     hc_err e5 = {0};
     CHECK_EQ_INT(hc__gpu_choose(&a100, &l, 64, HC_GK_WS128, &c, &e5), HC_UNSUPPORTED);
     CHECK_CONTAINS(e5.msg, "\"ws128\"");
-    hc_err e6 = {0}; /* the small-M kernels are not forcible */
+    hc_err e6 = {0}; /* the M = 1 kernel is not forcible */
     CHECK_EQ_INT(hc__gpu_force_check(&h200, HC_GK_GEMV_T1, &e6), HC_INVALID);
+    /* t8 and t16 (the bench's kernel sweep): forced where their token tile holds M, on any
+     * architecture; past it the chooser's pick (t8 at M = 12: skinny16 on 28672 x 8192) */
+    hc_gpu_shape big = layer(28672, 8192, 2304);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 4, HC_GK_GEMV_T8).kernel, HC_GK_GEMV_T8);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 12, HC_GK_GEMV_T16).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 3, HC_GK_GEMV_T16).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 12, HC_GK_GEMV_T8).kernel, HC_GK_SKINNY16);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 17, HC_GK_GEMV_T16).kernel, HC_GK_SKINNY32);
+    CHECK_EQ_INT(choose_ok(&a100, &big, 12, HC_GK_GEMV_T16).kernel, HC_GK_GEMV_T16);
 }
 
 /* The M limits: 65535 blocks of 128 tokens per call; a forced 64-token tile 65535 of 64. */
