@@ -24,8 +24,12 @@
 #define HC_GEMVW_ITEMS 48
 /* the static shared memory of those descriptors: 4 warps x the most items x 64 bytes */
 #define HC_GEMVW_DESC_BYTES (4u * HC_GEMVW_ITEMS * 64u)
-/* launch bounds of the small-M kernels: resident blocks per SM the registers must allow */
+/* launch bounds of the small-M kernels: resident blocks per SM the registers must allow; the
+ * 16-token ones hold 3 (their stages, 4 warps x 4 x (chunk + 2 KiB), fit 3 in an sm_90 SM's
+ * shared memory for every chunk: a bound of 4 only capped them at 128 registers, where they
+ * spilled 16 bytes (int4 g128); with 3: 144, none) */
 #define HC_GEMV_MINB 4
+#define HC_GEMV16_MINB 3
 /* the small-M kernels start under programmatic dependent launch: their first weight copies
  * are issued before griddepcontrol.wait (weights do not depend on the kernel before) */
 #define HC_GEMV_PDL 1
