@@ -29,7 +29,15 @@
  * shared memory for every chunk: a bound of 4 only capped them at 128 registers, where they
  * spilled 16 bytes (int4 g128); with 3: 144, none) */
 #define HC_GEMV_MINB 4
-#define HC_GEMV16_MINB 3
+#define HC_GEMV16_MINB 2
+/* the 64-row stripes a block of a dense small-M kernel of toks tokens takes for tiles of chunk
+ * bytes: the 16-token one two where a chunk is at most HC_GEMV16_PAIR_CHUNK_MAX (the 4-bit
+ * layouts; its stages then fit 3 blocks of sm_80), its warps' stages holding the K tile's
+ * chunk of each and one activation tile both use (int4 g128: 4608 of 6656 bytes a stage are
+ * weights, t8's share, where one stripe had 2304 of 4352 -- v49, a prediction: t16 at M = 16
+ * near t8's time at M = 8); otherwise one */
+#define HC_GEMV16_PAIR_CHUNK_MAX 3328u
+#define HC_GEMV_STRIPES(toks, chunk) ((toks) == 16u && (chunk) <= HC_GEMV16_PAIR_CHUNK_MAX ? 2u : 1u)
 /* the small-M kernels start under programmatic dependent launch: their first weight copies
  * are issued before griddepcontrol.wait (weights do not depend on the kernel before) */
 #define HC_GEMV_PDL 1

@@ -9,11 +9,20 @@
 #include "config.h"
 #include "layouts.h"
 
-/* small M: 4 warps x (stages x (chunk + the activation rows of a stage x 128 bytes) + a zero
- * row that the tokens past M read, where a stage holds fewer rows than the partial sums) */
+/* small M: 4 warps x (stages x (a chunk for each stripe of the block + the activation rows of
+ * a stage x 128 bytes) + a zero row that the tokens past M read, where a stage holds fewer rows
+ * than the partial sums) */
+static size_t gemv_smem_of(unsigned stages, unsigned stripes, unsigned m_max, unsigned toks,
+                           uint64_t chunk) {
+    return 4 * ((size_t)stages * ((size_t)stripes * chunk + (size_t)m_max * 128) +
+                (m_max < toks ? 128 : 0));
+}
 static size_t gemv_smem(const hc_gpu_variant *v, uint64_t chunk) {
-    return 4 * ((size_t)v->stages * ((size_t)chunk + (size_t)v->m_max * 128) +
-                (v->m_max < v->toks ? 128 : 0));
+    return gemv_smem_of(v->stages, HC_GEMV_STRIPES(v->toks, chunk), v->m_max, v->toks, chunk);
+}
+/* the grouped hc_moe_gemv_t16: one stripe a block (the dense t16 may take two) */
+static size_t moe_gemv16_smem(uint64_t chunk) {
+    return gemv_smem_of(HC_GEMV_STAGES, 1, 16, 16, chunk);
 }
 
 /* warp-owned small-M items (hc_moe_gemv_w8): 4 warps x stages x (chunk + 8 activation rows x
@@ -83,7 +92,7 @@ bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap)
 
 static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL},
-    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, NULL},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem},
     {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL},
     {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL},
     {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL},

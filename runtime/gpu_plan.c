@@ -186,9 +186,11 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
     out->smem = f->smem(v, l->chunk_bytes);
     out->ksplit = 1;
     if (f->args == HC_GPU_ARGS_GEMV) {
-        unsigned occ = l->gemv_occ[v - f->var];
-        out->ksplit = hc__gemv_ksplit(l->tiles_n, l->tiles_k, dev->sms, occ);
-        out->grid[0] = (unsigned)l->tiles_n, out->grid[1] = out->ksplit;
+        /* a block per HC_GEMV_STRIPES stripes (config.h) */
+        const unsigned occ = l->gemv_occ[v - f->var];
+        const uint64_t blocks = hc__cdiv_u64(l->tiles_n, HC_GEMV_STRIPES(v->toks, l->chunk_bytes));
+        out->ksplit = hc__gemv_ksplit(blocks, l->tiles_k, dev->sms, occ);
+        out->grid[0] = (unsigned)blocks, out->grid[1] = out->ksplit;
         out->part_bytes = (uint64_t)out->ksplit * l->tiles_n * 64 * v->toks * 4;
         out->cnt_bytes = out->ksplit > 1 ? l->tiles_n * 4 : 0;
         return HC_OK;

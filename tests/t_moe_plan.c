@@ -70,6 +70,16 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_GEMV, 2048, 128, HC_GPU_KERNEL_AUTO, &r,
                                         &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_T16);
+    /* its launch: a stripe a block (the dense t16 takes two of 4-bit layouts), so its stages
+     * hold one chunk and 16 activation rows */
+    {
+        hc_gpu_moe_launch l;
+        hc_gpu_shape down = layer(2048, 768, 2304);
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &l, &err), HC_OK);
+        CHECK_EQ_INT(l.kernel, HC_GMK_T16);
+        CHECK_EQ_INT(l.grid[0], 32);
+        CHECK_EQ_U64(l.smem, 4 * HC_GEMV_STAGES * (2304 + 16 * 128));
+    }
     /* refusals: no slot; more than 65535 tiles; a forced kernel the device lacks */
     hc_err e1 = {0}, e2 = {0}, e3 = {0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 0, 128, HC_GPU_KERNEL_AUTO, &r, &e1), HC_INVALID);

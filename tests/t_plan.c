@@ -78,7 +78,7 @@ static void test_registry_shared_memory(void) {
         size_t want[HC_GK_COUNT] = {
             4 * (HC_GEMV1_STAGES * (c + 128) + 128), /* t1: one row a stage, and a zero row */
             4 * HC_GEMV_STAGES * (c + 8 * 128),
-            4 * HC_GEMV_STAGES * (c + 16 * 128),
+            4 * HC_GEMV_STAGES * ((c <= 3328 ? 2 : 1) * c + 16 * 128), /* t16: two stripes */
             1024 + HC_WIDE_STAGES * round1024(64 * 128 + 2 * c),
             1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * c),
             1024 + HC_WIDE_STAGES * round1024(256 * 128 + 2 * c),
@@ -116,9 +116,10 @@ static void test_registry_shared_memory(void) {
     }
 }
 
-/* M <= 16 on the H200: t1 / t8 / t16, grid tiles_n x ksplit (one wave of 132 x 4 resident
- * blocks, at most tiles_k / 8), 128 threads, PDL -- on the 28672-row layer only M <= 8 (its
- * 9-16 go to the skinny kernel, test_skinny); 8192 x 2048 has too few work items for it. */
+/* M <= 16 on the H200: t1 / t8 / t16, grid (stripes / the variant's stripes a block: t16
+ * HC_GEMV16_STRIPES) x ksplit (one wave of 132 x 4 resident blocks, at most tiles_k / 8), 128
+ * threads, PDL -- on the 28672-row layer only M <= 8 (its 9-16 go to the skinny kernel,
+ * test_skinny); 8192 x 2048 has too few work items for it. */
 static void test_small_m(void) {
     hc_gpu_shape big = layer(28672, 8192, 2176), sq = layer(8192, 2048, 2176);
     static const struct {
@@ -142,7 +143,8 @@ static void test_small_m(void) {
         }
         c = choose_ok(&h200, &sq, ms[i].m, HC_GPU_KERNEL_AUTO);
         CHECK_EQ_INT(c.kernel, ms[i].k);
-        CHECK_EQ_INT(c.grid[0], 128);
+        /* 128 stripes; t16 (chunks <= 3328 bytes): 64 blocks of 2, 528 / 64 = 8 cut to 32 / 8 */
+        CHECK_EQ_INT(c.grid[0], ms[i].toks == 16 ? 64 : 128);
         CHECK_EQ_INT(c.ksplit, 4); /* 528 / 128 = 4 <= 32 / 8 */
         CHECK_EQ_INT(c.grid[1], 4);
         CHECK_EQ_U64(c.part_bytes, 4ull * 128 * 64 * ms[i].toks * 4); /* float partial sums */
@@ -150,6 +152,15 @@ static void test_small_m(void) {
     }
     hc_gpu_choice c = choose_ok(&h200, &sq, 1, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_U64(c.smem, 4 * (HC_GEMV1_STAGES * (2176 + 128) + 128));
+    /* t16: each stage a chunk for each of the block's stripes and 16 activation rows */
+    c = choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_U64(c.smem, 4 * HC_GEMV_STAGES * (2 * 2176 + 16 * 128));
+    /* one stripe a block where chunks are larger (int8: 5376 bytes) */
+    hc_gpu_shape wide8 = layer(8192, 2048, 5376);
+    c = choose_ok(&h200, &wide8, 16, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(c.grid[0], 128);
+    CHECK_EQ_U64(c.smem, 4 * HC_GEMV_STAGES * (5376 + 16 * 128));
     /* the resident blocks are the layer's: 2 per SM halve the split; unknown: none */
     sq.gemv_occ[0] = 2;
     CHECK_EQ_INT(choose_ok(&h200, &sq, 1, HC_GPU_KERNEL_AUTO).ksplit, 2);
