@@ -454,12 +454,20 @@ static void test_forced_kernels(void) {
     /* t8 and t16 (the bench's kernel sweep): forced where their token tile holds M, on any
      * architecture; past it the chooser's pick (t8 at M = 12: skinny16 on 28672 x 8192) */
     hc_gpu_shape big = layer(28672, 8192, 2304);
-    CHECK_EQ_INT(choose_ok(&h200, &big, 4, HC_GK_GEMV_T8).kernel, HC_GK_GEMV_T8);
-    CHECK_EQ_INT(choose_ok(&h200, &big, 12, HC_GK_GEMV_T16).kernel, HC_GK_GEMV_T16);
-    CHECK_EQ_INT(choose_ok(&h200, &big, 3, HC_GK_GEMV_T16).kernel, HC_GK_GEMV_T16);
-    CHECK_EQ_INT(choose_ok(&h200, &big, 12, HC_GK_GEMV_T8).kernel, HC_GK_SKINNY16);
-    CHECK_EQ_INT(choose_ok(&h200, &big, 17, HC_GK_GEMV_T16).kernel, HC_GK_SKINNY32);
-    CHECK_EQ_INT(choose_ok(&a100, &big, 12, HC_GK_GEMV_T16).kernel, HC_GK_GEMV_T16);
+    static const struct {
+        bool h200;
+        uint64_t m;
+        hc_gpu_kernel forced, runs;
+    } small[] = {{true, 4, HC_GK_GEMV_T8, HC_GK_GEMV_T8},
+                 {true, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16},
+                 {true, 3, HC_GK_GEMV_T16, HC_GK_GEMV_T16},
+                 {true, 12, HC_GK_GEMV_T8, HC_GK_SKINNY16},
+                 {true, 17, HC_GK_GEMV_T16, HC_GK_SKINNY32},
+                 {false, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16}};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
+        CHECK_EQ_INT(
+            choose_ok(small[i].h200 ? &h200 : &a100, &big, small[i].m, small[i].forced).kernel,
+            small[i].runs);
 }
 
 /* The M limits: 65535 blocks of 128 tokens per call; a forced 64-token tile 65535 of 64. */
