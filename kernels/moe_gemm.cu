@@ -46,7 +46,7 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
                    unsigned *cnt) {
     moe_gemv<8>(a, p, x, out, ws, cnt);
 }
-extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV16_MINB)
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_MOE_GEMV16_MINB)
     hc_moe_gemv_t16(hc_moe_args a, hc_mma_params p, const hc_u16 *x, hc_u16 *out, float *ws,
                     unsigned *cnt) {
     moe_gemv<16>(a, p, x, out, ws, cnt);

@@ -161,15 +161,31 @@ out:
     return st;
 }
 
+/* resident blocks per SM of kernel k at block threads and smem bytes (2 where CUDA cannot tell) */
+static unsigned occupancy_of(cudaKernel_t k, unsigned block, size_t smem) {
+    int b = 0;
+    if (!k || hc__cuda.occupancy(&b, (const void *)k, (int)block, smem) != cudaSuccess || b < 1)
+        b = 2;
+    return (unsigned)b;
+}
+
 void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]) {
     const hc_gpu_family *f = hc__gpu_kernel_family(HC_GK_GEMV_T1, NULL);
     for (unsigned i = 0; i < 3; i++) {
         const hc_gpu_variant *v = &f->var[i < f->nvar ? i : f->nvar - 1];
-        int b = 0;
-        if (hc__cuda.occupancy(&b, (const void *)g->mods[mod].k[v->id], (int)f->block,
-                              f->smem(v, p->chunk_bytes)) != cudaSuccess || b < 1)
-            b = 2;
-        occ[i] = (unsigned)b;
+        occ[i] = occupancy_of(g->mods[mod].k[v->id], f->block, f->smem(v, p->chunk_bytes));
+    }
+}
+
+void hc__gpu_moe_gemv_occupancy(const hc_gpu *g, int mod, uint64_t chunk, unsigned occ[3]) {
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
+    const int ids[2] = {HC_GMK_T8, HC_GMK_T16};
+    for (int i = 0; i < 2; i++) {
+        const hc_gpu_variant *v = NULL;
+        const hc_gpu_family *f = hc__gpu_kernel_family(mv[ids[i]].like, &v);
+        size_t smem = mv[ids[i]].smem ? mv[ids[i]].smem(chunk) : f->smem(v, chunk);
+        occ[i + 1] = occupancy_of(g->mods[mod].gk[ids[i]], f->block, smem);
     }
 }
 

@@ -79,6 +79,20 @@ static void test_moe_plan(void) {
         CHECK_EQ_INT(l.kernel, HC_GMK_T16);
         CHECK_EQ_INT(l.grid[0], 32);
         CHECK_EQ_U64(l.smem, 4 * HC_GEMV_STAGES * (2304 + 16 * 128));
+        /* its K split reads moe-t16's occupancy (gemv_occ[2], set at load from the grouped
+         * kernel, not the dense t16's): gate and up at M = 1 forced to tiles of 16 -- 24
+         * stripes x 8 tiles = 192 blocks; 3 resident: 396 / 192 = 2, 2 resident: 264 / 192 = 1 */
+        hc_gpu_shape gu = layer(768, 2048, 2304);
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_T16, &r, &err), HC_OK);
+        gu.gemv_occ[1] = 4, gu.gemv_occ[2] = 3;
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
+        CHECK_EQ_INT(l.kernel, HC_GMK_T16);
+        CHECK_EQ_INT(l.ksplit, 2);
+        CHECK_EQ_U64(l.part_bytes, 192ull * 2 * 64 * 16 * 4);
+        gu.gemv_occ[2] = 2;
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
+        CHECK_EQ_INT(l.ksplit, 1);
+        CHECK_EQ_U64(l.part_bytes, 0);
     }
     /* refusals: no slot; more than 65535 tiles; a forced kernel the device lacks */
     hc_err e1 = {0}, e2 = {0}, e3 = {0};

@@ -117,7 +117,7 @@ static void test_registry_shared_memory(void) {
 }
 
 /* M <= 16 on the H200: t1 / t8 / t16, grid (stripes / the variant's stripes a block: t16
- * HC_GEMV16_STRIPES) x ksplit (one wave of 132 x 4 resident blocks, at most tiles_k / 8), 128
+ * HC_GEMV_STRIPES) x ksplit (one wave of 132 x 4 resident blocks, at most tiles_k / 8), 128
  * threads, PDL -- on the 28672-row layer only M <= 8 (its 9-16 go to the skinny kernel,
  * test_skinny); 8192 x 2048 has too few work items for it. */
 static void test_small_m(void) {

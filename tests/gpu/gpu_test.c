@@ -189,15 +189,16 @@ static int synth_gpu_model(hc_gpu *g, const char *path, const char *what, const 
     return 0;
 }
 
-/* Every layout x M in {1, 7, 16, 64, 333, 4096} x shapes (N=640 K=2880; N=136 K=70 with two
- * experts and an act-order permutation: 3 stripes, the last partial -- an odd count, so the
- * t16 block of two stripes has one) on fresh random data: against the float64 reference
- * and, up to M=333, the CPU executor run on the same bf16 activations. */
+/* Every layout x M in {1, 7, 16, 64, 333, 4096} x shapes (N=704 K=2880: 11 stripes, an odd
+ * count with a K split, so the last t16 block of two stripes has one and splits K; N=136 K=70
+ * with two experts and an act-order permutation: 3 stripes, the last partial) on fresh random
+ * data: against the float64 reference and, up to M=333, the CPU executor run on the same bf16
+ * activations. */
 static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
     static const struct {
         uint64_t n, k, e;
         bool perm;
-    } shapes[] = {{640, 2880, 1, false}, {136, 70, 2, true}};
+    } shapes[] = {{704, 2880, 1, false}, {136, 70, 2, true}};
     static const uint64_t all_ms[] = {1, 7, 16, 64, 100, 333, 4096}, quick_ms[] = {1, 16, 64};
     /* HC_GPU_TEST_QUICK (for the compute-sanitizer runs): the small shape, three M */
     bool quick = getenv("HC_GPU_TEST_QUICK") != NULL;
