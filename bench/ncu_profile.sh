@@ -7,7 +7,7 @@
 # (about 1.35 GHz on the H200), so read its durations as relative. HC_BENCH_M=64 profiles at that
 # M only, HC_BENCH_FORCE=ws64 with that kernel forced (bench/gpu_bench.c). PROG=moe for a
 # grouped MoE kernel from the bench build's moe_bench (HC_BENCH_MOE_SHAPE=0: the Qwen3-like
-# block only; the first launch of KERNEL is its smallest M that runs it).
+# block only; HC_BENCH_MOE_M=16: that M only -- gate_up's launch is the first of a call).
 set -u
 out=${OUT:-device-out}
 k=${1:?kernel name}
