@@ -216,6 +216,8 @@ int main(void) {
     const bool sweep = getenv("HC_BENCH_MOE_SWEEP") != NULL;
     /* HC_BENCH_MOE_M=16: that M only (profiling one launch: bench/ncu_profile.sh PROG=moe) */
     const uint64_t one_m = getenv("HC_BENCH_MOE_M") ? strtoull(getenv("HC_BENCH_MOE_M"), NULL, 10) : 0;
+    /* HC_BENCH_MOE_MMAX=64: the decode range only (a short device call) */
+    const uint64_t m_max = getenv("HC_BENCH_MOE_MMAX") ? strtoull(getenv("HC_BENCH_MOE_MMAX"), NULL, 10) : 0;
     for (size_t bi = 0; bi < sizeof shapes / sizeof shapes[0]; bi++) {
         if (only >= 0 && (size_t)only != bi) continue;
         const bshape *b = &shapes[bi];
@@ -266,7 +268,8 @@ int main(void) {
                "gate_up", "GB/s", "stream", "TFLOP/s", "cuBLASLt", "TFLOP/s", "peer/ours");
         for (size_t mi = 0; mi < NMS; mi++) {
             const uint64_t M = Ms[mi], S = M * k;
-            if ((sweep && M != 256 && M != 1024) || (one_m && M != one_m)) continue;
+            if ((sweep && M != 256 && M != 1024) || (one_m && M != one_m) || (m_max && M > m_max))
+                continue;
             ours_ctx oc = {md, x, y, {0}, {0}, M, k};
             int32_t *hids[NR];
             float *hw = malloc(S * 4);
