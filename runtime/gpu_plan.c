@@ -104,11 +104,16 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
     return HC_OK;
 }
 
-/* 8 < M <= 16: the skinny kernel's tiles of 16 where each block gets at least this many work
- * items, else the small-M kernel (bench/NOTES.md session 17, skinny under PDL: 28672x8192, 108
- * items a block, skinny16 46.4 vs t16 53.6 us int4 and 63.1 vs 71.6 mxfp4; 8192x8192, 31 a
- * block, 18.9 vs 20.9 int4, 24.1 vs 23.7 mxfp4; session 16, before PDL, took 64) */
+/* 8 < M <= 16: the skinny kernel's tiles of 16 where each block gets at least
+ * HC_SKINNY16_MIN_ITEMS work items, else the small-M kernel (bench/NOTES.md session 17, skinny
+ * under PDL: 28672x8192, 108 items a block, skinny16 46.4 vs one-stripe t16 53.6 us int4 and
+ * 63.1 vs 71.6 mxfp4; 8192x8192, 31 a block, 18.9 vs 20.9 int4, 24.1 vs 23.7 mxfp4; session
+ * 16, before PDL, took 64) -- but from HC_SKINNY16_MAX_ITEMS items a block the small-M kernel
+ * again where its blocks take two stripes (config.h HC_GEMV_STRIPES: the 4-bit layouts), whose
+ * long K runs keep the weights streaming (v49, session 22: 28672x8192 t16 45.9 vs skinny16
+ * 48.1 us int4, 58.2 vs 62.5 mxfp4; 8192x8192 23.8 vs 18.9, 27.6 vs 23.8) */
 #define HC_SKINNY16_MIN_ITEMS 16
+#define HC_SKINNY16_MAX_ITEMS 64
 
 /* The skinny family in place of the small-M kernel for m (see HC_SKINNY16_MIN_ITEMS), or NULL. */
 static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l,
@@ -119,7 +124,9 @@ static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_
     if (m <= 8 || m > 16 || !sk || !(l->families & sk->kf) ||
         !hc__gpu_family_runs_on(sk, dev->arch, dev->tmap) ||
         !hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), l->tiles_k, &items) ||
-        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms)
+        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms ||
+        (HC_GEMV_STRIPES(16u, l->chunk_bytes) == 2 &&
+         items >= (uint64_t)HC_SKINNY16_MAX_ITEMS * dev->sms))
         return NULL;
     *v = v16;
     return sk;

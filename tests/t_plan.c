@@ -118,8 +118,8 @@ static void test_registry_shared_memory(void) {
 
 /* M <= 16 on the H200: t1 / t8 / t16, grid (stripes / the variant's stripes a block: t16
  * HC_GEMV_STRIPES) x ksplit (one wave of 132 x 4 resident blocks, at most tiles_k / 8), 128
- * threads, PDL -- on the 28672-row layer only M <= 8 (its 9-16 go to the skinny kernel,
- * test_skinny); 8192 x 2048 has too few work items for it. */
+ * threads, PDL -- on the 28672-row layer too (its 128 items a block are past
+ * HC_SKINNY16_MAX_ITEMS); 8192 x 2048 has too few work items for the skinny kernel. */
 static void test_small_m(void) {
     hc_gpu_shape big = layer(28672, 8192, 2176), sq = layer(8192, 2048, 2176);
     static const struct {
@@ -138,12 +138,14 @@ static void test_small_m(void) {
             CHECK_EQ_INT(c.block, 128);
             CHECK_EQ_U64(c.cnt_bytes, 0);
             CHECK_EQ_INT(c.tmap_toks, 0);
-        } else {
-            CHECK_EQ_INT(c.kernel, HC_GK_SKINNY16);
+        } else { /* two stripes a block: 224 blocks, 264 / 224 = 1 */
+            CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T16);
+            CHECK_EQ_INT(c.grid[0], 224);
+            CHECK_EQ_INT(c.ksplit, 2); /* (the fixture's 4 resident: 528 / 224) */
         }
         c = choose_ok(&h200, &sq, ms[i].m, HC_GPU_KERNEL_AUTO);
         CHECK_EQ_INT(c.kernel, ms[i].k);
-        /* 128 stripes; t16 (chunks <= 3328 bytes): 64 blocks of 2, 528 / 64 = 8 cut to 32 / 8 */
+        /* 128 stripes; t16 (chunks <= 2560 bytes): 64 blocks of 2, 528 / 64 = 8 cut to 32 / 8 */
         CHECK_EQ_INT(c.grid[0], ms[i].toks == 16 ? 64 : 128);
         CHECK_EQ_INT(c.ksplit, 4); /* 528 / 128 = 4 <= 32 / 8 */
         CHECK_EQ_INT(c.grid[1], 4);
@@ -231,10 +233,10 @@ static void test_skinny(void) {
         {8192, 8192, 64, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 128},     /* 4 token tiles */
         {640, 2880, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 16, 3},    /* 3 x 45 = 135 items */
         {200, 70, 20, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 1, 1},       /* 2 items: one block */
-        /* 8 < M <= 16 on a layer with >= 16 items a block: 112 x 128 = 14336 >= 16 x 132 */
-        {28672, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
-        {28672, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
-        {8192, 33792, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32}, /* 32 x 528 = 16896 */
+        /* 8 < M <= 16 on a layer with 16 to 64 items a block: 32 x 128 = 4096 >= 16 x 132 */
+        {8192, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32},
+        {8192, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32},
+        {8192, 12288, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32}, /* 32 x 192 = 6144 */
         /* 64 < M <= 128 where ws64's grid is under 2 x 132 blocks: 8192^2, 64 pairs x 2 */
         {8192, 8192, 65, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
         {8192, 8192, 128, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
@@ -266,6 +268,14 @@ static void test_skinny(void) {
     hc_gpu_shape wide = layer(8192, 2048, 2176), small = layer(4096, 4096, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 9, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
+    /* from 64 items a block the two-stripe t16 again (4-bit chunks): 28672 x 8192 (112 x 128
+     * = 14336 >= 64 x 132), 8192 x 33792 (32 x 528 = 16896); a chunk over 2560 bytes (t16 of
+     * one stripe) keeps skinny16 */
+    hc_gpu_shape tall = layer(8192, 33792, 2176), big8 = layer(28672, 8192, 4224);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 9, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &tall, 12, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &big8, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
     CHECK_EQ_INT(choose_ok(&h200, &wide, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
     CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
     CHECK_EQ_INT(choose_ok(&h200, &big, 8, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T8);
@@ -452,22 +462,24 @@ static void test_forced_kernels(void) {
     hc_err e6 = {0}; /* the M = 1 kernel is not forcible */
     CHECK_EQ_INT(hc__gpu_force_check(&h200, HC_GK_GEMV_T1, &e6), HC_INVALID);
     /* t8 and t16 (the bench's kernel sweep): forced where their token tile holds M, on any
-     * architecture; past it the chooser's pick (t8 at M = 12: skinny16 on 28672 x 8192) */
-    hc_gpu_shape big = layer(28672, 8192, 2304);
+     * architecture; past it the chooser's pick (t8 at M = 12: skinny16 on 8192 x 8192) */
+    hc_gpu_shape big = layer(28672, 8192, 2304), sq = layer(8192, 8192, 2304);
     static const struct {
         bool h200;
         uint64_t m;
         hc_gpu_kernel forced, runs;
-    } small[] = {{true, 4, HC_GK_GEMV_T8, HC_GK_GEMV_T8},
-                 {true, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16},
-                 {true, 3, HC_GK_GEMV_T16, HC_GK_GEMV_T16},
-                 {true, 12, HC_GK_GEMV_T8, HC_GK_SKINNY16},
-                 {true, 17, HC_GK_GEMV_T16, HC_GK_SKINNY32},
-                 {false, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16}};
+        bool square;
+    } small[] = {{true, 4, HC_GK_GEMV_T8, HC_GK_GEMV_T8, false},
+                 {true, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16, true},
+                 {true, 3, HC_GK_GEMV_T16, HC_GK_GEMV_T16, false},
+                 {true, 12, HC_GK_GEMV_T8, HC_GK_SKINNY16, true},
+                 {true, 12, HC_GK_GEMV_T8, HC_GK_GEMV_T16, false},
+                 {true, 17, HC_GK_GEMV_T16, HC_GK_SKINNY32, false},
+                 {false, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16, false}};
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
-        CHECK_EQ_INT(
-            choose_ok(small[i].h200 ? &h200 : &a100, &big, small[i].m, small[i].forced).kernel,
-            small[i].runs);
+        CHECK_EQ_INT(choose_ok(small[i].h200 ? &h200 : &a100, small[i].square ? &sq : &big,
+                               small[i].m, small[i].forced).kernel,
+                     small[i].runs);
 }
 
 /* The M limits: 65535 blocks of 128 tokens per call; a forced 64-token tile 65535 of 64. */
