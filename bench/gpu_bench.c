@@ -240,7 +240,10 @@ static void scaling(void) {
  * chooser's pick), to place the skinny family's range. */
 static void kernel_sweep(hc_gpu *g) {
     static const uint64_t ms[] = {1, 8, 16, 24, 32, 48, 64, 96, 128};
-    static const char *const ks[] = {"auto", "skinny16", "skinny32", "skinny64", "ws64", "ws128"};
+    static const char *const ks[] = {"auto", "skinny16", "skinny32", "skinny64",
+                                     "ws64", "ws128",    "t8",       "t16"};
+    /* the largest M each serves (ws64, ws128: from 17 up) */
+    static const uint64_t kmax[] = {~0ull, 128, 128, 128, ~0ull, ~0ull, 8, 16};
     /* Humming's figures on this H200 as issue 15 gives them, [layer][M = 16, 64] in the order
      * of the loops below (int4 28672, int4 8192^2, mxfp4 28672, mxfp4 8192^2) */
     static const double humming[4][2] = {{45.0, 66.0}, {17.6, 24.6}, {58.4, 75.8}, {22.1, 27.6}};
@@ -256,8 +259,9 @@ static void kernel_sweep(hc_gpu *g) {
     CK(cudaMalloc(&ws, ws_bytes));
     fill_bf16(x, 128ull * 8192, 1);
     printf("kernels: stream read %.0f GB/s\n", stream);
-    printf("kernels: layer N x K M | us per kernel: %s %s %s %s %s %s | cuBLASLt bf16 | Humming "
-           "(issue 15)\n", ks[0], ks[1], ks[2], ks[3], ks[4], ks[5]);
+    printf("kernels: layer N x K M | us per kernel:");
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) printf(" %s", ks[ki]);
+    printf(" | cuBLASLt bf16 | Humming (issue 15)\n");
     for (int si = 0; si < 2; si++)
         for (int hi = 0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
@@ -278,9 +282,9 @@ static void kernel_sweep(hc_gpu *g) {
                 double best[NK];
                 for (int pass = 0; pass < 2 * NK; pass++) {
                     const size_t ki = pass < NK ? (size_t)pass : (size_t)(2 * NK - 1 - pass);
-                    const bool skinny = ki >= 1 && ki <= 3;
+                    const bool wsk = ki == 4 || ki == 5;
                     if (pass < NK) best[ki] = -1; /* (not served: "-") */
-                    if (ki > 0 && (skinny ? ms[mi] > 128 : ms[mi] <= 16)) continue;
+                    if (ms[mi] > kmax[ki] || (wsk && ms[mi] <= 16)) continue;
                     if (hc_gpu_model_force_kernel(md, ks[ki], msg, sizeof msg)) {
                         best[ki] = -2; /* (refused: "n/a") */
                         continue;

@@ -214,6 +214,10 @@ int main(void) {
      * forced in turn beside the chooser's (which tile serves a routing whose experts' rows
      * spread around r) */
     const bool sweep = getenv("HC_BENCH_MOE_SWEEP") != NULL;
+    /* HC_BENCH_MOE_M=16: that M only (profiling one launch: bench/ncu_profile.sh PROG=moe) */
+    const uint64_t one_m = getenv("HC_BENCH_MOE_M") ? strtoull(getenv("HC_BENCH_MOE_M"), NULL, 10) : 0;
+    /* HC_BENCH_MOE_MMAX=64: the decode range only (a short device call) */
+    const uint64_t m_max = getenv("HC_BENCH_MOE_MMAX") ? strtoull(getenv("HC_BENCH_MOE_MMAX"), NULL, 10) : 0;
     for (size_t bi = 0; bi < sizeof shapes / sizeof shapes[0]; bi++) {
         if (only >= 0 && (size_t)only != bi) continue;
         const bshape *b = &shapes[bi];
@@ -264,7 +268,8 @@ int main(void) {
                "gate_up", "GB/s", "stream", "TFLOP/s", "cuBLASLt", "TFLOP/s", "peer/ours");
         for (size_t mi = 0; mi < NMS; mi++) {
             const uint64_t M = Ms[mi], S = M * k;
-            if (sweep && M != 256 && M != 1024) continue;
+            if ((sweep && M != 256 && M != 1024) || (one_m && M != one_m) || (m_max && M > m_max))
+                continue;
             ours_ctx oc = {md, x, y, {0}, {0}, M, k};
             int32_t *hids[NR];
             float *hw = malloc(S * 4);
@@ -339,6 +344,15 @@ int main(void) {
                 if (alt && forced_us(md, &oc, s, alt, &aus, &agu))
                     printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
                            "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, alt, aus, agu, us, gu);
+                /* tiles of 8: the chooser runs moe-w8 for a short-K down at enough items
+                 * (gpu_plan.c w8_serves); moe-t8 and moe-w8 forced on both projections beside */
+                for (int q = 0; q < 2 && rpe <= 4; q++) {
+                    const char *nm = q ? "moe-w8" : "moe-t8";
+                    if (forced_us(md, &oc, s, nm, &aus, &agu))
+                        printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
+                               "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, nm, aus, agu, us,
+                               gu);
+                }
             }
             for (int i = 0; i < NR; i++) cudaFree(oc.ids[i]), cudaFree(oc.w[i]), free(hids[i]);
             free(hw), free(seen);

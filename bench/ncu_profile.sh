@@ -5,13 +5,17 @@
 # reason or list the top instructions to see what the warps wait for: bench/ncu_summary.py, run
 # here on the returned file). ncu locks the SM clock
 # (about 1.35 GHz on the H200), so read its durations as relative. HC_BENCH_M=64 profiles at that
-# M only, HC_BENCH_FORCE=ws64 with that kernel forced (bench/gpu_bench.c).
+# M only, HC_BENCH_FORCE=ws64 with that kernel forced (bench/gpu_bench.c). PROG=moe for a
+# grouped MoE kernel from the bench build's moe_bench (HC_BENCH_MOE_SHAPE=0: the Qwen3-like
+# block only; HC_BENCH_MOE_M=16: that M only -- gate_up's launch is the first of a call).
 set -u
 out=${OUT:-device-out}
 k=${1:?kernel name}
+prog=build-dev/bench/gpu_bench
+[ "${PROG:-}" = moe ] && prog=build-dev-diag/bench/moe_bench
 HC_BENCH_QUICK=1 timeout 200 ncu -o "$out/rep" --kernel-name "$k" --launch-skip "${2:-3}" \
     --launch-count 1 --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-    --section SourceCounters --import-source no build-dev/bench/gpu_bench >"$out/ncu.log" 2>&1
+    --section SourceCounters --import-source no $prog >"$out/ncu.log" 2>&1
 echo "ncu rc=$?"
 [ -f "$out/rep.ncu-rep" ] || { echo "ncu: no report (kernel $k not launched?)"; tail -5 "$out/ncu.log"; exit 1; }
 ncu -i "$out/rep.ncu-rep" --page source --csv --print-source sass >"$out/src.csv" 2>&1

@@ -239,9 +239,11 @@ HC_API hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t 
 /* For tests and measurements: the kernel every later hc_gpu_linear of model m runs where its
  * family serves M -- "mma" (mma.sync), "wgmma" (the 128-token wgmma kernel), "ws64", "ws128",
  * "ws256" (the warp-specialised kernel with that token tile; M > 16), "skinny16", "skinny32",
- * "skinny64" (the persistent stream-K kernel; M <= 64) -- or the grouped kernel every later
+ * "skinny64" (the persistent stream-K kernel; M <= 64), "t8", "t16" (the small-M kernel with
+ * that token tile; M <= 8, M <= 16) -- or the grouped kernel every later
  * hc_gpu_moe runs -- "moe-t8", "moe-t16" (small-M, tiles of 8 or 16 rows), "moe-ws64",
- * "moe-ws128", "moe-ws256", "moe-skinny16", "moe-skinny32", "moe-skinny64" -- or NULL / "auto":
+ * "moe-ws128", "moe-ws256", "moe-skinny16", "moe-skinny32", "moe-skinny64", "moe-w8" (small-M
+ * items a warp owns, tiles of 8) -- or NULL / "auto":
  * the runtime's choice for both (the default; elsewhere, e.g. M <= 16 with a ws kernel forced,
  * the call takes the runtime's choice too). HC_USAGE for any other name and
  * HC_UNSUPPORTED for a kernel the device does not have, each naming it (the setting is then

@@ -17,8 +17,30 @@
 #define HC_GEMV_STAGES 4
 /* M = 1 (hc_mma_gemv_t1): its stages hold one activation row, so more of them fit (v28) */
 #define HC_GEMV1_STAGES 6
-/* launch bounds of the small-M kernels: resident blocks per SM the registers must allow */
+/* the warp-owned small-M items (gemm/gemv_items.cuh, hc_moe_gemv_w8): a warp's pipeline
+ * stages, and the most items a warp takes (their descriptors in shared memory) -- a
+ * prediction, not yet measured (bench/NOTES.md v44) */
+#define HC_GEMVW_STAGES 6
+#define HC_GEMVW_ITEMS 48
+/* the static shared memory of those descriptors: 4 warps x the most items x 64 bytes */
+#define HC_GEMVW_DESC_BYTES (4u * HC_GEMVW_ITEMS * 64u)
+/* launch bounds of the small-M kernels: resident blocks per SM the registers must allow. The
+ * grouped 16-token one holds 3 (one stripe a block: its stages, 4 warps x 4 x (chunk + 2 KiB),
+ * fit 3 in an sm_90 SM for every chunk; a bound of 4 only capped it at 128 registers, where it
+ * spilled 16 bytes, int4 g128); the dense one 2 (two stripes a block, below: its stages fit 2
+ * blocks of an sm_90 SM, and two stripes need ~200 registers) */
 #define HC_GEMV_MINB 4
+#define HC_GEMV16_MINB 2
+#define HC_MOE_GEMV16_MINB 3
+/* the 64-row stripes a block of a dense small-M kernel of toks tokens takes for tiles of chunk
+ * bytes: the 16-token one two where a chunk is at most HC_GEMV16_PAIR_CHUNK_MAX (the 4-bit
+ * layouts, whose chunks are 2176-2304 bytes), its warps' stages holding the K tile's chunk of
+ * each and one activation tile both use (int4 g128: 4608 of 6656 bytes a stage are weights,
+ * t8's share, where one stripe had 2304 of 4352 -- v49, a prediction: t16 at M = 16 near t8's
+ * time at M = 8); otherwise one. 2560: the most for which 2 blocks of 16 x (2 chunks + 2 KiB)
+ * fit an sm_90 SM's 228 KiB; an sm_80 SM (164 KiB) holds one such block (not measured there) */
+#define HC_GEMV16_PAIR_CHUNK_MAX 2560u
+#define HC_GEMV_STRIPES(toks, chunk) ((toks) == 16u && (chunk) <= HC_GEMV16_PAIR_CHUNK_MAX ? 2u : 1u)
 /* the small-M kernels start under programmatic dependent launch: their first weight copies
  * are issued before griddepcontrol.wait (weights do not depend on the kernel before) */
 #define HC_GEMV_PDL 1

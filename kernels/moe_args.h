@@ -27,6 +27,10 @@
  * the experts' places (El) */
 #define HC_MOE_ROUTE_BLOCKS 32u
 #define HC_MOE_ROUTE_TABLE_WORDS(el) ((el) * (HC_MOE_ROUTE_BLOCKS + 1u))
+/* hc_moe_finalize: threads a block (8 columns each) and the slots whose rows a thread loads
+ * before it sums them */
+#define HC_MOE_FIN_THREADS 64u
+#define HC_MOE_FIN_BATCH 8u
 
 /* The grouped GEMMs' arguments beside the layer's hc_mma_params: parts (1, or 2 when gate and
  * up are separate layers: part 0 gate, part 1 up, each N = I) of El experts each;

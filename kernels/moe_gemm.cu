@@ -5,10 +5,12 @@
 // dense models build and load nothing of it. The kernels are the dense families' bodies with
 // the expert, the rows and the outputs taken from the routing tables:
 //   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
+//   hc_moe_gemv_w8: small M over items a warp owns (gemm/gemv_items.cuh), one wave of blocks
 //   hc_moe_ws64, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts, tiles)
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
 //                persistent block per SM over (tile, part, quad) x K tiles
 #include "gemm/gemv.cuh"
+#include "gemm/gemv_items.cuh"
 #include "gemm/skinny_gemm.cuh"
 #include "gemm/ws_gemm.cuh"
 #include "moe_args.h"
@@ -44,10 +46,44 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
                    unsigned *cnt) {
     moe_gemv<8>(a, p, x, out, ws, cnt);
 }
-extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_MOE_GEMV16_MINB)
     hc_moe_gemv_t16(hc_moe_args a, hc_mma_params p, const hc_u16 *x, hc_u16 *out, float *ws,
                     unsigned *cnt) {
     moe_gemv<16>(a, p, x, out, ws, cnt);
+}
+
+/* ---- warp-owned items (hc_moe_gemv_w8; tiles of 8): item u = (tile i, part, stripe nb), stripes
+ * fastest, so the warps at work together share a tile's activations in L2; the arguments of
+ * hc_moe_gemv_t8 (ws and cnt unused: no K split). ---- */
+struct moe_items {
+    const hc_moe_args *a;
+    const hc_mma_params *p;
+    hc_u16 *out;
+    __device__ __forceinline__ void fill(unsigned u, gemv_item &it) const {
+        const unsigned tn = (unsigned)p->tiles_n, pt = a->parts * tn;
+        const unsigned i = u / pt, r = u - i * pt, part = r / tn, nb = r - part * tn;
+        const int e = a->meta[HC_MOE_META_TILE(i)], rows = a->meta[HC_MOE_META_TILE(i) + 1];
+        const unsigned x = part * (unsigned)a->el + (unsigned)e;
+        it.w = (const hc_u8 *)a->wtab[x] + (hc_u64)nb * p->tiles_k * HC_CHUNK_BYTES;
+        it.y = out + part * a->ystride + (hc_u64)i * 8 * p->N + (hc_u64)nb * 64;
+        it.rows = (unsigned)rows;
+        it.nmax = p->N - (hc_u64)nb * 64 < 64 ? (unsigned)(p->N - (hc_u64)nb * 64) : 64u;
+        it.gdiv = a->gdiv ? a->gdiv[x] : p->global_div;
+        for (unsigned t = 0; t < 8; t++) {
+            it.tok[t] = 0u; /* (a pad row: no x row) */
+            if ((int)t < rows)
+                it.tok[t] = a->rdiv ? (unsigned)((hc_u64)a->sorted[i * 8 + t] / a->rdiv) : i * 8 + t;
+        }
+    }
+};
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS)
+    hc_moe_gemv_w8(hc_moe_args a, hc_mma_params p, const hc_u16 *x, hc_u16 *out, float *ws,
+                   unsigned *cnt) {
+    (void)ws, (void)cnt;
+    HC_PDL_WAIT(); /* (the routing's tiles come from the kernel before) */
+    const unsigned items = (unsigned)a.meta[0] * a.parts * (unsigned)p.tiles_n;
+    HC_PDL_RELEASE();
+    gemv_items_body(moe_items{&a, &p, out}, items, p, x);
 }
 
 /* ---- large M (sm_90a): block (stripe pair, tile) in the dense kernels' walk; the tensor map

@@ -322,20 +322,45 @@ extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 l
 
 /* ---- hc_moe_finalize: y[t][n] = bf16 of the float32 sum over j = 0..topk-1, in that order,
  * of the slot's weight x (o[inv[t * topk + j]][n] + its expert's down bias[n]) for the local
- * slots (no local slot: 0; expert parallelism adds the ranks' y). A block per token,
- * grid-stride: the token's slots (row, weight, expert) into shared memory first, then a thread
- * takes 8 columns with 16-byte loads of every slot's row (bench/NOTES.md MoE v3). Dynamic
- * shared memory: 12 x topk bytes. ---- */
-extern "C" __global__ void hc_moe_finalize(const hc_u16 *o, hc_u64 H, const int *inv,
-                                           const int *ids, hc_u64 topk, int e0,
-                                           const float *wts, const float *dbias, hc_u64 M,
-                                           hc_u16 *y) {
+ * slots (no local slot: 0; expert parallelism adds the ranks' y). Grid (column blocks of
+ * HC_MOE_FIN_THREADS x 8 columns, tokens; grid-stride over both): a block's token's slots
+ * (row, weight, expert) into shared memory first, then a thread takes 8 columns, and loads
+ * those of HC_MOE_FIN_BATCH slots (16 bytes each) before it sums them in order (a block per
+ * token, one load in flight a thread, took 14.7 us at M = 1 on a row of 7168: bench/NOTES.md
+ * session 21). Dynamic shared memory: 12 x topk bytes. ---- */
+
+/* the finalize's slot j: its row's 8 columns n0.. (+ the expert's down bias) x its weight, added
+ * to s; raw: the 8 columns as loaded (16 bytes) where vec, else they are read here one by one */
+__device__ __forceinline__ void fin_add(float s[8], uint4 raw, bool vec, const hc_u16 *o, int p,
+                                        hc_u64 H, hc_u64 n0, const float *db, float w) {
+    float v[8];
+    if (vec) {
+        const unsigned q4[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            v[2 * q] = f_of_bf16((hc_u16)(q4[q] & 0xFFFFu)), v[2 * q + 1] = f_of_bf16((hc_u16)(q4[q] >> 16));
+    } else {
+#pragma unroll
+        for (int q = 0; q < 8; q++) v[q] = n0 + q < H ? f_of_bf16(o[(hc_u64)p * H + n0 + q]) : 0.0f;
+    }
+#pragma unroll
+    for (int q = 0; q < 8; q++) {
+        if (db && n0 + q < H) v[q] += db[n0 + q];
+        s[q] += w * v[q];
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(HC_MOE_FIN_THREADS)
+    hc_moe_finalize(const hc_u16 *o, hc_u64 H, const int *inv, const int *ids, hc_u64 topk,
+                    int e0, const float *wts, const float *dbias, hc_u64 M, hc_u16 *y) {
     extern __shared__ unsigned fsm[];
     int *sp = (int *)fsm, *se = sp + topk;
     float *sw = (float *)(se + topk);
     HC_PDL_WAIT();
     const bool vec = H % 8 == 0 && ((hc_u64)o & 15) == 0 && ((hc_u64)y & 15) == 0;
-    for (hc_u64 t = blockIdx.x; t < M; t += gridDim.x) {
+    const hc_u64 c0 = ((hc_u64)blockIdx.x * blockDim.x + threadIdx.x) * 8ull;
+    const hc_u64 cstep = (hc_u64)gridDim.x * blockDim.x * 8ull;
+    for (hc_u64 t = blockIdx.y; t < M; t += gridDim.y) {
         __syncthreads(); /* (the previous token's slots are read) */
         for (hc_u64 j = threadIdx.x; j < topk; j += blockDim.x) {
             sp[j] = inv[t * topk + j];
@@ -343,28 +368,30 @@ extern "C" __global__ void hc_moe_finalize(const hc_u16 *o, hc_u64 H, const int 
             sw[j] = wts[t * topk + j];
         }
         __syncthreads();
-        for (hc_u64 n0 = threadIdx.x * 8ull; n0 < H; n0 += blockDim.x * 8ull) {
+        for (hc_u64 n0 = c0; n0 < H; n0 += cstep) {
             float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            for (hc_u64 j = 0; j < topk; j++) {
-                const int p = sp[j];
-                if (p < 0) continue;
-                float v[8];
-                if (vec) {
-                    const uint4 a = *(const uint4 *)(o + (hc_u64)p * H + n0);
-                    const unsigned w[4] = {a.x, a.y, a.z, a.w};
+            if (vec) { /* a batch's loads first, then its sums in slot order */
+                for (hc_u64 j0 = 0; j0 < topk; j0 += HC_MOE_FIN_BATCH) {
+                    uint4 raw[HC_MOE_FIN_BATCH];
 #pragma unroll
-                    for (int q = 0; q < 4; q++)
-                        v[2 * q] = f_of_bf16((hc_u16)(w[q] & 0xFFFFu)), v[2 * q + 1] = f_of_bf16((hc_u16)(w[q] >> 16));
-                } else {
+                    for (unsigned b = 0; b < HC_MOE_FIN_BATCH; b++) {
+                        const int p = j0 + b < topk ? sp[j0 + b] : -1;
+                        raw[b] = make_uint4(0, 0, 0, 0);
+                        if (p >= 0) raw[b] = *(const uint4 *)(o + (hc_u64)p * H + n0);
+                    }
 #pragma unroll
-                    for (int q = 0; q < 8; q++) v[q] = n0 + q < H ? f_of_bf16(o[(hc_u64)p * H + n0 + q]) : 0.0f;
+                    for (unsigned b = 0; b < HC_MOE_FIN_BATCH; b++) {
+                        const hc_u64 j = j0 + b;
+                        if (j < topk && sp[j] >= 0)
+                            fin_add(s, raw[b], true, o, sp[j], H, n0,
+                                    dbias ? dbias + (hc_u64)se[j] * H : nullptr, sw[j]);
+                    }
                 }
-                const float *db = dbias ? dbias + (hc_u64)se[j] * H : nullptr;
-#pragma unroll
-                for (int q = 0; q < 8; q++) {
-                    if (db && n0 + q < H) v[q] += db[n0 + q];
-                    s[q] += sw[j] * v[q];
-                }
+            } else {
+                for (hc_u64 j = 0; j < topk; j++)
+                    if (sp[j] >= 0)
+                        fin_add(s, make_uint4(0, 0, 0, 0), false, o, sp[j], H, n0,
+                                dbias ? dbias + (hc_u64)se[j] * H : nullptr, sw[j]);
             }
             if (vec) {
                 *(uint4 *)(y + t * H + n0) = make_uint4(bf2_pack(s[0], s[1]), bf2_pack(s[2], s[3]),

@@ -35,10 +35,12 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
                    hc_u16 *y, float *ws, unsigned *cnt) {
     gemv_body<8, 8, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt, blockIdx.x);
 }
-extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
+extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV16_MINB)
     hc_mma_gemv_t16(const hc_u8 *w, hc_mma_params p, hc_u64 expert, const hc_u16 *x, hc_u64 m,
                     hc_u16 *y, float *ws, unsigned *cnt) {
-    gemv_body<16, 16, HC_GEMV_STAGES>(w, p, expert, x, m, y, ws, cnt, blockIdx.x);
+    constexpr int SP = HC_GEMV_STRIPES(16u, HC_CHUNK_BYTES);
+    gemv_body<16, 16, HC_GEMV_STAGES, (HC_GEMV_PDL != 0), SP>(w, p, expert, x, m, y, ws, cnt,
+                                                               (hc_u64)blockIdx.x * SP);
 }
 
 /* ---- large M on mma.sync (gemm/mma_gemm.cuh) ---- */

@@ -9,11 +9,26 @@
 #include "config.h"
 #include "layouts.h"
 
-/* small M: 4 warps x (stages x (chunk + the activation rows of a stage x 128 bytes) + a zero
- * row that the tokens past M read, where a stage holds fewer rows than the partial sums) */
+/* small M: 4 warps x (stages x (a chunk for each stripe of the block + the activation rows of
+ * a stage x 128 bytes) + a zero row that the tokens past M read, where a stage holds fewer rows
+ * than the partial sums) */
+static size_t gemv_smem_of(unsigned stages, unsigned stripes, unsigned m_max, unsigned toks,
+                           uint64_t chunk) {
+    return 4 * ((size_t)stages * ((size_t)stripes * chunk + (size_t)m_max * 128) +
+                (m_max < toks ? 128 : 0));
+}
 static size_t gemv_smem(const hc_gpu_variant *v, uint64_t chunk) {
-    return 4 * ((size_t)v->stages * ((size_t)chunk + (size_t)v->m_max * 128) +
-                (v->m_max < v->toks ? 128 : 0));
+    return gemv_smem_of(v->stages, HC_GEMV_STRIPES(v->toks, chunk), v->m_max, v->toks, chunk);
+}
+/* the grouped hc_moe_gemv_t16: one stripe a block (the dense t16 may take two) */
+static size_t moe_gemv16_smem(uint64_t chunk) {
+    return gemv_smem_of(HC_GEMV_STAGES, 1, 16, 16, chunk);
+}
+
+/* warp-owned small-M items (hc_moe_gemv_w8): 4 warps x stages x (chunk + 8 activation rows x
+ * 128 bytes); its item descriptors are static */
+static size_t gemv_items_smem(uint64_t chunk) {
+    return 4 * (size_t)HC_GEMVW_STAGES * ((size_t)chunk + 8 * 128);
 }
 
 /* hc_mma_gemm: stages x (two chunks + the activation tile) */
@@ -37,8 +52,8 @@ static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
 static const hc_gpu_family families[] = {
     {"small-M", HC_KF_GEMV, HC_GPU_ARGS_GEMV, HC_GEMV_THREADS, NULL, false, HC_GEMV_PDL, 1, 16, gemv_smem, 3,
      {{HC_GK_GEMV_T1, "hc_mma_gemv_t1", NULL, 8, 1, HC_GEMV1_STAGES},
-      {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, 8, 8, HC_GEMV_STAGES},
-      {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, 16, 16, HC_GEMV_STAGES}}},
+      {HC_GK_GEMV_T8, "hc_mma_gemv_t8", "t8", 8, 8, HC_GEMV_STAGES},
+      {HC_GK_GEMV_T16, "hc_mma_gemv_t16", "t16", 16, 16, HC_GEMV_STAGES}}},
     {"skinny", HC_KF_WS, HC_GPU_ARGS_STREAMK, HC_SKINNY_THREADS, "sm_90a", true, HC_SKINNY_PDL, 1,
      128, skinny_smem, 3,
      {{HC_GK_SKINNY16, "hc_skinny_gemm16", "skinny16", 16, 0, HC_SKINNY_STAGES_MAX},
@@ -76,14 +91,15 @@ bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap)
 }
 
 static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
-    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8},
-    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16},
-    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64},
-    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128},
-    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256},
-    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16},
-    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32},
-    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64},
+    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem},
+    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL},
+    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL},
+    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL},
+    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL},
+    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL},
+    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL},
+    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem},
 };
 
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n) {

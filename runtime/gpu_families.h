@@ -78,6 +78,7 @@ typedef enum {
     HC_GMK_SKINNY16, /* hc_moe_skinny16 (sm_90a): tiles of 16 rows */
     HC_GMK_SKINNY32, /* hc_moe_skinny32: tiles of 32 rows */
     HC_GMK_SKINNY64, /* hc_moe_skinny64 */
+    HC_GMK_W8,       /* hc_moe_gemv_w8: tiles of 8 rows, items a warp owns (gemm/gemv_items.cuh) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -86,6 +87,9 @@ typedef struct {
     const char *entry;  /* in moe_gemm.cu */
     const char *forced; /* its name for hc_gpu_model_force_kernel */
     hc_gpu_kernel like; /* the dense variant it mirrors */
+    /* its dynamic shared memory for a layout's chunk where it is not its dense variant's
+     * (family smem), else NULL */
+    size_t (*smem)(uint64_t chunk);
 } hc_gpu_moe_variant;
 
 /* The grouped kernels (hc__gpu_moe_variants()[i], i < *n == HC_GMK_COUNT). */

@@ -61,13 +61,16 @@ hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k
  * family f's variant v needs with any layout's chunk (a multiple of 128 bytes up to
  * HC_CHUNK_MAX; not always the largest chunk: the skinny kernels fit fewer stages of it). */
 static hc_status fetch(cudaLibrary_t lib, const char *entry, const hc_gpu_family *f,
-                       const hc_gpu_variant *v, cudaKernel_t *k, hc_err *perr) {
+                       const hc_gpu_variant *v, size_t (*own)(uint64_t), cudaKernel_t *k,
+                       hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
     char what[64];
     size_t most = 0;
-    for (uint64_t chunk = 128; chunk <= HC_CHUNK_MAX; chunk += 128)
-        if (f->smem(v, chunk) > most) most = f->smem(v, chunk);
+    for (uint64_t chunk = 128; chunk <= HC_CHUNK_MAX; chunk += 128) {
+        size_t b = own ? own(chunk) : f->smem(v, chunk);
+        if (b > most) most = b;
+    }
     CU(hc__cuda.lib_kernel(k, lib, entry), entry);
     snprintf(what, sizeof what, "shared memory of %s", entry);
     CU(hc__cuda.func_attr((const void *)*k, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -106,7 +109,7 @@ hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *per
         const hc_gpu_family *f = &fams[i];
         if (f->arch && strcmp(f->arch, g->arch)) continue; /* (the tensor-map encoder: the chooser's) */
         for (unsigned j = 0; j < f->nvar && !st; j++)
-            st = fetch(M->lib, f->var[j].entry, f, &f->var[j], &M->k[f->var[j].id], &err);
+            st = fetch(M->lib, f->var[j].entry, f, &f->var[j], NULL, &M->k[f->var[j].id], &err);
     }
     if (st) goto out;
     *index = g->nmods++;
@@ -142,7 +145,7 @@ hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *perr) {
         const hc_gpu_variant *v = NULL;
         const hc_gpu_family *f = hc__gpu_kernel_family(mv[i].like, &v);
         if (!f->arch || !strcmp(f->arch, g->arch))
-            st = fetch(M->glib, mv[i].entry, f, v, &M->gk[mv[i].id], &err);
+            st = fetch(M->glib, mv[i].entry, f, v, mv[i].smem, &M->gk[mv[i].id], &err);
     }
 out:
     if (st && M->glib) {
@@ -158,15 +161,31 @@ out:
     return st;
 }
 
+/* resident blocks per SM of kernel k at block threads and smem bytes (2 where CUDA cannot tell) */
+static unsigned occupancy_of(cudaKernel_t k, unsigned block, size_t smem) {
+    int b = 0;
+    if (!k || hc__cuda.occupancy(&b, (const void *)k, (int)block, smem) != cudaSuccess || b < 1)
+        b = 2;
+    return (unsigned)b;
+}
+
 void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]) {
     const hc_gpu_family *f = hc__gpu_kernel_family(HC_GK_GEMV_T1, NULL);
     for (unsigned i = 0; i < 3; i++) {
         const hc_gpu_variant *v = &f->var[i < f->nvar ? i : f->nvar - 1];
-        int b = 0;
-        if (hc__cuda.occupancy(&b, (const void *)g->mods[mod].k[v->id], (int)f->block,
-                              f->smem(v, p->chunk_bytes)) != cudaSuccess || b < 1)
-            b = 2;
-        occ[i] = (unsigned)b;
+        occ[i] = occupancy_of(g->mods[mod].k[v->id], f->block, f->smem(v, p->chunk_bytes));
+    }
+}
+
+void hc__gpu_moe_gemv_occupancy(const hc_gpu *g, int mod, uint64_t chunk, unsigned occ[3]) {
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
+    const int ids[2] = {HC_GMK_T8, HC_GMK_T16};
+    for (int i = 0; i < 2; i++) {
+        const hc_gpu_variant *v = NULL;
+        const hc_gpu_family *f = hc__gpu_kernel_family(mv[ids[i]].like, &v);
+        size_t smem = mv[ids[i]].smem ? mv[ids[i]].smem(chunk) : f->smem(v, chunk);
+        occ[i + 1] = occupancy_of(g->mods[mod].gk[ids[i]], f->block, smem);
     }
 }
 

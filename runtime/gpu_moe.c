@@ -24,15 +24,15 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
                      r->tile};
     hc_mma_params mp = pr->mp;
     mp.ldx = ldx;
-    cudaKernel_t k = md->g->mods[pr->mod].gk[r->kernel];
-    const char *entry = hc__gpu_moe_variants(&(size_t){0})[r->kernel].entry;
-    if (r->family->args == HC_GPU_ARGS_GEMV) {
+    cudaKernel_t k = md->g->mods[pr->mod].gk[lp->kernel];
+    const char *entry = hc__gpu_moe_variants(&(size_t){0})[lp->kernel].entry;
+    if (lp->args == HC_GPU_ARGS_GEMV) {
         void *args[] = {&a, &mp, (void *)&x, &out, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
     CUtensorMap tm;
     HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
-    if (r->family->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
+    if (lp->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
         void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
@@ -87,7 +87,7 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     const uint64_t rows = need.rows;
     const unsigned rgrid[3] = {(unsigned)(rows < 8192 ? rows : 8192), 1, 1};
     /* gate_up: x read in place by slot where the small-M kernels can, else expanded rows */
-    const bool in_place = r.family->args == HC_GPU_ARGS_GEMV && !ml->up.ptab && ml->H % 8 == 0 &&
+    const bool in_place = lu.args == HC_GPU_ARGS_GEMV && !ml->up.ptab && ml->H % 8 == 0 &&
                           (uintptr_t)x % 16 == 0;
     const void *xin = x;
     uint64_t ldx = ml->H, rdiv = topk;
@@ -123,10 +123,13 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     { /* finalize */
         unsigned long long H = ml->H, tk = topk, mm = m;
         int e0 = (int)ml->e0;
-        const unsigned fgrid[3] = {(unsigned)(m < 65535 ? m : 65535), 1, 1};
+        /* column blocks of HC_MOE_FIN_THREADS x 8 x tokens (the kernel strides over both) */
+        const uint64_t cb = hc__cdiv_u64(ml->H, HC_MOE_FIN_THREADS * 8ull);
+        const unsigned fgrid[3] = {(unsigned)(cb < 65535 ? cb : 65535),
+                                   (unsigned)(m < 65535 ? m : 65535), 1};
         void *args[] = {&w->xs, &H, &w->inv, (void *)&ids, &tk, &e0, (void *)&wts,
                         (void *)&ml->bias_d, &mm, &y};
-        HC_TRY(hc__gpu_launch(g->moe_finalize, fgrid, 256, 12 * topk, true, args, s,
+        HC_TRY(hc__gpu_launch(g->moe_finalize, fgrid, HC_MOE_FIN_THREADS, 12 * topk, true, args, s,
                              "hc_moe_finalize", err));
     }
     return HC_OK;

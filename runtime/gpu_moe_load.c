@@ -240,6 +240,10 @@ static hc_status setup_layer(hc_gpu_model *md, hc_container *c, const hc_moe_lay
     /* the grouped kernels of both projections' kinds */
     HC_TRY_GOTO(st, hc__gpu_moe_module(md->g, ml->up.mod, err), done);
     HC_TRY_GOTO(st, hc__gpu_moe_module(md->g, ml->down.mod, err), done);
+    /* (the K split of moe-t8/t16 reads their own occupancy, not the dense kernels') */
+    hc__gpu_moe_gemv_occupancy(md->g, ml->up.mod, ml->up.shape.chunk_bytes, ml->up.shape.gemv_occ);
+    hc__gpu_moe_gemv_occupancy(md->g, ml->down.mod, ml->down.shape.chunk_bytes,
+                               ml->down.shape.gemv_occ);
     goto done;
 refused:
     st = HC_OK;

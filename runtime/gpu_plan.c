@@ -13,7 +13,7 @@
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
     *forced = HC_GPU_KERNEL_AUTO;
     if (!name || !*name || !strcmp(name, "auto")) return HC_OK;
-    char names[256] = "auto";
+    char names[512] = "auto";
     size_t len = strlen(names);
     for (int k = 0; k < HC_GK_COUNT; k++) {
         const hc_gpu_variant *v = NULL;
@@ -104,11 +104,16 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
     return HC_OK;
 }
 
-/* 8 < M <= 16: the skinny kernel's tiles of 16 where each block gets at least this many work
- * items, else the small-M kernel (bench/NOTES.md session 17, skinny under PDL: 28672x8192, 108
- * items a block, skinny16 46.4 vs t16 53.6 us int4 and 63.1 vs 71.6 mxfp4; 8192x8192, 31 a
- * block, 18.9 vs 20.9 int4, 24.1 vs 23.7 mxfp4; session 16, before PDL, took 64) */
+/* 8 < M <= 16: the skinny kernel's tiles of 16 where each block gets at least
+ * HC_SKINNY16_MIN_ITEMS work items, else the small-M kernel (bench/NOTES.md session 17, skinny
+ * under PDL: 28672x8192, 108 items a block, skinny16 46.4 vs one-stripe t16 53.6 us int4 and
+ * 63.1 vs 71.6 mxfp4; 8192x8192, 31 a block, 18.9 vs 20.9 int4, 24.1 vs 23.7 mxfp4; session
+ * 16, before PDL, took 64) -- but from HC_SKINNY16_MAX_ITEMS items a block the small-M kernel
+ * again where its blocks take two stripes (config.h HC_GEMV_STRIPES: the 4-bit layouts), whose
+ * long K runs keep the weights streaming (v49, session 22: 28672x8192 t16 45.9 vs skinny16
+ * 48.1 us int4, 58.2 vs 62.5 mxfp4; 8192x8192 23.8 vs 18.9, 27.6 vs 23.8) */
 #define HC_SKINNY16_MIN_ITEMS 16
+#define HC_SKINNY16_MAX_ITEMS 64
 
 /* The skinny family in place of the small-M kernel for m (see HC_SKINNY16_MIN_ITEMS), or NULL. */
 static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l,
@@ -119,7 +124,9 @@ static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_
     if (m <= 8 || m > 16 || !sk || !(l->families & sk->kf) ||
         !hc__gpu_family_runs_on(sk, dev->arch, dev->tmap) ||
         !hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), l->tiles_k, &items) ||
-        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms)
+        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms ||
+        (HC_GEMV_STRIPES(16u, l->chunk_bytes) == 2 &&
+         items >= (uint64_t)HC_SKINNY16_MAX_ITEMS * dev->sms))
         return NULL;
     *v = v16;
     return sk;
@@ -157,7 +164,9 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
         const hc_gpu_family *ff = forced >= 0 && forced < HC_GK_COUNT
                                       ? hc__gpu_kernel_family((hc_gpu_kernel)forced, &v)
                                       : NULL;
-        if (ff && !serves(ff, m)) { /* it applies to the calls its family serves (M > 16) */
+        /* it applies to the calls its family serves (ws64: M > 16), a small-M variant to the M
+         * its token tile holds (t8: M <= 8) */
+        if (ff && (!serves(ff, m) || (ff->args == HC_GPU_ARGS_GEMV && m > v->m_max))) {
             v = NULL;
         } else {
             HC_TRY(hc__gpu_force_check(dev, forced, err));
@@ -184,9 +193,11 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
     out->smem = f->smem(v, l->chunk_bytes);
     out->ksplit = 1;
     if (f->args == HC_GPU_ARGS_GEMV) {
-        unsigned occ = l->gemv_occ[v - f->var];
-        out->ksplit = hc__gemv_ksplit(l->tiles_n, l->tiles_k, dev->sms, occ);
-        out->grid[0] = (unsigned)l->tiles_n, out->grid[1] = out->ksplit;
+        /* a block per HC_GEMV_STRIPES stripes (config.h) */
+        const unsigned occ = l->gemv_occ[v - f->var];
+        const uint64_t blocks = hc__cdiv_u64(l->tiles_n, HC_GEMV_STRIPES(v->toks, l->chunk_bytes));
+        out->ksplit = hc__gemv_ksplit(blocks, l->tiles_k, dev->sms, occ);
+        out->grid[0] = (unsigned)blocks, out->grid[1] = out->ksplit;
         out->part_bytes = (uint64_t)out->ksplit * l->tiles_n * 64 * v->toks * 4;
         out->cnt_bytes = out->ksplit > 1 ? l->tiles_n * 4 : 0;
         return HC_OK;
@@ -210,6 +221,10 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
  * a warp at 65536 slots, measured in session 20 at 71.6 us) */
 #define HC_MOE_SORT_ONE_BLOCK_SLOTS 2048u
 #define HC_MOE_SORT_BLOCK_SLOTS 1024u
+/* the longest K (in tiles of 64) a projection of tiles of 8 runs on moe-w8 (w8_serves): MoE
+ * down at I = 768 (Qwen3-like, 12) and 256 (DeepSeek-like, 4); not gate_up at H = 2048 and
+ * past (bench/NOTES.md session 20: v44 lost at long K) */
+#define HC_MOE_W8_TILES_K 12u
 
 hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
                                 uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err) {
@@ -256,6 +271,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         return hc__fail(err, HC_UNSUPPORTED, "the grouped %s kernel (%s) does not run here (%s%s)",
                        f->name, mv[k].forced, dev->arch, dev->tmap ? "" : ", no cuTensorMapEncodeTiled");
     out->kernel = (hc_gpu_moe_kernel)k, out->family = f, out->variant = v;
+    out->forced = forced != HC_GPU_KERNEL_AUTO;
     out->tile = v->toks;
     uint64_t pad;
     if (!hc__mul_u64(out->touched, out->tile - 1, &pad) || !hc__add_u64(pad, slots, &pad))
@@ -268,14 +284,64 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     return HC_OK;
 }
 
+/* moe-w8's launch for layer l: one wave of blocks -- as many an SM as its shared memory holds
+ * (+ the items' descriptors and the 1 KiB the runtime keeps), at most 4 -- or more where its
+ * warps would take over HC_GEMVW_ITEMS items each. *wave: the blocks of one wave (0: none
+ * fits an SM). */
+static hc_status w8_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
+                         const hc_gpu_moe_route *r, size_t smem, uint64_t *items,
+                         uint64_t *wave, uint64_t *blocks, hc_err *err) {
+    *items = *wave = *blocks = 0;
+    if (l->tiles_n > 0xFFFFFFFFull || !hc__mul_u64(r->tiles_max, l->tiles_n * parts, items))
+        return hc__fail(err, HC_INVALID, "too many stripes for one launch");
+    const uint64_t per = dev->smem_sm / (smem + HC_GEMVW_DESC_BYTES + 1024);
+    *wave = dev->sms * (per > 4 ? 4 : per);
+    const uint64_t need = hc__cdiv_u64(*items, 4ull * HC_GEMVW_ITEMS);
+    *blocks = need > *wave ? need : *wave;
+    return HC_OK;
+}
+
+/* Whether a projection of tiles of 8 runs on moe-w8 rather than the route's moe-t8: a short K
+ * (at most HC_MOE_W8_TILES_K tiles: the split-K kernel pays a pipeline fill, a block reduction
+ * and its workspace per short item) and at least an item for each warp of one wave (the
+ * warp-owned kernel has no K split to fill the machine with). bench/NOTES.md session 21. */
+static bool w8_serves(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
+                      const hc_gpu_moe_route *r) {
+    uint64_t items = 0, wave = 0, blocks = 0;
+    hc_err e = {0};
+    if (r->forced || r->kernel != HC_GMK_T8 || l->tiles_k > HC_MOE_W8_TILES_K) return false;
+    size_t nv = 0;
+    const size_t smem = hc__gpu_moe_variants(&nv)[HC_GMK_W8].smem(l->chunk_bytes);
+    return !w8_grid(dev, l, parts, r, smem, &items, &wave, &blocks, &e) && wave > 0 &&
+           items >= 4 * wave && blocks <= 65535 && items <= 0x7FFFFFFFull;
+}
+
 hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                                const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err) {
     memset(out, 0, sizeof *out);
-    const hc_gpu_family *f = r->family;
-    const hc_gpu_variant *v = r->variant;
+    out->kernel = w8_serves(dev, l, parts, r) ? HC_GMK_W8 : r->kernel;
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&nv)[out->kernel];
+    const hc_gpu_variant *v = NULL;
+    const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, &v);
+    out->args = f->args;
     out->block = f->block;
-    out->smem = f->smem(v, l->chunk_bytes);
+    out->smem = mv->smem ? mv->smem(l->chunk_bytes) : f->smem(v, l->chunk_bytes);
     out->ksplit = 1;
+    if (out->kernel == HC_GMK_W8) { /* no K split, no workspace */
+        uint64_t items = 0, wave = 0, blocks = 0;
+        HC_TRY(w8_grid(dev, l, parts, r, out->smem, &items, &wave, &blocks, err));
+        if (!wave)
+            return hc__fail(err, HC_UNSUPPORTED, "the warp-owned kernel (moe-w8) needs %zu bytes of "
+                           "shared memory a block with this layout; an SM of %s has %llu",
+                           out->smem + HC_GEMVW_DESC_BYTES, dev->arch,
+                           (unsigned long long)dev->smem_sm);
+        if (blocks > 65535 || items > 0x7FFFFFFFull)
+            return hc__fail(err, HC_UNSUPPORTED, "%llu items of 8 rows are too many for the "
+                           "warp-owned kernel (moe-w8)", (unsigned long long)items);
+        out->grid[0] = (unsigned)blocks, out->grid[1] = 1, out->grid[2] = 1;
+        return HC_OK;
+    }
     if (f->args == HC_GPU_ARGS_GEMV) {
         uint64_t stripes = l->tiles_n * parts, all;
         if (!hc__mul_u64(stripes, r->tiles_max, &all) || stripes > 0x7FFFFFFFull)

@@ -30,6 +30,7 @@ typedef struct {
     const char *arch; /* "sm_90a" */
     uint64_t sms;     /* multiprocessors */
     bool tmap;        /* cuTensorMapEncodeTiled is there (libcuda.so.1) */
+    uint64_t smem_sm; /* shared memory of a multiprocessor, bytes (the driver's attribute) */
 } hc_gpu_caps;
 
 /* What the chooser needs of the layer. */
@@ -37,7 +38,9 @@ typedef struct {
     uint64_t tiles_n, tiles_k, chunk_bytes;
     unsigned families;    /* HC_KF_* of its layout row (contract/layouts.h) */
     unsigned gemv_occ[3]; /* resident blocks per SM of the small-M variants (t1, t8, t16) with
-                             this layer's shared memory; 0: unknown (no K split) */
+                             this layer's shared memory (of an MoE projection:
+                             the grouped moe-t8/t16, hc__gpu_moe_gemv_occupancy); 0: unknown
+                             (no K split) */
 } hc_gpu_shape;
 
 /* No forced kernel: the chooser picks (hc_gpu_model_force_kernel "auto"). */
@@ -86,9 +89,11 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *layer, uint
 /* ---- mixture of experts (runtime/gpu_moe.c) ---- */
 
 /* A call's routing shape: slots (tokens x topk) over el local experts, and the grouped kernel
- * and token tile T both projections run with (the routing tables are sorted for T). */
+ * and token tile T the projections run with (the routing tables are sorted for T; a
+ * projection's launch may run another kernel of the same tile: hc_gpu_moe_launch.kernel). */
 typedef struct {
     hc_gpu_moe_kernel kernel;
+    bool forced;                 /* kernel was forced: every projection runs it */
     const hc_gpu_family *family; /* the dense family it mirrors */
     const hc_gpu_variant *variant;
     unsigned tile;               /* T */
@@ -114,9 +119,13 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
                                 uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err);
 
 /* One grouped GEMM launch of layer l (parts 1, or 2 for separate gate and up layers) for route
- * r: grid, block, shared memory; small M also the K split (hc__gemv_ksplit over the stripes of
+ * r: the kernel -- the route's, or where the route runs moe-t8 unforced, moe-w8 for a
+ * projection of short K with at least an item for each warp of its wave (MoE down at M >= 16) --
+ * grid, block, shared memory; small M also the K split (hc__gemv_ksplit over the stripes of
  * every possible tile) and its workspace (partial sums and counters per tile and part). */
 typedef struct {
+    hc_gpu_moe_kernel kernel;
+    hc_gpu_args args; /* its family's kernel arguments */
     unsigned grid[3], block;
     size_t smem;
     unsigned ksplit;

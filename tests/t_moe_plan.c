@@ -63,13 +63,37 @@ static void test_moe_plan(void) {
         CHECK_EQ_INT(r.sort_blocks, sorts[i].blocks);
     }
     /* no warp-specialised kernels (sm_80, or a layout without them): tiles of 16 */
-    hc_gpu_caps a100 = {"sm_80", 108, false};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 65536, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_T16);
     CHECK_EQ_U64(r.tiles_max, (65536 + 128 * 15) / 16);
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_GEMV, 2048, 128, HC_GPU_KERNEL_AUTO, &r,
                                         &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_T16);
+    /* its launch: a stripe a block (the dense t16 takes two of 4-bit layouts), so its stages
+     * hold one chunk and 16 activation rows */
+    {
+        hc_gpu_moe_launch l;
+        hc_gpu_shape down = layer(2048, 768, 2304);
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &l, &err), HC_OK);
+        CHECK_EQ_INT(l.kernel, HC_GMK_T16);
+        CHECK_EQ_INT(l.grid[0], 32);
+        CHECK_EQ_U64(l.smem, 4 * HC_GEMV_STAGES * (2304 + 16 * 128));
+        /* its K split reads moe-t16's occupancy (gemv_occ[2], set at load from the grouped
+         * kernel, not the dense t16's): gate and up at M = 1 forced to tiles of 16 -- 24
+         * stripes x 8 tiles = 192 blocks; 3 resident: 396 / 192 = 2, 2 resident: 264 / 192 = 1 */
+        hc_gpu_shape gu = layer(768, 2048, 2304);
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_T16, &r, &err), HC_OK);
+        gu.gemv_occ[1] = 4, gu.gemv_occ[2] = 3;
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
+        CHECK_EQ_INT(l.kernel, HC_GMK_T16);
+        CHECK_EQ_INT(l.ksplit, 2);
+        CHECK_EQ_U64(l.part_bytes, 192ull * 2 * 64 * 16 * 4);
+        gu.gemv_occ[2] = 2;
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
+        CHECK_EQ_INT(l.ksplit, 1);
+        CHECK_EQ_U64(l.part_bytes, 0);
+    }
     /* refusals: no slot; more than 65535 tiles; a forced kernel the device lacks */
     hc_err e1 = {0}, e2 = {0}, e3 = {0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 0, 128, HC_GPU_KERNEL_AUTO, &r, &e1), HC_INVALID);
@@ -123,14 +147,125 @@ static void test_moe_plan(void) {
     int f = 0;
     static const char *const names[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
-                                        "moe-skinny32", "moe-skinny64"};
-    for (int i = 0; i < 8; i++) {
+                                        "moe-skinny32", "moe-skinny64", "moe-w8"};
+    for (int i = 0; i < 9; i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
         CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);
         hc_err e4 = {0};
-        CHECK_EQ_INT(hc__gpu_force_check(&a100, f, &e4), i < 2 ? HC_OK : HC_UNSUPPORTED);
+        CHECK_EQ_INT(hc__gpu_force_check(&a100, f, &e4), i < 2 || i == 8 ? HC_OK : HC_UNSUPPORTED);
     }
+}
+
+/* The warp-owned small-M kernel (moe-w8, forced only): one wave of blocks -- as many per SM as
+ * its shared memory allows (4 warps x 6 stages x (chunk + 1 KiB) + 12 KiB of item
+ * descriptors), at most 4 -- or more where its warps would get over 48 items each; no K split
+ * or workspace. */
+static void test_moe_w8_plan(void) {
+    hc_err err = {0};
+    hc_gpu_moe_route r;
+    hc_gpu_moe_launch l;
+    const unsigned ws = HC_KF_ALL;
+    /* Qwen3-like down at M = 16: 128 tiles x 32 stripes = 4096 items; int4 g128 chunks of 2304
+     * bytes: 4 x 6 x 3328 = 79872 bytes, (79872 + 12288 + 1024) x 2 <= 228 KiB: 264 blocks */
+    hc_gpu_shape down = layer(2048, 768, 2304);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 128, 128, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.kernel, HC_GMK_W8);
+    CHECK_EQ_INT(r.tile, 8);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &l, &err), HC_OK);
+    CHECK_EQ_INT(l.grid[0], 264);
+    CHECK_EQ_INT(l.grid[1] * l.grid[2], 1);
+    CHECK_EQ_INT(l.block, 128);
+    CHECK_EQ_U64(l.smem, 79872);
+    CHECK_EQ_U64(l.part_bytes + l.cnt_bytes, 0);
+    /* int8 chunks of 5376 bytes: 4 x 6 x 6400 = 153600, one block an SM on sm_90 and sm_80 */
+    hc_gpu_shape wide = layer(2048, 768, 5376);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &wide, 1, &r, &l, &err), HC_OK);
+    CHECK_EQ_INT(l.grid[0], 132);
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936};
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a100, &wide, 1, &r, &l, &err), HC_OK);
+    CHECK_EQ_INT(l.grid[0], 108);
+    /* DeepSeek-like down (H = 7168: 112 stripes) at 65536 slots over 256 experts: (65536 + 256
+     * x 7) / 8 = 8416 tiles, 942592 items: 4910 blocks of 4 warps x 48 */
+    hc_gpu_shape dsd = layer(7168, 256, 2304);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 65536, 256, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_U64(r.tiles_max, 8416);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &dsd, 1, &r, &l, &err), HC_OK);
+    CHECK_EQ_INT(l.grid[0], (942592 + 191) / 192);
+    /* past 65535 blocks: refused by name */
+    hc_gpu_shape huge = layer(28672, 8192, 2304);
+    hc_err e1 = {0};
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 400000, 8, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &huge, 2, &r, &l, &e1), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e1.msg, "moe-w8");
+    /* forced on a GPU whose SM cannot hold one block (sm_86: 100 KiB; int8 chunks: 153600 +
+     * 12288 bytes): refused by name, not a failed launch */
+    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400};
+    hc_err e2 = {0};
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 128, 128, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &wide, 1, &r, &l, &e2), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e2.msg, "moe-w8");
+    CHECK_CONTAINS(e2.msg, "sm_86");
+}
+
+/* The chooser's kernel per projection: where the route runs tiles of 8 unforced, a projection
+ * of at most 12 K tiles runs moe-w8 when its items (tiles x stripes x parts) are at least the
+ * warps of one wave (4 x blocks), else moe-t8; every other route runs its own kernel on both. */
+static void test_moe_w8_pick(void) {
+    hc_err err = {0};
+    hc_gpu_moe_route r;
+    hc_gpu_moe_launch l;
+    const unsigned ws = HC_KF_ALL;
+    static const struct {
+        const char *what;
+        uint64_t n, k, chunk, el, slots;
+        unsigned parts;
+        int forced;
+        hc_gpu_moe_kernel want;
+        unsigned grid0; /* the launch's blocks (w8: the wave; t8: the stripes x parts) */
+    } cases[] = {
+        /* Qwen3-like down (K = 768: 12 tiles, 32 stripes, int4 g128: 2 blocks an SM = 264
+         * blocks, 1056 warps): M = 16, 128 tiles x 32 = 4096 items */
+        {"qwen3 down M=16", 2048, 768, 2304, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 264},
+        /* M = 64: (512 + 896) / 8 = 176 tiles, 5632 items */
+        {"qwen3 down M=64", 2048, 768, 2304, 128, 512, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 264},
+        /* M = 1: 8 tiles x 32 = 256 items < 1056 warps */
+        {"qwen3 down M=1", 2048, 768, 2304, 128, 8, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 32},
+        /* gate and up (K = 2048: 32 tiles): long K */
+        {"qwen3 gate_up M=16", 768, 2048, 2304, 128, 128, 2, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 24},
+        /* DeepSeek-like down at TP 8 (K = 256: 4 tiles, 112 stripes): M = 1, 8 x 112 = 896 <
+         * 1056; M = 16, 128 x 112 */
+        {"deepseek down M=1", 7168, 256, 2304, 256, 8, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 112},
+        {"deepseek down M=16", 7168, 256, 2304, 256, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 264},
+        /* K = 832: 13 tiles, one past the bound */
+        {"K 13 tiles", 2048, 832, 2304, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 32},
+        /* int8 chunks (5376 bytes): one block an SM, 132 blocks, 528 warps; 4096 items */
+        {"int8 down M=16", 2048, 768, 5376, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 132},
+        /* forced moe-t8: every projection on it */
+        {"forced t8", 2048, 768, 2304, 128, 128, 1, HC_GMK_T8, HC_GMK_T8, 32},
+        /* a route of 16-row tiles (r = 8: skinny16) keeps its kernel */
+        {"skinny16 route", 2048, 768, 2304, 128, 1024, 1, HC_GPU_KERNEL_AUTO, HC_GMK_SKINNY16,
+         132},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hc_gpu_shape sh = layer(cases[i].n, cases[i].k, cases[i].chunk);
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, cases[i].slots, cases[i].el, cases[i].forced,
+                                            &r, &err), HC_OK);
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &sh, cases[i].parts, &r, &l, &err), HC_OK);
+        if (l.kernel != cases[i].want || l.grid[0] != cases[i].grid0)
+            fprintf(stderr, "  %s: kernel %d grid %u\n", cases[i].what, (int)l.kernel, l.grid[0]);
+        CHECK_EQ_INT(l.kernel, cases[i].want);
+        CHECK_EQ_INT(l.grid[0], cases[i].grid0);
+        CHECK_EQ_INT(l.args, cases[i].want == HC_GMK_SKINNY16 ? HC_GPU_ARGS_STREAMK
+                                                               : HC_GPU_ARGS_GEMV);
+        if (l.kernel == HC_GMK_W8) CHECK_EQ_U64(l.part_bytes + l.cnt_bytes, 0);
+    }
+    /* sm_86 (100 KiB an SM): int8 chunks do not fit moe-w8, so down stays on moe-t8 */
+    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400};
+    hc_gpu_shape wide = layer(2048, 768, 5376);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &wide, 1, &r, &l, &err), HC_OK);
+    CHECK_EQ_INT(l.kernel, HC_GMK_T8);
 }
 
 /* hc_gpu_model_load(..., only = an MoE layer) uploads that layer's expert tensors and nothing
@@ -172,5 +307,7 @@ static void test_moe_layer_tensors(void) {
 
 void suite_moeplan(void) {
     RUN(test_moe_plan);
+    RUN(test_moe_w8_plan);
+    RUN(test_moe_w8_pick);
     RUN(test_moe_layer_tensors);
 }

@@ -34,8 +34,8 @@ static void test_registry_entries(void) {
         unsigned block;
         bool tmap;
     } want[] = {{HC_GK_GEMV_T1, "hc_mma_gemv_t1", NULL, NULL, 128, false},
-                {HC_GK_GEMV_T8, "hc_mma_gemv_t8", NULL, NULL, 128, false},
-                {HC_GK_GEMV_T16, "hc_mma_gemv_t16", NULL, NULL, 128, false},
+                {HC_GK_GEMV_T8, "hc_mma_gemv_t8", "t8", NULL, 128, false},
+                {HC_GK_GEMV_T16, "hc_mma_gemv_t16", "t16", NULL, 128, false},
                 {HC_GK_WS64, "hc_wgmma_gemm64", "ws64", "sm_90a", 384, true},
                 {HC_GK_WS128, "hc_wgmma_gemm128", "ws128", "sm_90a", 384, true},
                 {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", "sm_90a", 384, true},
@@ -78,7 +78,7 @@ static void test_registry_shared_memory(void) {
         size_t want[HC_GK_COUNT] = {
             4 * (HC_GEMV1_STAGES * (c + 128) + 128), /* t1: one row a stage, and a zero row */
             4 * HC_GEMV_STAGES * (c + 8 * 128),
-            4 * HC_GEMV_STAGES * (c + 16 * 128),
+            4 * HC_GEMV_STAGES * ((c <= 3328 ? 2 : 1) * c + 16 * 128), /* t16: two stripes */
             1024 + HC_WIDE_STAGES * round1024(64 * 128 + 2 * c),
             1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * c),
             1024 + HC_WIDE_STAGES * round1024(256 * 128 + 2 * c),
@@ -116,9 +116,10 @@ static void test_registry_shared_memory(void) {
     }
 }
 
-/* M <= 16 on the H200: t1 / t8 / t16, grid tiles_n x ksplit (one wave of 132 x 4 resident
- * blocks, at most tiles_k / 8), 128 threads, PDL -- on the 28672-row layer only M <= 8 (its
- * 9-16 go to the skinny kernel, test_skinny); 8192 x 2048 has too few work items for it. */
+/* M <= 16 on the H200: t1 / t8 / t16, grid (stripes / the variant's stripes a block: t16
+ * HC_GEMV_STRIPES) x ksplit (one wave of 132 x 4 resident blocks, at most tiles_k / 8), 128
+ * threads, PDL -- on the 28672-row layer too (its 128 items a block are past
+ * HC_SKINNY16_MAX_ITEMS); 8192 x 2048 has too few work items for the skinny kernel. */
 static void test_small_m(void) {
     hc_gpu_shape big = layer(28672, 8192, 2176), sq = layer(8192, 2048, 2176);
     static const struct {
@@ -137,12 +138,15 @@ static void test_small_m(void) {
             CHECK_EQ_INT(c.block, 128);
             CHECK_EQ_U64(c.cnt_bytes, 0);
             CHECK_EQ_INT(c.tmap_toks, 0);
-        } else {
-            CHECK_EQ_INT(c.kernel, HC_GK_SKINNY16);
+        } else { /* two stripes a block: 224 blocks, 264 / 224 = 1 */
+            CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T16);
+            CHECK_EQ_INT(c.grid[0], 224);
+            CHECK_EQ_INT(c.ksplit, 2); /* (the fixture's 4 resident: 528 / 224) */
         }
         c = choose_ok(&h200, &sq, ms[i].m, HC_GPU_KERNEL_AUTO);
         CHECK_EQ_INT(c.kernel, ms[i].k);
-        CHECK_EQ_INT(c.grid[0], 128);
+        /* 128 stripes; t16 (chunks <= 2560 bytes): 64 blocks of 2, 528 / 64 = 8 cut to 32 / 8 */
+        CHECK_EQ_INT(c.grid[0], ms[i].toks == 16 ? 64 : 128);
         CHECK_EQ_INT(c.ksplit, 4); /* 528 / 128 = 4 <= 32 / 8 */
         CHECK_EQ_INT(c.grid[1], 4);
         CHECK_EQ_U64(c.part_bytes, 4ull * 128 * 64 * ms[i].toks * 4); /* float partial sums */
@@ -150,6 +154,15 @@ static void test_small_m(void) {
     }
     hc_gpu_choice c = choose_ok(&h200, &sq, 1, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_U64(c.smem, 4 * (HC_GEMV1_STAGES * (2176 + 128) + 128));
+    /* t16: each stage a chunk for each of the block's stripes and 16 activation rows */
+    c = choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_U64(c.smem, 4 * HC_GEMV_STAGES * (2 * 2176 + 16 * 128));
+    /* one stripe a block where chunks are larger (int8: 5376 bytes) */
+    hc_gpu_shape wide8 = layer(8192, 2048, 5376);
+    c = choose_ok(&h200, &wide8, 16, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(c.grid[0], 128);
+    CHECK_EQ_U64(c.smem, 4 * HC_GEMV_STAGES * (5376 + 16 * 128));
     /* the resident blocks are the layer's: 2 per SM halve the split; unknown: none */
     sq.gemv_occ[0] = 2;
     CHECK_EQ_INT(choose_ok(&h200, &sq, 1, HC_GPU_KERNEL_AUTO).ksplit, 2);
@@ -159,7 +172,7 @@ static void test_small_m(void) {
     hc_gpu_shape small = layer(640, 2880, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).ksplit, 5);
     /* the same small-M kernels off Hopper */
-    hc_gpu_caps a100 = {"sm_80", 108, true};
+    hc_gpu_caps a100 = {"sm_80", 108, true, 167936};
     c = choose_ok(&a100, &small, 7, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T8);
     CHECK_EQ_INT(c.ksplit, 5); /* 432 / 10 = 43, cut to 5 */
@@ -220,10 +233,10 @@ static void test_skinny(void) {
         {8192, 8192, 64, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 128},     /* 4 token tiles */
         {640, 2880, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 16, 3},    /* 3 x 45 = 135 items */
         {200, 70, 20, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 1, 1},       /* 2 items: one block */
-        /* 8 < M <= 16 on a layer with >= 16 items a block: 112 x 128 = 14336 >= 16 x 132 */
-        {28672, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
-        {28672, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 112},
-        {8192, 33792, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32}, /* 32 x 528 = 16896 */
+        /* 8 < M <= 16 on a layer with 16 to 64 items a block: 32 x 128 = 4096 >= 16 x 132 */
+        {8192, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32},
+        {8192, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32},
+        {8192, 12288, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32}, /* 32 x 192 = 6144 */
         /* 64 < M <= 128 where ws64's grid is under 2 x 132 blocks: 8192^2, 64 pairs x 2 */
         {8192, 8192, 65, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
         {8192, 8192, 128, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
@@ -255,6 +268,14 @@ static void test_skinny(void) {
     hc_gpu_shape wide = layer(8192, 2048, 2176), small = layer(4096, 4096, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 9, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
+    /* from 64 items a block the two-stripe t16 again (4-bit chunks): 28672 x 8192 (112 x 128
+     * = 14336 >= 64 x 132), 8192 x 33792 (32 x 528 = 16896); a chunk over 2560 bytes (t16 of
+     * one stripe) keeps skinny16 */
+    hc_gpu_shape tall = layer(8192, 33792, 2176), big8 = layer(28672, 8192, 4224);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &big, 9, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &tall, 12, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    CHECK_EQ_INT(choose_ok(&h200, &big8, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
     CHECK_EQ_INT(choose_ok(&h200, &wide, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
     CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
     CHECK_EQ_INT(choose_ok(&h200, &big, 8, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T8);
@@ -263,7 +284,7 @@ static void test_skinny(void) {
     CHECK_EQ_INT(choose_ok(&h200, &big, 128, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 129, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &small, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY64);
-    hc_gpu_caps notmap = {"sm_90a", 132, false}, a100 = {"sm_80", 108, true};
+    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472}, a100 = {"sm_80", 108, true, 167936};
     CHECK_EQ_INT(choose_ok(&notmap, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WGMMA);
     CHECK_EQ_INT(choose_ok(&a100, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
     hc_gpu_choice c;
@@ -367,7 +388,7 @@ static void test_streamk_rule(void) {
 /* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
  * the mma.sync one; both 256 threads over (stripe pairs) x ceil(M / 128). */
 static void test_fallbacks(void) {
-    hc_gpu_caps notmap = {"sm_90a", 132, false}, a100 = {"sm_80", 108, true};
+    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472}, a100 = {"sm_80", 108, true, 167936};
     hc_gpu_shape l = layer(8192, 8192, 2304);
     hc_gpu_choice c = choose_ok(&notmap, &l, 17, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(c.kernel, HC_GK_WGMMA);
@@ -415,12 +436,12 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(hc__gpu_force_parse(NULL, &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
-    CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, ws64, ws128, "
-                          "ws256, wgmma, mma, skinny16, skinny32, skinny64, moe-t8, moe-t16, moe-ws64, moe-ws128, "
-                          "moe-ws256, moe-skinny16, moe-skinny32, moe-skinny64");
+    CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, t8, t16, ws64, "
+                          "ws128, ws256, wgmma, mma, skinny16, skinny32, skinny64, moe-t8, moe-t16, moe-ws64, moe-ws128, "
+                          "moe-ws256, moe-skinny16, moe-skinny32, moe-skinny64, moe-w8");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
-    hc_gpu_caps a100 = {"sm_80", 108, false}, notmap = {"sm_90a", 132, false};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936}, notmap = {"sm_90a", 132, false, 233472};
     hc_err e2 = {0};
     CHECK_EQ_INT(hc__gpu_force_check(&a100, HC_GK_WS256, &e2), HC_UNSUPPORTED);
     CHECK_STR_EQ(e2.msg, "hc_gpu_model_force_kernel(\"ws256\"): that kernel is not available "
@@ -438,8 +459,27 @@ static void test_forced_kernels(void) {
     hc_err e5 = {0};
     CHECK_EQ_INT(hc__gpu_choose(&a100, &l, 64, HC_GK_WS128, &c, &e5), HC_UNSUPPORTED);
     CHECK_CONTAINS(e5.msg, "\"ws128\"");
-    hc_err e6 = {0}; /* the small-M kernels are not forcible */
+    hc_err e6 = {0}; /* the M = 1 kernel is not forcible */
     CHECK_EQ_INT(hc__gpu_force_check(&h200, HC_GK_GEMV_T1, &e6), HC_INVALID);
+    /* t8 and t16 (the bench's kernel sweep): forced where their token tile holds M, on any
+     * architecture; past it the chooser's pick (t8 at M = 12: skinny16 on 8192 x 8192) */
+    hc_gpu_shape big = layer(28672, 8192, 2304), sq = layer(8192, 8192, 2304);
+    static const struct {
+        bool h200;
+        uint64_t m;
+        hc_gpu_kernel forced, runs;
+        bool square;
+    } small[] = {{true, 4, HC_GK_GEMV_T8, HC_GK_GEMV_T8, false},
+                 {true, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16, true},
+                 {true, 3, HC_GK_GEMV_T16, HC_GK_GEMV_T16, false},
+                 {true, 12, HC_GK_GEMV_T8, HC_GK_SKINNY16, true},
+                 {true, 12, HC_GK_GEMV_T8, HC_GK_GEMV_T16, false},
+                 {true, 17, HC_GK_GEMV_T16, HC_GK_SKINNY32, false},
+                 {false, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16, false}};
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
+        CHECK_EQ_INT(choose_ok(small[i].h200 ? &h200 : &a100, small[i].square ? &sq : &big,
+                               small[i].m, small[i].forced).kernel,
+                     small[i].runs);
 }
 
 /* The M limits: 65535 blocks of 128 tokens per call; a forced 64-token tile 65535 of 64. */
@@ -452,7 +492,7 @@ static void test_m_limits(void) {
     CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 65535ull * 128 + 1, HC_GPU_KERNEL_AUTO, &c, &err),
                  HC_INVALID);
     CHECK_STR_EQ(err.msg, "M=8388481 exceeds 8388480 tokens per call");
-    hc_gpu_caps a100 = {"sm_80", 108, false};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936};
     CHECK_EQ_INT(choose_ok(&a100, &l, 65535ull * 128, HC_GPU_KERNEL_AUTO).grid[1], 65535);
     CHECK_EQ_INT(choose_ok(&h200, &l, 65535ull * 64, HC_GK_WS64).grid[1], 65535);
     hc_err e2 = {0};

@@ -1,5 +1,7 @@
 // gemv.cuh: the small-M family (hc_mma_gemv_t1, _t8, _t16: M = 1, <= 8, <= 16), memory bound.
-// A block takes one 64-row stripe; each of its four warps streams whole tile chunks through its
+// A block takes one 64-row stripe (t16 of 4-bit layouts two, config.h HC_GEMV_STRIPES: a stage
+// then holds both stripes' chunks of a K tile beside one activation tile, more weight bytes in
+// flight for the same shared memory); each of its four warps streams whole tile chunks through its
 // own shared-memory pipeline (cp.async, HC_GEMV_STAGES deep, config.h) and accumulates exact
 // codes per scale group on mma.sync, applying each row's scale in float32 once per group. K is
 // split over warps and over blocks (gridDim.y); epilogue/splitk.cuh adds the parts.
@@ -16,6 +18,69 @@
  * first tile, loop end and outputs (5 words after the split's partial sums in the workspace;
  * hc_gpu_diag_timeline) */
 
+/* One tile of a warp's pipeline into its sums: the stage ch (the tile's chunk, then its
+ * activations [XR][64] swizzled; tokens XR..TOK-1 read the zero row zrow), acc the float32
+ * sums scaled per group, part a group's exact sums, zero again at the tile's end (a group is at
+ * most a tile: HC_LGS <= 2), lane: the warp's lane. LB: load the activations' B fragments (a
+ * second stripe's chunk of the same K tile reuses them). */
+template <int MT, int XR, bool LB = true>
+__device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc_mma_params &p,
+                                          unsigned lane, unsigned (&b)[4][MT][2],
+                                          float (&acc)[4][MT][4], float (&part)[MT][4]) {
+    const unsigned g = lane >> 2, gmask = (1u << HC_LGS) - 1;
+#if HC_CODEC == HC_CODEC_MXFOLD && HC_GEMV_MXS
+    { /* lane L: rows 2L and 2L + 1, each record (B, d0, d1, 0) -> (bf16 s0, bf16 s1) */
+        uint2 *rw = (uint2 *)(ch + HC_CODE_BYTES + lane * 8);
+        const uint2 rc = *rw;
+        *rw = make_uint2(mxfold_bf16(rc.x, 0) | mxfold_bf16(rc.x, 1) << 16,
+                         mxfold_bf16(rc.y, 0) | mxfold_bf16(rc.y, 1) << 16);
+        __syncwarp();
+    }
+#endif
+    const hc_u8 *xs = ch + (hc_u64)HC_CHUNK_BYTES;
+    /* B fragments: ldmatrix x4 = 8 tokens x 32 columns (two k16 steps) */
+#pragma unroll
+    for (int mt = 0; mt < (LB ? MT : 0); mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            unsigned t = mt * 8 + (lane & 7), pc = h * 4 + (lane >> 3);
+            unsigned addr = smem_addr(t < XR ? xs + t * 128 + ((pc ^ (t & 7)) * 16)
+                                             : zrow + pc * 16);
+            ldmatrix_x4(addr, b[2 * h][mt][0], b[2 * h][mt][1], b[2 * h + 1][mt][0],
+                        b[2 * h + 1][mt][1]);
+        }
+#if HC_GEMV_DIAG == 1 /* copy only: the copies and one read, no arithmetic */
+    acc[0][0][0] += (float)(*(const unsigned *)(ch + lane * 16) & 1u);
+    return;
+#endif
+#pragma unroll
+    for (int rb = 0; rb < 4; rb++) {
+        rb_codes v;
+        load_codes(ch, rb, lane, v);
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++) {
+            const unsigned j = (unsigned)ks >> HC_LGS;
+            unsigned a[4];
+            exact_frag(ch, p, rb * 16 + g, j, words_of(v, ks), a);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
+            if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
+                float s0 = gemv_scale(ch, p, rb * 16 + g, j);
+                float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    acc[rb][mt][0] = fmaf(part[mt][0], s0, acc[rb][mt][0]);
+                    acc[rb][mt][1] = fmaf(part[mt][1], s0, acc[rb][mt][1]);
+                    acc[rb][mt][2] = fmaf(part[mt][2], s1, acc[rb][mt][2]);
+                    acc[rb][mt][3] = fmaf(part[mt][3], s1, acc[rb][mt][3]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
+                }
+            }
+        }
+    }
+}
+
 /* A stage of a warp's pipeline: the tile chunk, then the tile's activations [XR][64] bf16
  * (the 128-byte rows swizzled by 16-byte pieces: piece q of token t at t * 128 + (q ^ t % 8) *
  * 16, so ldmatrix reads them without bank conflicts); NS stages. Rows of tokens >= m are zeroed
@@ -23,8 +88,11 @@
  * and so fit more of them) read a zero row after the warp's stages. With HC_GEMV_PDL the
  * kernel starts under programmatic dependent launch: the weight copies of the first stages are
  * issued before griddepcontrol.wait (weights do not depend on the kernel before; activations,
- * outputs and the workspace are touched only after it). */
-template <int TOK, int XR, int NS, bool PRE = (HC_GEMV_PDL != 0)>
+ * outputs and the workspace are touched only after it). SP: the stripes the block takes, nb..
+ * nb + SP - 1 (2: a warp's stage holds the K tile's chunk of each, last stripe first, then
+ * one activation tile that both use -- more weight bytes a stage; a stripe past tiles_n is
+ * copied from the first and its sums dropped). */
+template <int TOK, int XR, int NS, bool PRE = (HC_GEMV_PDL != 0), int SP = 1>
 __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                           hc_u64 expert, const hc_u16 *__restrict__ x, hc_u64 m,
                                           hc_u16 *__restrict__ y, float *__restrict__ ws,
@@ -35,30 +103,34 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     hc_u8 *smem = hc_smem;
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const unsigned g = lane >> 2, c = lane & 3;
-    const hc_u64 cb = HC_CHUNK_BYTES, sb = cb + XR * 128;
+    const hc_u64 cb = HC_CHUNK_BYTES, xb = SP * cb, sb = xb + XR * 128;
     constexpr unsigned ZR = XR < TOK ? 128 : 0; /* the zero row */
     const hc_u8 *stripe = w + (expert * p.tiles_n + nb) * p.tiles_k * cb;
+    const unsigned sp_live = SP == 1 || p.tiles_n - nb >= (hc_u64)SP ? SP : (unsigned)(p.tiles_n - nb);
+    /* from a chunk of the first stripe to the same K tile's of the next */
+    const hc_u64 sgap = (hc_u64)p.tiles_k * cb;
     hc_u8 *mine = smem + (hc_u64)warp * (NS * sb + ZR), *zrow = mine + NS * sb;
     const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
     const long nt = kb0 < p.tiles_k ? (long)((p.tiles_k - kb0 + step - 1) / step) : 0;
     const unsigned live = (unsigned)(m < XR ? m : XR), xpieces = live * 8;
-    const unsigned gmask = (1u << HC_LGS) - 1;
 #if HC_GEMV_DIAG == 2
     unsigned long long tl[3] = {threadIdx.x == 0 ? gtimer() : 0ull, 0ull, 0ull};
 #endif
     /* activation rows of absent tokens stay zero in every stage */
     for (unsigned q = lane; q < NS * (XR - live) * 8; q += 32) {
         unsigned st = q / ((XR - live) * 8), r = q % ((XR - live) * 8);
-        *(uint4 *)(mine + st * sb + cb + (live + r / 8) * 128 + (r % 8) * 16) = make_uint4(0, 0, 0, 0);
+        *(uint4 *)(mine + st * sb + xb + (live + r / 8) * 128 + (r % 8) * 16) = make_uint4(0, 0, 0, 0);
     }
 
-    float acc[4][MT][4], part[MT][4];
+    float acc[SP][4][MT][4], part[MT][4];
 #pragma unroll
-    for (int rb = 0; rb < 4; rb++)
+    for (int s = 0; s < SP; s++)
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+        for (int rb = 0; rb < 4; rb++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) acc[rb][mt][e] = 0.0f;
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[s][rb][mt][e] = 0.0f;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -90,16 +162,20 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         const hc_u64 xr = rows ? (xlive[h] ? (hc_u64)rows[t] / rdiv : 0) : t;
         xrow[h] = x + xr * p.ldx + pc * 8;
         xend[h] = p.K > pc * 8 ? p.K - pc * 8 : 0;
-        xoff[h] = (unsigned)cb + t * 128 + ((pc ^ (t & 7)) * 16);
+        xoff[h] = (unsigned)xb + t * 128 + ((pc ^ (t & 7)) * 16);
     }
     hc_u64 kcol = kb0 * 64; /* first column of the next tile to issue */
     unsigned snext = 0;     /* its stage */
     /* a tile's copies: its chunk (into stage st, from csrc) and its activations (column kc) */
     auto issue_w = [&](unsigned st) {
-        const unsigned dst = mine_s + st * (unsigned)sb;
 #pragma unroll
-        for (unsigned q = 0; q < (HC_CHUNK_BYTES + 511) / 512; q++)
-            cp16_if(dst + lane * 16 + q * 512, csrc + q * 512, 16, q + 1 < nq || qlast);
+        for (int s = 0; s < SP; s++) { /* stripe s's chunk at (SP - 1 - s) x cb */
+            const unsigned dst = mine_s + st * (unsigned)sb + (unsigned)((SP - 1 - s) * cb);
+            const hc_u8 *src = csrc + ((unsigned)s < sp_live ? s * sgap : 0);
+#pragma unroll
+            for (unsigned q = 0; q < (HC_CHUNK_BYTES + 511) / 512; q++)
+                cp16_if(dst + lane * 16 + q * 512, src + q * 512, 16, q + 1 < nq || qlast);
+        }
         csrc += src_step;
     };
     auto issue_x = [&](unsigned st, hc_u64 kc) {
@@ -147,75 +223,31 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
 #if HC_GEMV_DIAG == 2
         if (i == 0 && threadIdx.x == 0) tl[1] = gtimer();
 #endif
-        hc_u8 *ch = mine + scur * (unsigned)sb;
-#if HC_CODEC == HC_CODEC_MXFOLD && HC_GEMV_MXS
-        { /* lane L: rows 2L and 2L + 1, each record (B, d0, d1, 0) -> (bf16 s0, bf16 s1) */
-            uint2 *rw = (uint2 *)(ch + HC_CODE_BYTES + lane * 8);
-            const uint2 rc = *rw;
-            *rw = make_uint2(mxfold_bf16(rc.x, 0) | mxfold_bf16(rc.x, 1) << 16,
-                             mxfold_bf16(rc.y, 0) | mxfold_bf16(rc.y, 1) << 16);
-            __syncwarp();
-        }
-#endif
-        const hc_u8 *xs = ch + cb;
-        /* B fragments: ldmatrix x4 = 8 tokens x 32 columns (two k16 steps) */
+        hc_u8 *stage = mine + scur * (unsigned)sb;
+        gemv_tile<MT, XR>(stage + (SP - 1) * cb, zrow, p, lane, b, acc[0], part);
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                unsigned t = mt * 8 + (lane & 7), pc = h * 4 + (lane >> 3);
-                unsigned addr = smem_addr(t < XR ? xs + t * 128 + ((pc ^ (t & 7)) * 16)
-                                                 : zrow + pc * 16);
-                ldmatrix_x4(addr, b[2 * h][mt][0], b[2 * h][mt][1], b[2 * h + 1][mt][0],
-                            b[2 * h + 1][mt][1]);
-            }
-#if HC_GEMV_DIAG == 1 /* copy only: the copies and one read, no arithmetic */
-        acc[0][0][0] += (float)(*(const unsigned *)(ch + lane * 16) & 1u);
-        continue;
-#endif
-#pragma unroll
-        for (int rb = 0; rb < 4; rb++) {
-            rb_codes v;
-            load_codes(ch, rb, lane, v);
-#pragma unroll
-            for (int ks = 0; ks < 4; ks++) {
-                const unsigned j = (unsigned)ks >> HC_LGS;
-                unsigned a[4];
-                exact_frag(ch, p, rb * 16 + g, j, words_of(v, ks), a);
-#pragma unroll
-                for (int mt = 0; mt < MT; mt++) mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
-                if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
-                    float s0 = gemv_scale(ch, p, rb * 16 + g, j);
-                    float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j);
-#pragma unroll
-                    for (int mt = 0; mt < MT; mt++) {
-                        acc[rb][mt][0] = fmaf(part[mt][0], s0, acc[rb][mt][0]);
-                        acc[rb][mt][1] = fmaf(part[mt][1], s0, acc[rb][mt][1]);
-                        acc[rb][mt][2] = fmaf(part[mt][2], s1, acc[rb][mt][2]);
-                        acc[rb][mt][3] = fmaf(part[mt][3], s1, acc[rb][mt][3]);
-#pragma unroll
-                        for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
-                    }
-                }
-            }
-        }
+        for (int s = 1; s < SP; s++) /* (the activations' fragments in b already) */
+            gemv_tile<MT, XR, false>(stage + (SP - 1 - s) * cb, zrow, p, lane, b, acc[s], part);
     }
 #if HC_GEMV_DIAG == 2
     if (threadIdx.x == 0) tl[2] = gtimer();
 #endif
     cp_wait<0>();
     __syncthreads(); /* the pipelines' memory becomes the reduction buffer */
-    float *red = (float *)smem; /* [warp][row][token] */
+    float *red = (float *)smem; /* [stripe][warp][row][token] */
 #pragma unroll
-    for (int rb = 0; rb < 4; rb++)
+    for (int s = 0; s < SP; s++)
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+        for (int rb = 0; rb < 4; rb++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                unsigned row = rb * 16 + g + (e >= 2 ? 8 : 0), tok = mt * 8 + 2 * c + (e & 1);
-                red[(warp * 64 + row) * TOK + tok] = acc[rb][mt][e];
-            }
-    gemv_block_sums<TOK>(red, nb, m, p, y, ws);
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    unsigned row = rb * 16 + g + (e >= 2 ? 8 : 0), tok = mt * 8 + 2 * c + (e & 1);
+                    red[((s * 4 + warp) * 64 + row) * TOK + tok] = acc[s][rb][mt][e];
+                }
+    for (unsigned s = 0; s < sp_live; s++)
+        gemv_block_sums<TOK>(red + s * 4 * 64 * TOK, nb + s, m, p, y, ws);
 #if HC_GEMV_DIAG == 2
     if (threadIdx.x == 0)
         diag_timeline((unsigned long long *)(ws + (hc_u64)gridDim.y * p.tiles_n * 64 * TOK) +
@@ -225,7 +257,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     if (gridDim.y <= 1) return; /* no split: gemv_block_sums wrote y */
     __shared__ unsigned last;
     float v[8];
-    splitk_add<TOK>(ws, cnt, nb, m, p, y, last, v);
+    for (unsigned s = 0; s < sp_live; s++) splitk_add<TOK>(ws, cnt, nb + s, m, p, y, last, v);
 }
 
 #endif

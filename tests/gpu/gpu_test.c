@@ -189,14 +189,16 @@ static int synth_gpu_model(hc_gpu *g, const char *path, const char *what, const 
     return 0;
 }
 
-/* Every layout x M in {1, 7, 16, 64, 333, 4096} x shapes (N=640 K=2880; N=200 K=70 with two
- * experts and an act-order permutation) on fresh random data: against the float64 reference
- * and, up to M=333, the CPU executor run on the same bf16 activations. */
+/* Every layout x M in {1, 7, 16, 64, 333, 4096} x shapes (N=704 K=2880: 11 stripes, an odd
+ * count with a K split, so the last t16 block of two stripes has one and splits K; N=136 K=70
+ * with two experts and an act-order permutation: 3 stripes, the last partial) on fresh random
+ * data: against the float64 reference and, up to M=333, the CPU executor run on the same bf16
+ * activations. */
 static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
     static const struct {
         uint64_t n, k, e;
         bool perm;
-    } shapes[] = {{640, 2880, 1, false}, {200, 70, 2, true}};
+    } shapes[] = {{704, 2880, 1, false}, {136, 70, 2, true}};
     static const uint64_t all_ms[] = {1, 7, 16, 64, 100, 333, 4096}, quick_ms[] = {1, 16, 64};
     /* HC_GPU_TEST_QUICK (for the compute-sanitizer runs): the small shape, three M */
     bool quick = getenv("HC_GPU_TEST_QUICK") != NULL;
@@ -225,14 +227,18 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                     x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
                 }
             /* the kernel the runtime picks, then each kernel forced that serves M
-             * (hc_gpu_model_force_kernel): M > 16 the large-M ones, M <= 128 the skinny ones */
-            static const char *const forced[] = {"auto",  "mma",      "wgmma",    "ws64",
-                                                 "ws128", "ws256",    "skinny16", "skinny32",
-                                                 "skinny64"};
+             * (hc_gpu_model_force_kernel): M > 16 the large-M ones, M <= 128 the skinny ones,
+             * M <= 8 and 16 the small-M t8 and t16 */
+            static const char *const forced[] = {"auto",     "mma",      "wgmma",    "ws64",
+                                                 "ws128",    "ws256",    "skinny16", "skinny32",
+                                                 "skinny64", "t8",       "t16"};
             const bool hopper = !strcmp(hc_gpu_arch(g), "sm_90a");
-            for (int pass = 0; pass < 9; pass++) {
-                if (pass > 0 && (pass < 6 ? M <= 16 || (!hopper && pass > 1) : !hopper || M > 128))
-                    continue;
+            for (int pass = 0; pass < 11; pass++) {
+                const bool serves = pass == 0  ? true
+                                    : pass < 6 ? M > 16 && (hopper || pass == 1)
+                                    : pass < 9 ? hopper && M <= 128
+                                               : M <= (pass == 9 ? 8u : 16u);
+                if (!serves) continue;
                 double t0 = now_s();
                 int ok = hc_gpu_model_force_kernel(md, forced[pass], msg, sizeof msg) == HC_OK &&
                          hc_gpu_linear_host(md, "w", e, x, M, K, y, N, msg, sizeof msg) == HC_OK;
@@ -243,7 +249,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                                 (unsigned long long)M, msg);
                 double rel = 0;
                 /* (weights scaled and rounded to bf16: the large-M kernels, skinny included) */
-                const bool rounded = M > 16 || pass >= 6;
+                const bool rounded = M > 16 || (pass >= 6 && pass < 9);
                 uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, rounded, &checked, &rng, &rel) : 0;
                 uint64_t badc = 0;
                 if (ok && M <= 333) { /* the CPU executor on the same activations */

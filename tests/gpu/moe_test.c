@@ -8,7 +8,8 @@
  * {1, 2, 4, 8} on the E = 8 and E = 128 blocks (one top-k each in turn on the others; 4096 with
  * top-1 and top-8 on the GPU; 16384 x top-8 past a chunk of the workspace), uniform and skewed
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
- * per layout, a rank of expert parallelism, and the same bits on a second run. Without a GPU
+ * per layout, a rank of expert parallelism, and the same bits on a second run; the
+ * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
  * HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
 #include <math.h>
@@ -287,6 +288,14 @@ int main(void) {
                 if (ci == 0 && md)
                     for (size_t f = 0; f < (ws ? sizeof forced / sizeof forced[0] : 2u); f++)
                         check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
+                /* the warp-owned small-M kernel (forced only): every layout on the per-expert
+                 * block (act-order: the expanded rows) and the interleaved ones (x gathered by
+                 * slot), at 1-3 and ~16-128 rows a tile of 8 */
+                if (md) {
+                    check(md, c, cf, &r, label, "moe-w8", ci == 0 ? 64 : 16, ci == 0 ? 2 : 8,
+                          ci != 1, seed + 45, 0, all);
+                    check(md, c, cf, &r, label, "moe-w8", 3, 4, true, seed + 46, 0, all);
+                }
                 /* expert parallelism: a rank holding the middle half of the experts */
                 hc_gpu_model *ep = NULL;
                 uint32_t q0 = all / 4, q1 = all / 4 * 3;
