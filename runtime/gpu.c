@@ -48,6 +48,8 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     CU(hc__cuda.attr(&g->sms, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
     CU(hc__cuda.attr(&g->smem_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, 0),
        "shared memory per multiprocessor");
+    CU(hc__cuda.attr(&g->smem_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0),
+       "shared memory per block (opt-in)");
     pthread_mutex_init(&g->mu, NULL);
 out:
     free(cubin);
@@ -76,7 +78,7 @@ const char *hc_gpu_arch(const hc_gpu *g) { return g->arch; }
 
 hc_gpu_caps hc__gpu_caps_of(const hc_gpu *g) {
     return (hc_gpu_caps){g->arch, (uint64_t)g->sms, hc__cuda.tmap_encode != NULL,
-                         (uint64_t)g->smem_sm};
+                         (uint64_t)g->smem_sm, (uint64_t)g->smem_block};
 }
 
 int hc__gpu_layer_cmp(const void *a, const void *b) {

@@ -66,7 +66,8 @@ static const hc_gpu_family families[] = {
       {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", 256, 0, HC_WIDE_STAGES}}},
     {"wgmma", HC_KF_WGMMA, HC_GPU_ARGS_GEMM, HC_GEMM_THREADS, "sm_90a", false, false, 17, HC_GPU_M_MAX,
      aligned_smem, 1, {{HC_GK_WGMMA, "hc_wgmma_gemm", "wgmma", 128, 0, HC_WGMMA_STAGES}}},
-    {"mma.sync", HC_KF_MMA, HC_GPU_ARGS_GEMM, HC_GEMM_THREADS, NULL, false, false, 17, HC_GPU_M_MAX,
+    /* (any M: the last resort where no small-M variant fits the device, e.g. t16 on sm_89) */
+    {"mma.sync", HC_KF_MMA, HC_GPU_ARGS_GEMM, HC_GEMM_THREADS, NULL, false, false, 1, HC_GPU_M_MAX,
      mma_smem, 1, {{HC_GK_MMA, "hc_mma_gemm", "mma", 128, 0, HC_GEMM_STAGES}}},
 };
 #define NFAM (sizeof families / sizeof families[0])

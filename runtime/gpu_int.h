@@ -34,6 +34,7 @@ typedef struct {
 struct hc_gpu {
     int device, sms;
     int smem_sm; /* shared memory of a multiprocessor, bytes */
+    int smem_block; /* the most a block may opt in to, bytes */
     char arch[16];
     cudaLibrary_t lib;
     cudaKernel_t gemm_ref, stream_read, gather;

@@ -67,14 +67,21 @@ hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err) {
 
 static bool serves(const hc_gpu_family *f, uint64_t m) { return m >= f->m_min && m <= f->m_max; }
 
-/* The variant of family f for m tokens. Small M: the first whose stages hold M rows. GEMM:
- * the smallest token tile that holds M (at most half empty), else the largest; then smaller
- * while the grid of (stripe pairs x token tiles) would leave a quarter of the SMs idle. */
+/* Whether variant v of family f fits a block of dev at the layer's chunk (hc__gpu_smem_fits). */
+static bool fits(const hc_gpu_caps *dev, const hc_gpu_family *f, const hc_gpu_variant *v,
+                 const hc_gpu_shape *l) {
+    return hc__gpu_smem_fits(dev, f->smem(v, l->chunk_bytes));
+}
+
+/* The variant of family f for m tokens. Small M: the first whose stages hold M rows and fit the
+ * device (t8 for M = 1 where t1's six stages do not: 8-bit chunks on sm_86/sm_89). GEMM: the
+ * smallest token tile that holds M (at most half empty), else the largest; then smaller while
+ * the grid of (stripe pairs x token tiles) would leave a quarter of the SMs idle. */
 static const hc_gpu_variant *variant_for(const hc_gpu_family *f, const hc_gpu_caps *dev,
                                          const hc_gpu_shape *l, uint64_t m) {
     unsigned i = 0;
     if (f->args == HC_GPU_ARGS_GEMV) {
-        while (i + 1 < f->nvar && m > f->var[i].m_max) i++;
+        while (i + 1 < f->nvar && (m > f->var[i].m_max || !fits(dev, f, &f->var[i], l))) i++;
         return &f->var[i];
     }
     while (i + 1 < f->nvar && m > f->var[i].toks) i++;
@@ -124,7 +131,7 @@ static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_
     if (m <= 8 || m > 16 || !sk || !(l->families & sk->kf) ||
         !hc__gpu_family_runs_on(sk, dev->arch, dev->tmap) ||
         !hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), l->tiles_k, &items) ||
-        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms ||
+        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms || !fits(dev, sk, v16, l) ||
         (HC_GEMV_STRIPES(16u, l->chunk_bytes) == 2 &&
          items >= (uint64_t)HC_SKINNY16_MAX_ITEMS * dev->sms))
         return NULL;
@@ -145,8 +152,9 @@ static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_
  * skinny family's largest tile only where HC_SKINNY_WIDE_WAVES says). */
 static bool auto_serves(const hc_gpu_family *f, const hc_gpu_caps *dev, const hc_gpu_shape *l,
                         uint64_t m) {
-    if (!serves(f, m) || !(l->families & f->kf) || !hc__gpu_family_runs_on(f, dev->arch, dev->tmap))
-        return false;
+    if (!serves(f, m) || !(l->families & f->kf) ||
+        !hc__gpu_family_runs_on(f, dev->arch, dev->tmap) || !fits(dev, f, variant_for(f, dev, l, m), l))
+        return false; /* (a variant past the device's shared memory: the next family) */
     const uint64_t top = f->var[f->nvar - 1].toks;
     return f->args != HC_GPU_ARGS_STREAMK || m <= top ||
            (l->tiles_n + 1) / 2 * hc__cdiv_u64(m, top) < (uint64_t)HC_SKINNY_WIDE_WAVES * dev->sms;
@@ -173,6 +181,12 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
             if (!(l->families & ff->kf))
                 return hc__fail(err, HC_UNSUPPORTED, "hc_gpu_model_force_kernel(\"%s\"): the %s "
                                "kernels do not read this layer's layout", v->forced, ff->name);
+            if (!fits(dev, ff, v, l))
+                return hc__fail(err, HC_UNSUPPORTED, "hc_gpu_model_force_kernel(\"%s\"): its %zu "
+                               "bytes of shared memory a block for this layer's %llu-byte tiles "
+                               "are more than this device allows (%llu, %s)", v->forced,
+                               ff->smem(v, l->chunk_bytes), (unsigned long long)l->chunk_bytes,
+                               (unsigned long long)dev->smem_block, dev->arch);
             f = ff;
         }
     }
@@ -294,7 +308,9 @@ static hc_status w8_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned
     *items = *wave = *blocks = 0;
     if (l->tiles_n > 0xFFFFFFFFull || !hc__mul_u64(r->tiles_max, l->tiles_n * parts, items))
         return hc__fail(err, HC_INVALID, "too many stripes for one launch");
-    const uint64_t per = dev->smem_sm / (smem + HC_GEMVW_DESC_BYTES + 1024);
+    const uint64_t per = hc__gpu_smem_fits(dev, smem + HC_GEMVW_DESC_BYTES)
+                             ? dev->smem_sm / (smem + HC_GEMVW_DESC_BYTES + 1024)
+                             : 0; /* (past a block's limit: none) */
     *wave = dev->sms * (per > 4 ? 4 : per);
     const uint64_t need = hc__cdiv_u64(*items, 4ull * HC_GEMVW_ITEMS);
     *blocks = need > *wave ? need : *wave;
@@ -328,14 +344,19 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     out->block = f->block;
     out->smem = mv->smem ? mv->smem(l->chunk_bytes) : f->smem(v, l->chunk_bytes);
     out->ksplit = 1;
+    if (out->kernel != HC_GMK_W8 && !hc__gpu_smem_fits(dev, out->smem))
+        return hc__fail(err, HC_UNSUPPORTED, "the grouped kernel %s needs %zu bytes of shared "
+                       "memory a block for this layer's %llu-byte tiles; a block of %s may have "
+                       "%llu", mv->forced, out->smem, (unsigned long long)l->chunk_bytes, dev->arch,
+                       (unsigned long long)dev->smem_block);
     if (out->kernel == HC_GMK_W8) { /* no K split, no workspace */
         uint64_t items = 0, wave = 0, blocks = 0;
         HC_TRY(w8_grid(dev, l, parts, r, out->smem, &items, &wave, &blocks, err));
         if (!wave)
             return hc__fail(err, HC_UNSUPPORTED, "the warp-owned kernel (moe-w8) needs %zu bytes of "
-                           "shared memory a block with this layout; an SM of %s has %llu",
-                           out->smem + HC_GEMVW_DESC_BYTES, dev->arch,
-                           (unsigned long long)dev->smem_sm);
+                           "shared memory a block with this layout; an SM of %s has %llu, a "
+                           "block may have %llu", out->smem + HC_GEMVW_DESC_BYTES, dev->arch,
+                           (unsigned long long)dev->smem_sm, (unsigned long long)dev->smem_block);
         if (blocks > 65535 || items > 0x7FFFFFFFull)
             return hc__fail(err, HC_UNSUPPORTED, "%llu items of 8 rows are too many for the "
                            "warp-owned kernel (moe-w8)", (unsigned long long)items);

@@ -31,7 +31,19 @@ typedef struct {
     uint64_t sms;     /* multiprocessors */
     bool tmap;        /* cuTensorMapEncodeTiled is there (libcuda.so.1) */
     uint64_t smem_sm; /* shared memory of a multiprocessor, bytes (the driver's attribute) */
+    uint64_t smem_block; /* the most a block may have, static included (the opt-in attribute:
+                            99 KiB on sm_86/sm_89, 163 KiB on sm_80, 227 KiB on sm_90); 0:
+                            unknown, no limit */
 } hc_gpu_caps;
+
+/* Whether a kernel whose dynamic shared memory is dyn bytes can run on dev: dyn and the
+ * kernels' few static bytes (at most HC_SMEM_STATIC_MARGIN; moe-w8's descriptors are its plan's
+ * own check) within the block's opt-in limit. The chooser skips or refuses a variant that
+ * does not fit and the module loader (gpu_modules.c) raises no kernel's attribute past it. */
+#define HC_SMEM_STATIC_MARGIN 1024u
+static inline bool hc__gpu_smem_fits(const hc_gpu_caps *dev, uint64_t dyn) {
+    return !dev->smem_block || dyn + HC_SMEM_STATIC_MARGIN <= dev->smem_block;
+}
 
 /* What the chooser needs of the layer. */
 typedef struct {

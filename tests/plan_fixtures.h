@@ -8,7 +8,7 @@
 #include "gpu_plan.h"
 
 /* The H200: sm_90a, 132 SMs, the driver's tensor-map encoder present. */
-static const hc_gpu_caps h200 = {"sm_90a", 132, true, 233472};
+static const hc_gpu_caps h200 = {"sm_90a", 132, true, 233472, 232448};
 
 static size_t round1024(size_t v) { return (v + 1023) / 1024 * 1024; }
 

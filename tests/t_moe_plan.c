@@ -63,7 +63,7 @@ static void test_moe_plan(void) {
         CHECK_EQ_INT(r.sort_blocks, sorts[i].blocks);
     }
     /* no warp-specialised kernels (sm_80, or a layout without them): tiles of 16 */
-    hc_gpu_caps a100 = {"sm_80", 108, false, 167936};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 65536, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_T16);
     CHECK_EQ_U64(r.tiles_max, (65536 + 128 * 15) / 16);
@@ -182,7 +182,7 @@ static void test_moe_w8_plan(void) {
     hc_gpu_shape wide = layer(2048, 768, 5376);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &wide, 1, &r, &l, &err), HC_OK);
     CHECK_EQ_INT(l.grid[0], 132);
-    hc_gpu_caps a100 = {"sm_80", 108, false, 167936};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912};
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a100, &wide, 1, &r, &l, &err), HC_OK);
     CHECK_EQ_INT(l.grid[0], 108);
     /* DeepSeek-like down (H = 7168: 112 stripes) at 65536 slots over 256 experts: (65536 + 256
@@ -200,7 +200,7 @@ static void test_moe_w8_plan(void) {
     CHECK_CONTAINS(e1.msg, "moe-w8");
     /* forced on a GPU whose SM cannot hold one block (sm_86: 100 KiB; int8 chunks: 153600 +
      * 12288 bytes): refused by name, not a failed launch */
-    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400};
+    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376};
     hc_err e2 = {0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 128, 128, HC_GMK_W8, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &wide, 1, &r, &l, &e2), HC_UNSUPPORTED);
@@ -260,12 +260,19 @@ static void test_moe_w8_pick(void) {
                                                                : HC_GPU_ARGS_GEMV);
         if (l.kernel == HC_GMK_W8) CHECK_EQ_U64(l.part_bytes + l.cnt_bytes, 0);
     }
-    /* sm_86 (100 KiB an SM): int8 chunks do not fit moe-w8, so down stays on moe-t8 */
-    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400};
-    hc_gpu_shape wide = layer(2048, 768, 5376);
+    /* sm_86 (100 KiB an SM, 99 KiB a block): 4224-byte int8 chunks do not fit moe-w8 (101376 +
+     * 12288 bytes), so down stays on moe-t8 (65536 + 16384); 5376-byte chunks fit neither, and
+     * the plan refuses by name (the loader keeps the layer's reason) */
+    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376};
+    hc_gpu_shape wide = layer(2048, 768, 4224), widest = layer(2048, 768, 5376);
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &wide, 1, &r, &l, &err), HC_OK);
     CHECK_EQ_INT(l.kernel, HC_GMK_T8);
+    hc_err e = {0};
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &widest, 1, &r, &l, &e), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e.msg, "moe-t8");
+    CHECK_CONTAINS(e.msg, "102400 bytes");
+    CHECK_CONTAINS(e.msg, "sm_86 may have 101376");
 }
 
 /* hc_gpu_model_load(..., only = an MoE layer) uploads that layer's expert tensors and nothing

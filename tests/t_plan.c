@@ -172,7 +172,7 @@ static void test_small_m(void) {
     hc_gpu_shape small = layer(640, 2880, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).ksplit, 5);
     /* the same small-M kernels off Hopper */
-    hc_gpu_caps a100 = {"sm_80", 108, true, 167936};
+    hc_gpu_caps a100 = {"sm_80", 108, true, 167936, 166912};
     c = choose_ok(&a100, &small, 7, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T8);
     CHECK_EQ_INT(c.ksplit, 5); /* 432 / 10 = 43, cut to 5 */
@@ -284,7 +284,7 @@ static void test_skinny(void) {
     CHECK_EQ_INT(choose_ok(&h200, &big, 128, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 129, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &small, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY64);
-    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472}, a100 = {"sm_80", 108, true, 167936};
+    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472, 232448}, a100 = {"sm_80", 108, true, 167936, 166912};
     CHECK_EQ_INT(choose_ok(&notmap, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WGMMA);
     CHECK_EQ_INT(choose_ok(&a100, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
     hc_gpu_choice c;
@@ -388,7 +388,7 @@ static void test_streamk_rule(void) {
 /* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
  * the mma.sync one; both 256 threads over (stripe pairs) x ceil(M / 128). */
 static void test_fallbacks(void) {
-    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472}, a100 = {"sm_80", 108, true, 167936};
+    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472, 232448}, a100 = {"sm_80", 108, true, 167936, 166912};
     hc_gpu_shape l = layer(8192, 8192, 2304);
     hc_gpu_choice c = choose_ok(&notmap, &l, 17, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(c.kernel, HC_GK_WGMMA);
@@ -423,9 +423,9 @@ static void test_forced_kernels(void) {
         CHECK_EQ_INT(c.kernel, ids[i]);
         unsigned toks = i < 2 ? 128 : 64u << (i - 2);
         CHECK_EQ_INT(c.grid[1], 4096 / toks);
-        /* small M: not theirs (the runtime's pick) */
-        CHECK_EQ_INT(choose_ok(&h200, &l, 16, f).kernel, HC_GK_SKINNY16);
-        CHECK_EQ_INT(choose_ok(&h200, &l, 8, f).kernel, HC_GK_GEMV_T8);
+        /* small M: not theirs (the runtime's pick) -- but mma.sync's, the last resort of any M */
+        CHECK_EQ_INT(choose_ok(&h200, &l, 16, f).kernel, i == 0 ? HC_GK_MMA : HC_GK_SKINNY16);
+        CHECK_EQ_INT(choose_ok(&h200, &l, 8, f).kernel, i == 0 ? HC_GK_MMA : HC_GK_GEMV_T8);
     }
     static const char *const autos[] = {"auto", ""};
     for (int i = 0; i < 2; i++) {
@@ -441,7 +441,7 @@ static void test_forced_kernels(void) {
                           "moe-ws256, moe-skinny16, moe-skinny32, moe-skinny64, moe-w8");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
-    hc_gpu_caps a100 = {"sm_80", 108, false, 167936}, notmap = {"sm_90a", 132, false, 233472};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912}, notmap = {"sm_90a", 132, false, 233472, 232448};
     hc_err e2 = {0};
     CHECK_EQ_INT(hc__gpu_force_check(&a100, HC_GK_WS256, &e2), HC_UNSUPPORTED);
     CHECK_STR_EQ(e2.msg, "hc_gpu_model_force_kernel(\"ws256\"): that kernel is not available "
@@ -492,7 +492,7 @@ static void test_m_limits(void) {
     CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 65535ull * 128 + 1, HC_GPU_KERNEL_AUTO, &c, &err),
                  HC_INVALID);
     CHECK_STR_EQ(err.msg, "M=8388481 exceeds 8388480 tokens per call");
-    hc_gpu_caps a100 = {"sm_80", 108, false, 167936};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912};
     CHECK_EQ_INT(choose_ok(&a100, &l, 65535ull * 128, HC_GPU_KERNEL_AUTO).grid[1], 65535);
     CHECK_EQ_INT(choose_ok(&h200, &l, 65535ull * 64, HC_GK_WS64).grid[1], 65535);
     hc_err e2 = {0};
@@ -501,6 +501,35 @@ static void test_m_limits(void) {
     CHECK_STR_EQ(e2.msg, "M=4194241 needs more than 65535 blocks of 64 tokens (grid.y)");
     hc_err e3 = {0};
     CHECK(hc__gpu_choose(&h200, &l, 0, HC_GPU_KERNEL_AUTO, &c, &e3) != HC_OK); /* no kernel */
+}
+
+/* A device whose block may have less shared memory than a variant needs (sm_89: 99 KiB): the
+ * chooser takes the next variant or family that fits, a forced one is refused by name with
+ * the bytes -- never a launch the device rejects. int4 g128 (2304-byte chunks): t1 58880 and
+ * t8 53248 fit, the two-stripe t16 (106496) does not, so 9 <= M <= 16 runs mma.sync; int8
+ * (4224): t1's six stages (104960) do not, t8 runs M = 1 (83968). */
+static void test_device_smem_limit(void) {
+    const hc_gpu_caps ada = {"sm_89", 142, true, 102400, 101376};
+    hc_gpu_shape big = layer(28672, 8192, 2304), big8 = layer(28672, 8192, 4224);
+    CHECK_EQ_INT(choose_ok(&ada, &big, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T1);
+    CHECK_EQ_INT(choose_ok(&ada, &big, 8, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T8);
+    hc_gpu_choice c = choose_ok(&ada, &big, 16, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(c.kernel, HC_GK_MMA);
+    CHECK(c.smem + HC_SMEM_STATIC_MARGIN <= ada.smem_block);
+    CHECK_EQ_INT(choose_ok(&ada, &big, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
+    c = choose_ok(&ada, &big8, 1, HC_GPU_KERNEL_AUTO);
+    CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T8);
+    CHECK_EQ_U64(c.smem, 83968);
+    hc_err e = {0};
+    CHECK_EQ_INT(hc__gpu_choose(&ada, &big, 16, HC_GK_GEMV_T16, &c, &e), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e.msg, "hc_gpu_model_force_kernel(\"t16\"): its 106496 bytes");
+    CHECK_CONTAINS(e.msg, "2304-byte tiles");
+    CHECK_CONTAINS(e.msg, "(101376, sm_89)");
+    /* the H200 holds it; a device of unknown limit (0) is not limited */
+    CHECK_EQ_INT(choose_ok(&h200, &big, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
+    hc_gpu_caps unknown = ada;
+    unknown.smem_block = 0;
+    CHECK_EQ_INT(choose_ok(&unknown, &big, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T16);
 }
 
 /* A family runs only the layouts whose row carries its bit (contract/layouts.h). */
@@ -515,7 +544,9 @@ static void test_layout_families(void) {
     CHECK_CONTAINS(err.msg, "warp-specialised kernels do not read this layer's layout");
     l.families = HC_KF_WS | HC_KF_WGMMA | HC_KF_MMA; /* M = 1 without small-M: skinny */
     CHECK_EQ_INT(choose_ok(&h200, &l, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
-    l.families = HC_KF_WGMMA | HC_KF_MMA;
+    l.families = HC_KF_WGMMA | HC_KF_MMA; /* M = 1 without small-M or skinny: mma.sync */
+    CHECK_EQ_INT(choose_ok(&h200, &l, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
+    l.families = HC_KF_WGMMA;
     hc_err e2 = {0};
     CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 1, HC_GPU_KERNEL_AUTO, &c, &e2), HC_UNSUPPORTED);
     CHECK_CONTAINS(e2.msg, "no GPU kernel runs M=1");
@@ -560,5 +591,6 @@ void suite_plan(void) {
     RUN(test_forced_kernels);
     RUN(test_m_limits);
     RUN(test_layout_families);
+    RUN(test_device_smem_limit);
     RUN(test_message_prefix_once);
 }

@@ -227,15 +227,16 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                     x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
                 }
             /* the kernel the runtime picks, then each kernel forced that serves M
-             * (hc_gpu_model_force_kernel): M > 16 the large-M ones, M <= 128 the skinny ones,
-             * M <= 8 and 16 the small-M t8 and t16 */
+             * (hc_gpu_model_force_kernel): mma.sync any M (the last resort where no small-M
+             * variant fits a device's block), M > 16 the other large-M ones, M <= 128 the
+             * skinny ones, M <= 8 and 16 the small-M t8 and t16 */
             static const char *const forced[] = {"auto",     "mma",      "wgmma",    "ws64",
                                                  "ws128",    "ws256",    "skinny16", "skinny32",
                                                  "skinny64", "t8",       "t16"};
             const bool hopper = !strcmp(hc_gpu_arch(g), "sm_90a");
             for (int pass = 0; pass < 11; pass++) {
-                const bool serves = pass == 0  ? true
-                                    : pass < 6 ? M > 16 && (hopper || pass == 1)
+                const bool serves = pass <= 1  ? true
+                                    : pass < 6 ? M > 16 && hopper
                                     : pass < 9 ? hopper && M <= 128
                                                : M <= (pass == 9 ? 8u : 16u);
                 if (!serves) continue;
@@ -249,7 +250,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                                 (unsigned long long)M, msg);
                 double rel = 0;
                 /* (weights scaled and rounded to bf16: the large-M kernels, skinny included) */
-                const bool rounded = M > 16 || (pass >= 6 && pass < 9);
+                const bool rounded = M > 16 || pass == 1 || (pass >= 6 && pass < 9);
                 uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, rounded, &checked, &rng, &rel) : 0;
                 uint64_t badc = 0;
                 if (ok && M <= 333) { /* the CPU executor on the same activations */
