@@ -277,11 +277,15 @@ static void kernel_sweep(hc_gpu *g) {
                        (unsigned long long)N, (unsigned long long)K, (unsigned long long)ms[mi]);
                 /* each kernel timed twice, the row forward then backward, the better time
                  * kept: the H200 clocks down under sustained load, and the kernel timed first
-                 * in a row ran 3-9% faster than the same kernel timed later (session 17) */
+                 * in a row ran 3-9% faster than the same kernel timed later (session 17);
+                 * "auto" a third time between the two (session 22: at the row's ends it read
+                 * 3-7% slower than the same launch forced on 28672x8192) */
                 enum { NK = sizeof ks / sizeof ks[0] };
                 double best[NK];
-                for (int pass = 0; pass < 2 * NK; pass++) {
-                    const size_t ki = pass < NK ? (size_t)pass : (size_t)(2 * NK - 1 - pass);
+                for (int pass = 0; pass < 2 * NK + 1; pass++) {
+                    const size_t ki = pass < NK    ? (size_t)pass
+                                      : pass == NK ? 0
+                                                   : (size_t)(2 * NK - pass);
                     const bool wsk = ki == 4 || ki == 5;
                     if (pass < NK) best[ki] = -1; /* (not served: "-") */
                     if (ms[mi] > kmax[ki] || (wsk && ms[mi] <= 16)) continue;
