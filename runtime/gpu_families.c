@@ -92,16 +92,23 @@ bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap)
 }
 
 static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
-    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL},
-    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem},
-    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL},
-    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL},
-    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL},
-    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL},
-    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL},
-    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL},
-    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem},
+    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0},
+    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0},
+    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0},
+    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0},
+    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0},
+    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0},
+    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0},
+    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES},
 };
+
+size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
+    if (mv->smem) return mv->smem(chunk);
+    const hc_gpu_variant *v = NULL;
+    const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, &v);
+    return f->smem(v, chunk);
+}
 
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n) {
     *n = HC_GMK_COUNT;

@@ -88,9 +88,15 @@ typedef struct {
     const char *forced; /* its name for hc_gpu_model_force_kernel */
     hc_gpu_kernel like; /* the dense variant it mirrors */
     /* its dynamic shared memory for a layout's chunk where it is not its dense variant's
-     * (family smem), else NULL */
+     * (family smem), else NULL: read it through hc__gpu_moe_smem */
     size_t (*smem)(uint64_t chunk);
+    /* its static shared memory past the few bytes every kernel has (hc__gpu_smem_fits's
+     * margin): moe-w8's item descriptors, else 0 */
+    size_t stat;
 } hc_gpu_moe_variant;
+
+/* The dynamic shared memory grouped kernel mv needs for tiles of chunk bytes. */
+size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk);
 
 /* The grouped kernels (hc__gpu_moe_variants()[i], i < *n == HC_GMK_COUNT). */
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n);

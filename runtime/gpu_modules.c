@@ -151,8 +151,8 @@ hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *perr) {
         const hc_gpu_variant *v = NULL;
         const hc_gpu_family *f = hc__gpu_kernel_family(mv[i].like, &v);
         if (!f->arch || !strcmp(f->arch, g->arch))
-            st = fetch(g, M->glib, mv[i].entry, f, v, mv[i].smem,
-                       mv[i].id == HC_GMK_W8 ? HC_GEMVW_DESC_BYTES : 0, &M->gk[mv[i].id], &err);
+            st = fetch(g, M->glib, mv[i].entry, f, v, mv[i].smem, mv[i].stat, &M->gk[mv[i].id],
+                       &err);
     }
 out:
     if (st && M->glib) {
@@ -189,10 +189,9 @@ void hc__gpu_moe_gemv_occupancy(const hc_gpu *g, int mod, uint64_t chunk, unsign
     const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
     const int ids[2] = {HC_GMK_T8, HC_GMK_T16};
     for (int i = 0; i < 2; i++) {
-        const hc_gpu_variant *v = NULL;
-        const hc_gpu_family *f = hc__gpu_kernel_family(mv[ids[i]].like, &v);
-        size_t smem = mv[ids[i]].smem ? mv[ids[i]].smem(chunk) : f->smem(v, chunk);
-        occ[i + 1] = occupancy_of(g->mods[mod].gk[ids[i]], f->block, smem);
+        const hc_gpu_family *f = hc__gpu_kernel_family(mv[ids[i]].like, NULL);
+        occ[i + 1] = occupancy_of(g->mods[mod].gk[ids[i]], f->block,
+                                  hc__gpu_moe_smem(&mv[ids[i]], chunk));
     }
 }
 

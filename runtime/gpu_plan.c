@@ -284,7 +284,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     if (!hc__gpu_family_runs_on(f, dev->arch, dev->tmap))
         return hc__fail(err, HC_UNSUPPORTED, "the grouped %s kernel (%s) does not run here (%s%s)",
                        f->name, mv[k].forced, dev->arch, dev->tmap ? "" : ", no cuTensorMapEncodeTiled");
-    out->kernel = (hc_gpu_moe_kernel)k, out->family = f, out->variant = v;
+    out->kernel = (hc_gpu_moe_kernel)k;
     out->forced = forced != HC_GPU_KERNEL_AUTO;
     out->tile = v->toks;
     uint64_t pad;
@@ -301,16 +301,14 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
 /* moe-w8's launch for layer l: one wave of blocks -- as many an SM as its shared memory holds
  * (+ the items' descriptors and the 1 KiB the runtime keeps), at most 4 -- or more where its
  * warps would take over HC_GEMVW_ITEMS items each. *wave: the blocks of one wave (0: none
- * fits an SM). */
+ * fits an SM; whether one fits a block is hc__gpu_smem_fits's, its callers'). */
 static hc_status w8_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                          const hc_gpu_moe_route *r, size_t smem, uint64_t *items,
                          uint64_t *wave, uint64_t *blocks, hc_err *err) {
     *items = *wave = *blocks = 0;
     if (l->tiles_n > 0xFFFFFFFFull || !hc__mul_u64(r->tiles_max, l->tiles_n * parts, items))
         return hc__fail(err, HC_INVALID, "too many stripes for one launch");
-    const uint64_t per = hc__gpu_smem_fits(dev, smem + HC_GEMVW_DESC_BYTES)
-                             ? dev->smem_sm / (smem + HC_GEMVW_DESC_BYTES + 1024)
-                             : 0; /* (past a block's limit: none) */
+    const uint64_t per = dev->smem_sm / (smem + HC_GEMVW_DESC_BYTES + 1024);
     *wave = dev->sms * (per > 4 ? 4 : per);
     const uint64_t need = hc__cdiv_u64(*items, 4ull * HC_GEMVW_ITEMS);
     *blocks = need > *wave ? need : *wave;
@@ -327,8 +325,10 @@ static bool w8_serves(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned pa
     hc_err e = {0};
     if (r->forced || r->kernel != HC_GMK_T8 || l->tiles_k > HC_MOE_W8_TILES_K) return false;
     size_t nv = 0;
-    const size_t smem = hc__gpu_moe_variants(&nv)[HC_GMK_W8].smem(l->chunk_bytes);
-    return !w8_grid(dev, l, parts, r, smem, &items, &wave, &blocks, &e) && wave > 0 &&
+    const hc_gpu_moe_variant *w8 = &hc__gpu_moe_variants(&nv)[HC_GMK_W8];
+    const size_t smem = hc__gpu_moe_smem(w8, l->chunk_bytes);
+    return hc__gpu_smem_fits(dev, smem + w8->stat) &&
+           !w8_grid(dev, l, parts, r, smem, &items, &wave, &blocks, &e) && wave > 0 &&
            items >= 4 * wave && blocks <= 65535 && items <= 0x7FFFFFFFull;
 }
 
@@ -342,21 +342,21 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, &v);
     out->args = f->args;
     out->block = f->block;
-    out->smem = mv->smem ? mv->smem(l->chunk_bytes) : f->smem(v, l->chunk_bytes);
+    out->smem = hc__gpu_moe_smem(mv, l->chunk_bytes);
     out->ksplit = 1;
-    if (out->kernel != HC_GMK_W8 && !hc__gpu_smem_fits(dev, out->smem))
+    if (!hc__gpu_smem_fits(dev, out->smem + mv->stat))
         return hc__fail(err, HC_UNSUPPORTED, "the grouped kernel %s needs %zu bytes of shared "
                        "memory a block for this layer's %llu-byte tiles; a block of %s may have "
-                       "%llu", mv->forced, out->smem, (unsigned long long)l->chunk_bytes, dev->arch,
+                       "%llu", mv->forced, out->smem + mv->stat,
+                       (unsigned long long)l->chunk_bytes, dev->arch,
                        (unsigned long long)dev->smem_block);
     if (out->kernel == HC_GMK_W8) { /* no K split, no workspace */
         uint64_t items = 0, wave = 0, blocks = 0;
         HC_TRY(w8_grid(dev, l, parts, r, out->smem, &items, &wave, &blocks, err));
         if (!wave)
             return hc__fail(err, HC_UNSUPPORTED, "the warp-owned kernel (moe-w8) needs %zu bytes of "
-                           "shared memory a block with this layout; an SM of %s has %llu, a "
-                           "block may have %llu", out->smem + HC_GEMVW_DESC_BYTES, dev->arch,
-                           (unsigned long long)dev->smem_sm, (unsigned long long)dev->smem_block);
+                           "shared memory a block with this layout; an SM of %s has %llu",
+                           out->smem + mv->stat, dev->arch, (unsigned long long)dev->smem_sm);
         if (blocks > 65535 || items > 0x7FFFFFFFull)
             return hc__fail(err, HC_UNSUPPORTED, "%llu items of 8 rows are too many for the "
                            "warp-owned kernel (moe-w8)", (unsigned long long)items);

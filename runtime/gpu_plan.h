@@ -106,8 +106,6 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *layer, uint
 typedef struct {
     hc_gpu_moe_kernel kernel;
     bool forced;                 /* kernel was forced: every projection runs it */
-    const hc_gpu_family *family; /* the dense family it mirrors */
-    const hc_gpu_variant *variant;
     unsigned tile;               /* T */
     uint64_t touched;            /* the most experts the slots can reach: min(el, slots) */
     uint64_t tiles_max;          /* the most T-row tiles: (slots + touched (T - 1)) / T */
