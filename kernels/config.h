@@ -46,6 +46,13 @@
 #define HC_GEMV_PDL 1
 /* folded MXFP4: a tile's scales are decoded once into shared memory as bf16 (v25) */
 #define HC_GEMV_MXS 1
+/* int4 with one zero point for every row (HC_ZP 0): the small-M kernels of at least this many
+ * token tiles of 8 (t16, moe-t16) feed the codes as 128 + u (no HADD2 a pair) and start each
+ * group's sums from - (128 + z) x the activations' sums over the group, one mma a k16 step and
+ * token tile with every A element - (128 + z), shared by the tile's 64 rows (v51, H200: t16
+ * 1.5-3% faster on both bench int4 layers at M = 1-16; one tile (t8, moe-t8, moe-w8) lost or
+ * tied: t8 28672 x 8192 +3%, moe-w8 +15-30%, so it keeps the HADD2 decode) */
+#define HC_GEMV_ZFOLD_MT 2
 /* mma.sync GEMM (hc_mma_gemm) and wgmma GEMM (hc_wgmma_gemm): cp.async stages */
 #define HC_GEMM_STAGES 3
 #define HC_WGMMA_STAGES 3

@@ -9,14 +9,21 @@
 #include "codec/bf16.cuh"
 #include "codec/kind.cuh"
 
+#if HC_CODEC == HC_CODEC_INT4
+/* int4 pair t of w as 128 + u, before the zero point is taken off (exact_pair's first step; the
+ * small-M kernels of HC_GEMV_ZFOLD_MT token tiles or more take it off their sums instead) */
+__device__ __forceinline__ unsigned biased_pair(unsigned w, int t) {
+    return lop_and_or(w >> (4 * t), 0x000F000Fu, 0x43004300u);
+}
+#endif
+
 /* Pair t (0..3) of a lane's fragment is A register t: (a2t, a2t+1), one row (g for t even,
  * g + 8 for t odd). 4-bit: w is the lane's word for one k16 step; nibbles of pair t sit at bit
  * 4t and 16 + 4t. 8-bit: w0 holds a0..a3, w1 a4..a7. zb: zero_operand of the row's zero point. */
 __device__ __forceinline__ unsigned exact_pair(unsigned w0, unsigned w1, int t, unsigned zb) {
 #if HC_CODEC == HC_CODEC_INT4
     (void)w1;
-    unsigned q = lop_and_or(w0 >> (4 * t), 0x000F000Fu, 0x43004300u); /* 128 + u */
-    return bf2_fma(q, 0x3F803F80u, zb);                               /* - (128 + z): exact */
+    return bf2_fma(biased_pair(w0, t), 0x3F803F80u, zb); /* - (128 + z): exact */
 #elif HC_CODEC == HC_CODEC_INT4_SM
     (void)w1, (void)zb;
     unsigned s = w0 >> (4 * t);

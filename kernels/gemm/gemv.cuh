@@ -53,6 +53,30 @@ __device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc
     acc[0][0][0] += (float)(*(const unsigned *)(ch + lane * 16) & 1u);
     return;
 #endif
+#if HC_CODEC == HC_CODEC_INT4 && HC_ZP == 0
+    /* the zero point folded (kernels of HC_GEMV_ZFOLD_MT token tiles or more): each group's sums
+     * start from - (128 + z) x the activations' sums over the group (the same for every row),
+     * the codes enter as 128 + u */
+    constexpr bool ZF = MT >= HC_GEMV_ZFOLD_MT;
+    constexpr int NG = 4 >> HC_LGS; /* groups a tile */
+    float corr[NG][MT][4];
+    if constexpr (ZF) {
+        const unsigned zc = zero_operand(p.zero_const), az[4] = {zc, zc, zc, zc};
+#pragma unroll
+        for (int q = 0; q < NG; q++)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) corr[q][mt][e] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < 4; ks++)
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                mma_bf16(corr[ks >> HC_LGS][mt], az, b[ks][mt][0], b[ks][mt][1]);
+    }
+#else
+    constexpr bool ZF = false;
+#endif
 #pragma unroll
     for (int rb = 0; rb < 4; rb++) {
         rb_codes v;
@@ -61,9 +85,23 @@ __device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc
         for (int ks = 0; ks < 4; ks++) {
             const unsigned j = (unsigned)ks >> HC_LGS;
             unsigned a[4];
-            exact_frag(ch, p, rb * 16 + g, j, words_of(v, ks), a);
+            if constexpr (ZF) {
+#if HC_CODEC == HC_CODEC_INT4 && HC_ZP == 0
+                const frag_words f = words_of(v, ks);
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
+                for (int t = 0; t < 4; t++) a[t] = biased_pair(f.w0, t);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) /* a group's first step starts from corr */
+                    if ((ks & gmask) == 0)
+                        mma_bf16_from(part[mt], a, b[ks][mt][0], b[ks][mt][1], corr[j][mt]);
+                    else
+                        mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
+#endif
+            } else {
+                exact_frag(ch, p, rb * 16 + g, j, words_of(v, ks), a);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) mma_bf16(part[mt], a, b[ks][mt][0], b[ks][mt][1]);
+            }
             if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
                 float s0 = gemv_scale(ch, p, rb * 16 + g, j);
                 float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j);
@@ -73,8 +111,9 @@ __device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc
                     acc[rb][mt][1] = fmaf(part[mt][1], s0, acc[rb][mt][1]);
                     acc[rb][mt][2] = fmaf(part[mt][2], s1, acc[rb][mt][2]);
                     acc[rb][mt][3] = fmaf(part[mt][3], s1, acc[rb][mt][3]);
+                    if (!ZF)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
+                        for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
                 }
             }
         }

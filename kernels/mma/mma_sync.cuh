@@ -11,6 +11,15 @@ __device__ __forceinline__ void mma_bf16(float *c, const unsigned *a, unsigned b
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+/* d = a b + c (c other registers: a sum that starts from c without copying it) */
+__device__ __forceinline__ void mma_bf16_from(float *d, const unsigned *a, unsigned b0, unsigned b1,
+                                              const float *c) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%10,%11,%12,%13};"
+        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]),
+          "f"(c[2]), "f"(c[3]));
+}
 /* four 8 x 8 b16 matrices from shared memory: lanes 8i..8i+7 give the row addresses of matrix
  * i, which lands in r_i */
 __device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned &r0, unsigned &r1,
