@@ -11,6 +11,7 @@
 # checks: test and sanitize in less wall time (the two test programs side by side, then the two
 # sanitizers: correctness only, so sharing the GPU and the cores changes no result);
 # quickchecks: the two test programs side by side only (a short call).
+# pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
 # (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too;
 # kernels: every kernel that serves M forced in turn at M = 1-128 on the four bench layers)
@@ -124,6 +125,27 @@ if has sanitize; then
             $b/gpu_moe_test >>"$out/$tool.log" 2>&1
         echo "$tool (MoE) rc=$?: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
         cat "$out/$tool.log" >>"$out/sanitize.log" && rm -f "$out/$tool.log"
+    done
+fi
+if has pdlrace; then
+    # racecheck on the back-to-back chains (gpu_test HC_GPU_TEST_CHAIN_ONLY), skinny kernels
+    # only, with their programmatic dependent launch on (this tree) and off (a copy with
+    # HC_SKINNY_PDL 0): whether racecheck's hazards there follow PDL (bench/NOTES.md session 23)
+    np=/tmp/hc-pdl-off
+    rm -rf "$np" && mkdir -p "$np" &&
+        tar --exclude='./build*' --exclude=./.base --exclude=./.deps --exclude=./.git -cf - . |
+        (cd "$np" && tar -xf -) &&
+        sed -i 's/^#define HC_SKINNY_PDL 1$/#define HC_SKINNY_PDL 0/' "$np/kernels/config.h" &&
+        make -C "$np" HC_DEPS="$(pwd)/.deps" BUILD=$b -j16 $b/gpu_test >>"$out/build.log" 2>&1 ||
+        echo "pdlrace: the PDL-off copy does not build (build.log)"
+    : >"$out/pdlrace.log"
+    for t in . "$np"; do
+        pdl=$(grep -h '^#define HC_SKINNY_PDL' "$t/kernels/config.h")
+        echo "== $pdl" >>"$out/pdlrace.log"
+        (cd "$t" && HC_GPU_TEST_CHAIN_ONLY=1 timeout "$(lim 200)" compute-sanitizer --tool racecheck \
+            --kernel-name kns=skinny $b/gpu_test) >>"$out/pdlrace.log" 2>&1
+        echo "pdlrace ($pdl) rc=$?: $(grep -E 'RACECHECK SUMMARY' "$out/pdlrace.log" | tail -1)" \
+            "$(tail -1 "$out/pdlrace.log")"
     done
 fi
 if has bench; then

@@ -483,6 +483,14 @@ int main(void) {
         return 1;
     }
     printf("GPU %s\n", hc_gpu_arch(g));
+    /* HC_GPU_TEST_CHAIN_ONLY (bench/device_run.sh's pdlrace step): the back-to-back chains
+     * alone, for racecheck on the kernels under programmatic dependent launch */
+    if (getenv("HC_GPU_TEST_CHAIN_ONLY")) {
+        test_chain(g, (uint64_t)time(NULL));
+        hc_gpu_free(g);
+        printf("%d passed, %d failed\n", passed, failed);
+        return failed ? 1 : 0;
+    }
     jit_times(hc_gpu_arch(g));
     test_precompile_serves_the_runtime(hc_gpu_arch(g));
     FILE *f = getenv("HC_GPU_TEST_QUICK") ? NULL : fopen("tests/fixtures/quant/cases.txt", "r");
