@@ -12,6 +12,7 @@
 # sanitizers: correctness only, so sharing the GPU and the cores changes no result);
 # quickchecks: the two test programs side by side only (a short call).
 # pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
+# fixup: the skinny kernels at M = 16, 32, 64 with and without the stream-K fix-up (bench build).
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
 # (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too;
 # kernels: every kernel that serves M forced in turn at M = 1-128 on the four bench layers)
@@ -40,7 +41,7 @@ if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/gpu_moe_test $b/hconvert $b
     tail -30 "$out/build.log"
     exit 1
 fi
-if has scaling || has timeline || has moe; then
+if has scaling || has timeline || has moe || has fixup; then
     if ! make HC_DEPS=.deps BUILD=$b-diag CFLAGS='-O2 -DHC_BENCH_DIAG=1' -j16 \
         $b-diag/bench/gpu_bench $b-diag/bench/moe_bench >>"$out/build.log" 2>&1; then
         tail -30 "$out/build.log"
@@ -164,6 +165,11 @@ if has moe; then
     echo "moe_bench rc=$?"
     cat "$out/moe_bench.log"
     base_too moe_bench timeout "$(lim 420)" $b-diag/bench/moe_bench
+fi
+if has fixup; then
+    HC_BENCH_FIXUP=1 timeout "$(lim 240)" $b-diag/bench/gpu_bench >"$out/fixup.log" 2>&1
+    echo "fixup rc=$?"
+    cat "$out/fixup.log"
 fi
 if has scaling; then
     HC_BENCH_SCALING=1 timeout 200 $b-diag/bench/gpu_bench >"$out/scaling.log" 2>&1

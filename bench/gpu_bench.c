@@ -414,6 +414,58 @@ static void timeline(void) {
     cudaFree(x), cudaFree(y);
     hc_gpu_free(g);
 }
+
+/* HC_BENCH_FIXUP=1 (a bench build): what the skinny kernels' stream-K fix-up costs a launch --
+ * each bench layer at M = 16, 32, 64 on the skinny kernel of that tile, timed as the sweep
+ * times it and with the fix-up skipped (HC_GPU_DIAG_NO_FIXUP: a cut tile's segments are stored,
+ * then no fence, arrival or sums; those tiles' outputs are wrong), side by side. Session 18's
+ * timeline put a quarter of 8192^2's blocks 4.6 us after the rest at M = 16; this says how much
+ * of that a back-to-back launch (under PDL) actually pays. */
+static void fixup_cost(void) {
+    static const uint64_t ms[] = {16, 32, 64};
+    static const char *const ks[] = {"skinny16", "skinny32", "skinny64"};
+    char path[128], msg[1024];
+    snprintf(path, sizeof path, "/tmp/hc-gpu-fixup-%d.hconvert", (int)getpid());
+    hc_gpu *g[2] = {NULL, NULL};
+    if (hc_gpu_open(&g[0], msg, sizeof msg) || hc_gpu_open(&g[1], msg, sizeof msg) ||
+        hc__gpu_diag_set(g[1], HC_GPU_DIAG_NO_FIXUP, msg, sizeof msg))
+        die("fixup open", msg);
+    void *x, *y;
+    CK(cudaMalloc(&x, 64ull * 8192 * 2));
+    CK(cudaMalloc(&y, 64ull * 28672 * 2));
+    fill_bf16(x, 64ull * 8192, 1);
+    printf("fixup: layer N x K M kernel | us: full, fix-up skipped | the fix-up's share\n");
+    for (int si = 0; si < 2; si++)
+        for (int hi = 0; hi < 2; hi++) {
+            const uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
+            uint32_t copies;
+            hc_container *c = bench_container(path, si, N, K, &copies);
+            hc_gpu_model *md[2] = {NULL, NULL};
+            for (int d = 0; d < 2; d++)
+                if (hc_gpu_model_load(g[d], c, NULL, &md[d], msg, sizeof msg)) die("fixup load", msg);
+            for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                double best[2] = {-1, -1};
+                /* full, skipped, skipped, full: the better of two each (the clocks drift) */
+                for (int pass = 0; pass < 4; pass++) {
+                    const int d = pass == 1 || pass == 2;
+                    if (hc_gpu_model_force_kernel(md[d], ks[mi], msg, sizeof msg)) die("fixup force", msg);
+                    ours_ctx oc = {md[d], copies, x, y, ms[mi], N, K, NULL};
+                    double host = 0, us = graph_us(&oc, &host);
+                    if (best[d] < 0 || us < best[d]) best[d] = us;
+                }
+                printf("fixup: %-14.14s %5llux%-5llu %3llu %-8s | %7.1f %7.1f | %5.1f us (%4.1f%%)\n",
+                       bench_spec(si)->label, (unsigned long long)N, (unsigned long long)K,
+                       (unsigned long long)ms[mi], ks[mi], best[0], best[1], best[0] - best[1],
+                       100.0 * (best[0] - best[1]) / best[0]);
+                fflush(stdout);
+            }
+            hc_gpu_model_free(md[0]), hc_gpu_model_free(md[1]);
+            hc_container_free(c);
+            unlink(path);
+        }
+    cudaFree(x), cudaFree(y);
+    hc_gpu_free(g[0]), hc_gpu_free(g[1]);
+}
 #endif
 
 int main(void) {
@@ -424,6 +476,15 @@ int main(void) {
 #else
         fprintf(stderr, "gpu_bench: HC_BENCH_TIMELINE needs a bench build: make BUILD=build-diag "
                         "CFLAGS='-O2 -DHC_BENCH_DIAG=1' build-diag/bench/gpu_bench (docs/gpu.md)\n");
+        return 2;
+#endif
+    }
+    if (getenv("HC_BENCH_FIXUP")) {
+#ifdef HC_BENCH_DIAG
+        fixup_cost();
+        return 0;
+#else
+        fprintf(stderr, "gpu_bench: HC_BENCH_FIXUP needs a bench build (as HC_BENCH_TIMELINE)\n");
         return 2;
 #endif
     }

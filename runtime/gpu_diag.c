@@ -11,8 +11,8 @@ hc_status hc__gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t m
     hc_err err = {0};
     hc_status st = HC_OK;
     pthread_mutex_lock(&g->mu);
-    if (mode > HC_GPU_DIAG_TIMELINE)
-        st = hc__fail(&err, HC_INVALID, "measurement mode %d is none of 0, 1, 2", (int)mode);
+    if (mode > HC_GPU_DIAG_NO_FIXUP)
+        st = hc__fail(&err, HC_INVALID, "measurement mode %d is none of 0, 1, 2, 3", (int)mode);
     else if (g->nmods && g->diag != (unsigned)mode)
         st = hc__fail(&err, HC_INVALID, "the measurement mode is set before a model is loaded "
                      "(%d kernel modules are built)", g->nmods);
@@ -22,6 +22,9 @@ hc_status hc__gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t m
     if (!st && mode == HC_GPU_DIAG_COPY_ONLY)
         fprintf(stderr, "hconvert: copy-only measurement mode: M <= 16 results are wrong "
                         "(a measurement of the copy pipeline)\n");
+    if (!st && mode == HC_GPU_DIAG_NO_FIXUP)
+        fprintf(stderr, "hconvert: no-fix-up measurement mode: the skinny kernels' tiles cut "
+                        "between blocks are wrong (a measurement of the fix-up)\n");
     if (st && msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);
     return st;
 }

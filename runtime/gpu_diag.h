@@ -20,7 +20,11 @@ typedef enum {
     /* they, and the dense skinny kernels, record per block 5 words: SM, then the global timer
      * in ns at entry, first tile arrived, loop end (skinny: the last sums done), outputs
      * written (bench/NOTES.md v30) */
-    HC_GPU_DIAG_TIMELINE = 2
+    HC_GPU_DIAG_TIMELINE = 2,
+    /* the skinny kernels' blocks store a cut tile's segment and go on: no fence, no arrival,
+     * no sums (the outputs of tiles cut between blocks are wrong), to time the stream-K fix-up
+     * by difference (bench/NOTES.md session 24) */
+    HC_GPU_DIAG_NO_FIXUP = 3
 } hc_gpu_diag_mode;
 
 /* The mode of the modules g builds: set before any model is loaded on g (HC_INVALID after). */

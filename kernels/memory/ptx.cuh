@@ -21,10 +21,11 @@
 #define HC_PDL_RELEASE() ((void)0)
 #endif
 
-/* HC_GEMV_DIAG, for measurements only (a bench build adds -DHC_GEMV_DIAG=1 or 2, docs/gpu.md
+/* HC_GEMV_DIAG, for measurements only (a bench build adds -DHC_GEMV_DIAG=1, 2 or 3, docs/gpu.md
  * "Measurements"; the runtime's default modules never do): 1, the small-M kernels only copy
  * (gemm/gemv.cuh); 2, the small-M and the dense skinny kernels record per block its SM and
- * four readings of the global timer after their workspace's sums (diag_timeline) */
+ * four readings of the global timer after their workspace's sums (diag_timeline); 3, the
+ * skinny kernels store a cut tile's segment and skip the fix-up (epilogue/streamk.cuh) */
 #ifndef HC_GEMV_DIAG
 #define HC_GEMV_DIAG 0
 #endif
