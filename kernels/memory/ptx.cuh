@@ -1,6 +1,7 @@
 // ptx.cuh: the memory-side PTX of every kernel in tile_mma.cu: the dynamic shared memory and
 // its addresses, cp.async (16 bytes global -> shared, bypassing L1), named barriers,
-// programmatic dependent launch, and the test for the sm_90a-only instructions.
+// programmatic dependent launch, the test for the sm_90a-only instructions, and a block's
+// arrival at a last-arrival counter (arrive_last).
 #ifndef HC_K_MEMORY_PTX_CUH
 #define HC_K_MEMORY_PTX_CUH
 
