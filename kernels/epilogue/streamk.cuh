@@ -47,8 +47,6 @@ __device__ __forceinline__ void streamk_fixup(float *d, float *__restrict__ ws,
     for (int j = 0; j < V; j++)
         __stcg(mine + j * NT, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
 #if HC_GEMV_DIAG == 3 /* measurements only: the segment stored, the fix-up skipped (wrong Y) */
-    (void)cnt, (void)u, (void)u0, (void)tiles_k, (void)w, (void)g, (void)last, (void)y, (void)n0;
-    (void)r0, (void)c, (void)tok0, (void)m, (void)N;
     return;
 #endif
     const unsigned w32 = (unsigned)w, g32 = (unsigned)g, u032 = (unsigned)u0;
