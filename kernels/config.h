@@ -78,6 +78,12 @@
  * the tile is at most 32 tokens, the ring a multiple of three stages and a K tile holds at most
  * two scale groups (group-16 layouts spill a third set) -- two items' wgmma in flight while the
  * next is decoded (wgmma_wait<2>) -- else two (wgmma_wait<1>). Kernel-side only (HC_LGS). */
+/* a skinny block whose range begins inside a tile and goes on past it hands its first
+ * segment's arrival at the tile's counter to one thread of the producer warps (an mbarrier):
+ * the consumers store the segment and go on without a block barrier or the atomic's round
+ * trip; where that arrival is the last, the block sums the tile at its end (v57, not yet
+ * measured) */
+#define HC_SKINNY_HANDOFF 1
 #define HC_SKINNY_SETS(toks, ns) ((toks) <= 32u && (ns) % 3u == 0u && HC_LGS > 0 ? 3u : 2u)
 #define HC_SKINNY_STAGE_BYTES(toks, chunk) ((((toks) * 128u + 4u * (chunk)) + 1023u) / 1024u * 1024u)
 #define HC_SKINNY_STAGES_OF(toks, chunk)                                                       \
