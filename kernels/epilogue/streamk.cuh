@@ -5,7 +5,9 @@
 // the last of the tile's blocks to arrive adds the segments in block order -- a fixed order,
 // so the result is the same bits on every run whichever block arrives last -- and writes Y.
 // No block waits for another (no co-residency assumption), no atomics on outputs. The cut
-// and the order are streamk_rule.h's.
+// and the order are streamk_rule.h's. The pieces (store, arrive, sum) are separate because
+// the skinny body arrives for a block's first segment from a producer thread (its handoff)
+// and makes every sum at the block's end, from one call site.
 #ifndef HC_K_EPILOGUE_STREAMK_CUH
 #define HC_K_EPILOGUE_STREAMK_CUH
 
