@@ -74,6 +74,12 @@
  * of weights are asked for before griddepcontrol.wait (moe_gemm.cu's grouped ones wait first:
  * their weights follow the routing) */
 #define HC_SKINNY_PDL 1
+/* register sets of A fragments a consumer cycles through (v55; H100: skinny32 1-3% faster,
+ * skinny16 and the MoE blocks level -- bench/NOTES.md session 25): three where
+ * the tile is at most 32 tokens, the ring a multiple of three stages and a K tile holds at most
+ * two scale groups (group-16 layouts spill a third set) -- two items' wgmma in flight while the
+ * next is decoded (wgmma_wait<2>) -- else two (wgmma_wait<1>). Kernel-side only (HC_LGS). */
+#define HC_SKINNY_SETS(toks, ns) ((toks) <= 32u && (ns) % 3u == 0u && HC_LGS > 0 ? 3u : 2u)
 #define HC_SKINNY_STAGE_BYTES(toks, chunk) ((((toks) * 128u + 4u * (chunk)) + 1023u) / 1024u * 1024u)
 #define HC_SKINNY_STAGES_OF(toks, chunk)                                                       \
     ((HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk) < HC_SKINNY_STAGES_MAX                \

@@ -162,15 +162,10 @@ extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
     route_count(ids, lo, hi, e0, El, r, &wlo, &whi);
     for (unsigned e = tid; e < El; e += blockDim.x)
         __stcg(rtab + (hc_u64)e * HC_MOE_ROUTE_BLOCKS + blockIdx.x, r.tot[e]);
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) last = atomicAdd(ticket, 1u) == B - 1;
-    __syncthreads();
-    if (!last) {
+    if (!arrive_last(ticket, B - 1, tid == 0, last, [] { __syncthreads(); })) {
         HC_PDL_RELEASE();
         return;
     }
-    __threadfence();
     /* a warp an expert: the blocks' counts (one a lane) into exclusive bases, the total */
     for (unsigned e = warp; e < El; e += blockDim.x / 32) {
         unsigned *row = rtab + (hc_u64)e * HC_MOE_ROUTE_BLOCKS;

@@ -7,6 +7,7 @@
 #define HC_K_EPILOGUE_SPLITK_CUH
 
 #include "codec/bf16.cuh"
+#include "memory/ptx.cuh"
 
 /* The four warps' sums of each live output of stripe nb (red: [warp][row][token] float32, the
  * block's idle pipeline memory, each warp's C fragments stored there by the kernel): to y, or
@@ -42,12 +43,8 @@ __device__ __forceinline__ void splitk_add(const float *ws, unsigned *cnt, hc_u6
                                            const hc_mma_params &p, hc_u16 *y, unsigned &last,
                                            float (&v)[8]) {
     const unsigned mlive = (unsigned)(m < TOK ? m : TOK), E = 64 * mlive;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&cnt[nb], 1u) == gridDim.y - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
+    if (!arrive_last(&cnt[nb], gridDim.y - 1, threadIdx.x == 0, last, [] { __syncthreads(); }))
+        return;
     for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
         unsigned row = idx / mlive, tok = idx % mlive;
         hc_u64 n = nb * 64 + row;

@@ -52,14 +52,10 @@ __device__ __forceinline__ void streamk_fixup(float *d, float *__restrict__ ws,
     const unsigned w32 = (unsigned)w, g32 = (unsigned)g, u032 = (unsigned)u0;
     const hc_u64 b0 = hc_streamk_owner_from(u032, (unsigned)blk, w32, g32),
                  b1 = hc_streamk_owner_from(u032 + (unsigned)tiles_k - 1, (unsigned)blk, w32, g32);
-    __threadfence();
-    bar_sync<1, NT>();
-    if (ctid == 0) last = atomicAdd(&cnt[u], 1u) == (unsigned)(b1 - b0);
-    bar_sync<1, NT>();
-    /* (thread 0 rewrites last only at a later segment's first barrier, after every thread has
-     * read it here) */
-    if (!last) return;
-    __threadfence();
+    /* (thread 0 rewrites last only after a later segment's first barrier, after every thread
+     * has read it here) */
+    if (!arrive_last(&cnt[u], (unsigned)(b1 - b0), ctid == 0, last, [] { bar_sync<1, NT>(); }))
+        return;
     /* block by block, each block's V loads in flight together (one round trip a block) */
     for (hc_u64 b = b0; b <= b1; b++) {
         const float4 *src =

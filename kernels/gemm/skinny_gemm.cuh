@@ -157,7 +157,12 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, gq = lane >> 2, c = lane & 3;
     const unsigned r0 = wl * 16 + gq, ctid = tid - 128;
     float d[TOKS / 2]; /* (a segment's first wgmma ignores its old values: no zeroing) */
-    unsigned a0[4][4], a1[4][4];
+    /* SETS register sets of A fragments, item t's in set (its stage) % SETS: SETS - 1 items'
+     * wgmma stay in flight while the next item is decoded (config.h HC_SKINNY_SETS) */
+    constexpr unsigned SETS = HC_SKINNY_SETS(TOKS, NS);
+    static_assert(SETS == 2 || SETS == 3, "two or three sets of A fragments");
+    static_assert(NS % SETS == 0, "a set follows its stage: the ring is a whole number of set laps");
+    unsigned a0[4][4], a1[4][4], a2[SETS == 3 ? 4 : 1][4];
     /* the stage ring is unrolled (below): stage S's addresses are these bases plus constants */
     hc_u8 *const chunk0 = smem + XB + wgc * cb; /* stage 0's chunk of this warpgroup */
     const unsigned full0 = smem_addr(&full[0]), empty0 = smem_addr(&empty[0]);
@@ -173,14 +178,19 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         mbar_wait(full0 + 8 * s, ph);
         ws_decode(chunk0 + s * SB, pd, wl, lane, r0, a);
     };
-    /* item t in stage S, its A in set S & 1 (decoded before): its wgmma; stage S - 1 released
-     * once item t - 1's wgmma are done; the next item decoded into the other set unless t ends
-     * the segment e (true: the caller ends it) */
+    /* the register set of stage s's item (s a constant wherever it is called) */
+    auto set_of = [&](const unsigned s) -> unsigned(*)[4] {
+        return s % SETS == 0 ? a0 : s % SETS == 1 ? a1 : (unsigned(*)[4])a2;
+    };
+    /* item t in stage S, its A in set S % SETS (decoded before): its wgmma; stage S - SETS + 1
+     * released once item t - SETS + 1's wgmma are done; the next item decoded into that item's
+     * set unless t ends the segment e (true: the caller ends it) */
     unsigned e = 0, ph = 0; /* the segment's end; the phase of the stages' current lap */
     auto item = [&](const unsigned S) -> bool { /* (S a constant at every call) */
         const unsigned SN = S + 1 == NS ? 0 : S + 1;
-        unsigned(*a)[4] = S & 1 ? a1 : a0;
-        unsigned(*an)[4] = S & 1 ? a0 : a1;
+        constexpr unsigned LAG = SETS - 1;
+        unsigned(*a)[4] = set_of(S);
+        unsigned(*an)[4] = set_of(SN);
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) {
@@ -188,10 +198,10 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
             wgmma_rs<TOKS>(d, a[ks], desc, ks > 0 || t != seg ? 1u : 0u);
         }
         wgmma_commit();
-        wgmma_wait<1>();
-        if (t > t0) {
+        wgmma_wait<LAG>();
+        if (t >= t0 + LAG) {
             __syncwarp();
-            if (lane == 0) mbar_arrive(empty0 + 8 * (S == 0 ? NS - 1 : S - 1));
+            if (lane == 0) mbar_arrive(empty0 + 8 * (S >= LAG ? S - LAG : S + NS - LAG));
         }
         if (t + 1 == e) return true;
         decode(SN, SN == 0 ? ph ^ 1 : ph, an);
@@ -247,8 +257,10 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         const unsigned sn = s + 1 == NS ? 0 : s + 1, phn = sn == 0 ? ph ^ 1 : ph;
         if (more) {
             pd.global_div = work.at(u + 1).gdiv; /* (the rest of the tile is read after finish) */
-            if (sn & 1) /* (the sets are registers: indexed by constants only) */
+            if (sn % SETS == 1) /* (the sets are registers: indexed by constants only) */
                 decode(sn, phn, a1);
+            else if (SETS == 3 && sn % SETS == 2)
+                decode(sn, phn, (unsigned(*)[4])a2);
             else
                 decode(sn, phn, a0);
         }

@@ -1,6 +1,7 @@
 // ptx.cuh: the memory-side PTX of every kernel in tile_mma.cu: the dynamic shared memory and
 // its addresses, cp.async (16 bytes global -> shared, bypassing L1), named barriers,
-// programmatic dependent launch, and the test for the sm_90a-only instructions.
+// programmatic dependent launch, the test for the sm_90a-only instructions, and a block's
+// arrival at a last-arrival counter (arrive_last).
 #ifndef HC_K_MEMORY_PTX_CUH
 #define HC_K_MEMORY_PTX_CUH
 
@@ -74,6 +75,29 @@ template <int N> __device__ __forceinline__ void cp_wait() {
 /* named barrier ID over N threads (a subset of the block) */
 template <int ID, int N> __device__ __forceinline__ void bar_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(N) : "memory");
+}
+
+/* A block's arrival at counter *cnt after its threads' global writes, for a last-arrival
+ * finisher (the K split's, the stream-K fix-up's, the routing's count): bar() -- the arriving
+ * threads' barrier -- orders every thread's writes before thread `lead`'s fence.acq_rel and
+ * atomic add (a release, cumulative over what the barrier ordered before it); in the block
+ * that arrives last the same thread's second fence (an acquire), passed on by the second bar(),
+ * orders its threads' later reads after every arrival's writes. One thread fences where every
+ * thread did with __threadfence (fence.sc: MEMBAR.SC.GPU); acq_rel is what message passing
+ * needs (v56). last: a __shared__ word of the caller's. Returns, in every thread, whether the
+ * block arrived last (the arrivals before it numbered before_last). */
+template <class Bar>
+__device__ __forceinline__ bool arrive_last(unsigned *cnt, unsigned before_last, bool lead,
+                                            unsigned &last, Bar bar) {
+    bar();
+    if (lead) {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        const bool l = atomicAdd(cnt, 1u) == before_last;
+        if (l) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        last = l;
+    }
+    bar();
+    return last;
 }
 
 #endif
