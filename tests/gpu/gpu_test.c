@@ -471,6 +471,9 @@ static void test_precompile_serves_the_runtime(const char *arch) {
 }
 
 int main(void) {
+    /* a line a check, flushed as it is printed: a run cut short by a time limit (a hang) shows
+     * the check it was in */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     hc_gpu *g = NULL;
     char msg[1024];
     hc_status st = hc_gpu_open(&g, msg, sizeof msg);

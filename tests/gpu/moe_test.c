@@ -225,6 +225,9 @@ static void two_blocks(hc_gpu *g, uint64_t seed) {
 }
 
 int main(void) {
+    /* a line a check, flushed as it is printed: a run cut short by a time limit (a hang) shows
+     * the check it was in */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     hc_gpu *g = NULL;
     char msg[1024];
     hc_status st = hc_gpu_open(&g, msg, sizeof msg);
