@@ -74,7 +74,8 @@
  * of weights are asked for before griddepcontrol.wait (moe_gemm.cu's grouped ones wait first:
  * their weights follow the routing) */
 #define HC_SKINNY_PDL 1
-/* register sets of A fragments a consumer cycles through (v55, not yet measured): three where
+/* register sets of A fragments a consumer cycles through (v55; H100: skinny32 1-3% faster,
+ * skinny16 and the MoE blocks level -- bench/NOTES.md session 25): three where
  * the tile is at most 32 tokens, the ring a multiple of three stages and a K tile holds at most
  * two scale groups (group-16 layouts spill a third set) -- two items' wgmma in flight while the
  * next is decoded (wgmma_wait<2>) -- else two (wgmma_wait<1>). Kernel-side only (HC_LGS). */
