@@ -63,9 +63,10 @@
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit
- * HC_SKINNY_SMEM, at most HC_SKINNY_STAGES_MAX, an even number (the consumers' two register
- * sets of A fragments alternate with the stages; the kernels and the registry both size them
- * with these macros); a block's K range is at least HC_SKINNY_MIN_TILES tiles */
+ * HC_SKINNY_SMEM, at most HC_SKINNY_STAGES_MAX, an even number (the consumers' register sets
+ * of A fragments -- two, or three where HC_SKINNY_SETS says -- follow the stages, so the ring
+ * is a whole number of set laps; the kernels and the registry both size them with these
+ * macros); a block's K range is at least HC_SKINNY_MIN_TILES tiles */
 #define HC_SKINNY_THREADS 640
 #define HC_SKINNY_STAGES_MAX 12
 #define HC_SKINNY_SMEM (224u * 1024u)

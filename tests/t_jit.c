@@ -44,7 +44,8 @@ static void test_every_kernel_compiles(void) {
     typedef struct {
         const char *file, *arch, *opt[5];
     } build;
-    enum { NBUILDS = 2 + 2 * NKINDS + 3 + 2 + 2 * NKINDS };
+    static const char *const diag[] = {"-DHC_GEMV_DIAG=1", "-DHC_GEMV_DIAG=2", "-DHC_GEMV_DIAG=3"};
+    enum { NDIAG = sizeof diag / sizeof diag[0], NBUILDS = 2 + 2 * NKINDS + NDIAG + 2 + 2 * NKINDS };
     build list[NBUILDS];
     int nb = 0;
     static const char *const archs[] = {"sm_90a", "sm_80"};
@@ -55,8 +56,7 @@ static void test_every_kernel_compiles(void) {
         for (int i = 0; i < NKINDS; i++)
             list[nb++] = (build){"tile_mma.cu", archs[a], {kopt[i][0], kopt[i][1], kopt[i][2], kopt[i][3]}};
     }
-    static const char *const diag[] = {"-DHC_GEMV_DIAG=1", "-DHC_GEMV_DIAG=2", "-DHC_GEMV_DIAG=3"};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < NDIAG; i++)
         list[nb++] = (build){"tile_mma.cu", "sm_90a", {kopt[0][0], kopt[0][1], kopt[0][2], kopt[0][3], diag[i]}};
     /* the MoE modules: routing once per device, the grouped GEMMs per kind */
     for (int a = 0; a < 2; a++) {
@@ -67,8 +67,8 @@ static void test_every_kernel_compiles(void) {
     CHECK_EQ_INT(nb, NBUILDS);
     if (getenv("HC_TEST_JIT_QUICK")) {
         list[2] = list[2 + NKINDS + 7]; /* kinds[7] (folded MXFP4) for sm_80 */
-        list[3] = list[2 + 2 * NKINDS + 3];     /* moe_route.cu for sm_90a */
-        list[4] = list[2 + 2 * NKINDS + 3 + 1]; /* moe_gemm.cu, kinds[0], sm_90a */
+        list[3] = list[2 + 2 * NKINDS + NDIAG];     /* moe_route.cu for sm_90a */
+        list[4] = list[2 + 2 * NKINDS + NDIAG + 1]; /* moe_gemm.cu, kinds[0], sm_90a */
         nb = 5;
     }
     hc_status st[NBUILDS];
