@@ -80,6 +80,13 @@
  * the tile is at most 32 tokens, the ring a multiple of three stages and a K tile holds at most
  * two scale groups (group-16 layouts spill a third set) -- two items' wgmma in flight while the
  * next is decoded (wgmma_wait<2>) -- else two (wgmma_wait<1>). Kernel-side only (HC_LGS). */
+/* a skinny block whose range begins inside a tile and goes on past it hands its first
+ * segment's arrival at the tile's counter to one thread of the producer warps (an mbarrier):
+ * the consumers store the segment and go on without a block barrier or the atomic's round
+ * trip; where that arrival is the last, the block sums the tile at its end (v57; H100, against
+ * the same tree without it: 8192^2 at M = 16-64 4-6% faster, mxfp4 28672 1.5-2.5%, int4 28672
+ * skinny16/32 1.5-2.6% slower -- bench/NOTES.md session 25) */
+#define HC_SKINNY_HANDOFF 1
 #define HC_SKINNY_SETS(toks, ns) ((toks) <= 32u && (ns) % 3u == 0u && HC_LGS > 0 ? 3u : 2u)
 #define HC_SKINNY_STAGE_BYTES(toks, chunk) ((((toks) * 128u + 4u * (chunk)) + 1023u) / 1024u * 1024u)
 #define HC_SKINNY_STAGES_OF(toks, chunk)                                                       \

@@ -61,8 +61,8 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     constexpr unsigned SB = HC_SKINNY_STAGE_BYTES(TOKS, HC_CHUNK_BYTES);
     constexpr unsigned NS = HC_SKINNY_STAGES_OF(TOKS, HC_CHUNK_BYTES);
     static_assert(NS >= 2, "a skinny pipeline needs two stages");
-    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
-    __shared__ unsigned last;
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS], seg_done, first_ready;
+    __shared__ unsigned last, first_last, shape[2];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, tk = p.tiles_k;
@@ -80,11 +80,21 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     if (blk >= g || items == 0) return;
     const unsigned t0 = hc_streamk_start((unsigned)blk, (unsigned)items, (unsigned)g);
     const unsigned t1 = hc_streamk_start((unsigned)blk + 1, (unsigned)items, (unsigned)g);
+    /* the first segment's arrival is handed off to one thread where the segment is cut at its
+     * start and is not the block's last (config.h HC_SKINNY_HANDOFF): the consumers store it
+     * and go on. (Each side finds the case from t0 and t1: a value kept across the producers'
+     * register cut would spill.) */
+    auto handed_off = [&](unsigned uf0) {
+        return HC_SKINNY_HANDOFF && HC_GEMV_DIAG != 3 && t0 != uf0 && uf0 + tk32 < t1;
+    };
     if (tid == 0) {
         for (unsigned s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 4);   /* the four producer warps */
             mbar_init(smem_addr(&empty[s]), 16); /* the sixteen consumer warps */
         }
+        mbar_init(smem_addr(&seg_done), 16);   /* the consumer warps, their first segment stored */
+        mbar_init(smem_addr(&first_ready), 1); /* the handoff thread, first_last written */
+        shape[0] = (unsigned)items, shape[1] = (unsigned)g;
         mbar_init_fence();
     }
     __syncthreads();
@@ -150,6 +160,25 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
                             smem_addr(&full[s]));
             weights();
         }
+        if (j == 3) {
+            /* the handoff: the first segment's arrival, once the consumers' stores are ordered
+             * before it (seg_done: each warp's lane 0 after __syncwarp), made by this thread once
+             * its copies are all asked for -- late, but the tile's other blocks run to the
+             * launch's end, so the arrival is seldom the last. Its range is found again from the
+             * shape in shared memory: what is kept across the loop costs the producers' 24
+             * registers. */
+            const unsigned w = shape[0], gb = shape[1], b = blockIdx.x;
+            const unsigned f0 = hc_streamk_start(b, w, gb), f1 = hc_streamk_start(b + 1, w, gb);
+            const unsigned uf = f0 / tk32, uf0 = uf * tk32;
+            if (HC_SKINNY_HANDOFF && HC_GEMV_DIAG != 3 && f0 != uf0 && uf0 + tk32 < f1) {
+                mbar_wait(smem_addr(&seg_done), 0);
+                if (PRE) HC_PDL_WAIT(); /* (passed: the consumers waited before their stores) */
+                const unsigned b0 = hc_streamk_owner_from(uf0, b, w, gb),
+                               b1 = hc_streamk_owner_from(uf0 + tk32 - 1, b, w, gb);
+                first_last = arrive_one(&cnt[uf], b1 - b0);
+                mbar_arrive(smem_addr(&first_ready));
+            }
+        }
         return;
     }
     /* ---- consumers ---- */
@@ -209,11 +238,19 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         return false;
     };
     /* the open segment's sums to Y, or through the fix-up (its last item t) */
+    /* which cut tiles this block sums at its end, where its arrival was the last: bit 0 the
+     * first segment's (arrived at in place: no handoff), bit 1 the last segment's */
+    unsigned sums = 0;
     auto finish = [&]() {
         const hc_u64 n0 = (4 * (hc_u64)un.q + wgc) * 64;
-        if (seg != u0 || t + 1 != u0 + tk32) {
-            streamk_fixup<TOKS, 512>(d, ws, cnt, u, u0, tk, blk, seg == t0 ? 0u : 1u, ctid, items,
-                                     g, last, un.y, n0, r0, c, un.tok0, un.mend, p.N);
+        if (seg != u0 || t + 1 != u0 + tk32) { /* a cut tile: the segment to the workspace */
+            streamk_store<TOKS, 512>(d, ws, blk, seg == t0 ? 0u : 1u, ctid);
+            if (seg == t0 && handed_off(u0)) { /* (the block's first segment, not its last) */
+                __syncwarp();
+                if (lane == 0) mbar_arrive(smem_addr(&seg_done));
+            } else if (streamk_arrive<512>(cnt, u, u0, tk, blk, ctid, items, g, last)) {
+                sums |= t + 1 == t1 ? 2u : 1u;
+            }
         } else if (n0 < p.N) {
 #pragma unroll
             for (int i = 0; i < TOKS / 8; i++)
@@ -271,6 +308,24 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         finish();
         if (!more) break;
         t = e, seg = e, u++, u0 += tk32, un = work.at(u), s = sn, ph = phn;
+    }
+    /* the sums of the cut tiles whose last arrival this block made, first segment's tile
+     * first: that arrival made in place (sums bit 0) or by the handoff thread (first_last);
+     * one call site, so that the sum is inlined once */
+    const unsigned uf = t0 / tk32;
+    if (handed_off(uf * tk32)) {
+        mbar_wait(smem_addr(&first_ready), 0);
+        sums |= first_last;
+    }
+#pragma unroll 1
+    for (unsigned k = 0; k < 2; k++) {
+        if (!(sums >> k & 1u)) continue;
+        const unsigned tu = k == 0 ? uf : u;
+        const skinny_unit su = work.at(tu);
+        hc_u64 b0, b1;
+        streamk_span((hc_u64)tu * tk32, tk, blk, items, g, b0, b1);
+        streamk_sum<TOKS, 512>(d, ws, cnt, tu, (hc_u64)tu * tk32, b0, b1, ctid, items, g, su.y,
+                               (4 * (hc_u64)su.q + wgc) * 64, r0, c, su.tok0, su.mend, p.N);
     }
 #if HC_GEMV_DIAG == 2
     /* a dense launch's record (5 words a block) after its segments (gridDim.x of them) */

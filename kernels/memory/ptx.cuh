@@ -86,16 +86,20 @@ template <int ID, int N> __device__ __forceinline__ void bar_sync() {
  * thread did with __threadfence (fence.sc: MEMBAR.SC.GPU); acq_rel is what message passing
  * needs (v56). last: a __shared__ word of the caller's. Returns, in every thread, whether the
  * block arrived last (the arrivals before it numbered before_last). */
+/* The lead thread's part: a release (fence, then the atomic add), and where the arrival is the
+ * last, an acquire; whatever was ordered before it in the block (a barrier, an mbarrier wait)
+ * is published with it. */
+__device__ __forceinline__ bool arrive_one(unsigned *cnt, unsigned before_last) {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    const bool l = atomicAdd(cnt, 1u) == before_last;
+    if (l) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    return l;
+}
 template <class Bar>
 __device__ __forceinline__ bool arrive_last(unsigned *cnt, unsigned before_last, bool lead,
                                             unsigned &last, Bar bar) {
     bar();
-    if (lead) {
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");
-        const bool l = atomicAdd(cnt, 1u) == before_last;
-        if (l) asm volatile("fence.acq_rel.gpu;" ::: "memory");
-        last = l;
-    }
+    if (lead) last = arrive_one(cnt, before_last);
     bar();
     return last;
 }
