@@ -262,8 +262,10 @@ static void kernel_sweep(hc_gpu *g) {
     printf("kernels: layer N x K M | us per kernel:");
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) printf(" %s", ks[ki]);
     printf(" | cuBLASLt bf16 | Humming (issue 15)\n");
+    /* HC_BENCH_LAYER=1: the 8192^2 layers only (a short call) */
+    const int h0 = getenv("HC_BENCH_LAYER") ? atoi(getenv("HC_BENCH_LAYER")) & 1 : 0;
     for (int si = 0; si < 2; si++)
-        for (int hi = 0; hi < 2; hi++) {
+        for (int hi = h0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
             uint32_t copies;
             hc_container *c = NULL;
