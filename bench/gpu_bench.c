@@ -240,10 +240,10 @@ static void scaling(void) {
  * chooser's pick), to place the skinny family's range. */
 static void kernel_sweep(hc_gpu *g) {
     static const uint64_t ms[] = {1, 8, 16, 24, 32, 48, 64, 96, 128};
-    static const char *const ks[] = {"auto", "skinny16", "skinny32", "skinny64",
-                                     "ws64", "ws128",    "t8",       "t16"};
-    /* the largest M each serves (ws64, ws128: from 17 up) */
-    static const uint64_t kmax[] = {~0ull, 128, 128, 128, ~0ull, ~0ull, 8, 16};
+    static const char *const ks[] = {"auto", "skinny16", "skinny32", "skinny64", "ws64",
+                                     "ws128", "t8", "t16", "skinny16q", "skinny32q"};
+    /* the largest M each serves (ws64, ws128: from 17 up; skinny-q timed to 64) */
+    static const uint64_t kmax[] = {~0ull, 128, 128, 128, ~0ull, ~0ull, 8, 16, 64, 64};
     /* Humming's figures on this H200 as issue 15 gives them, [layer][M = 16, 64] in the order
      * of the loops below (int4 28672, int4 8192^2, mxfp4 28672, mxfp4 8192^2) */
     static const double humming[4][2] = {{45.0, 66.0}, {17.6, 24.6}, {58.4, 75.8}, {22.1, 27.6}};
@@ -262,8 +262,10 @@ static void kernel_sweep(hc_gpu *g) {
     printf("kernels: layer N x K M | us per kernel:");
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) printf(" %s", ks[ki]);
     printf(" | cuBLASLt bf16 | Humming (issue 15)\n");
+    /* HC_BENCH_LAYER=1: the 8192^2 layers only (a short call) */
+    const int h0 = getenv("HC_BENCH_LAYER") ? atoi(getenv("HC_BENCH_LAYER")) & 1 : 0;
     for (int si = 0; si < 2; si++)
-        for (int hi = 0; hi < 2; hi++) {
+        for (int hi = h0; hi < 2; hi++) {
             uint64_t N = bench_shapes[hi][0], K = bench_shapes[hi][1];
             uint32_t copies;
             hc_container *c = NULL;

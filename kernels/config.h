@@ -93,6 +93,18 @@
     ((HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk) < HC_SKINNY_STAGES_MAX                \
           ? HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk)                                \
           : HC_SKINNY_STAGES_MAX) & ~1u)
+/* skinny16q / skinny32q (v59): one stripe a block-tile, its K tiles in quads -- warpgroup w
+ * takes K tile 4 kb + w of item kb -- so a stage holds four activation tiles and four chunks of
+ * one stripe, and the four warpgroups' sums meet in shared memory past the ring (three
+ * warpgroups x TOKS / 2 x 128 floats), never through a cross-block fix-up: the chooser runs it
+ * where a layer's stripes x token tiles are as many as the SMs (gpu_plan.c) */
+#define HC_SKINNY_Q_STAGE_BYTES(toks, chunk) ((((toks) * 512u + 4u * (chunk)) + 1023u) / 1024u * 1024u)
+#define HC_SKINNY_Q_SUM_BYTES(toks) ((toks) * 768u)
+#define HC_SKINNY_Q_STAGES_OF(toks, chunk)                                                     \
+    (((HC_SKINNY_SMEM - HC_SKINNY_Q_SUM_BYTES(toks)) / HC_SKINNY_Q_STAGE_BYTES(toks, chunk) <    \
+              HC_SKINNY_STAGES_MAX                                                             \
+          ? (HC_SKINNY_SMEM - HC_SKINNY_Q_SUM_BYTES(toks)) / HC_SKINNY_Q_STAGE_BYTES(toks, chunk) \
+          : HC_SKINNY_STAGES_MAX) & ~1u)
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
  * aligned): the shared memory every module reserves is sized for it */
 #define HC_CHUNK_MAX 5376

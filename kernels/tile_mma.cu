@@ -86,20 +86,23 @@ HC_WS_KERNEL(hc_wgmma_gemm128, 128)
 /* ---- skinny (sm_90a; gemm/skinny_gemm.cuh): one entry point per token tile; ws: the
  * segments' partial sums, cnt: a counter per output tile, zero between launches ---- */
 #ifdef HC_SM90A
-#define HC_SKINNY_BODY(toks) skinny_gemm<toks>(w, p, expert, m, y, tmx, ws, cnt)
+#define HC_SKINNY_BODY(toks, q) skinny_gemm<toks, q>(w, p, expert, m, y, tmx, ws, cnt)
 #else
-#define HC_SKINNY_BODY(toks)                                                                   \
+#define HC_SKINNY_BODY(toks, q)                                                                \
     ((void)w, (void)p, (void)expert, (void)m, (void)y, (void)tmx, (void)ws, (void)cnt,         \
      __trap()) /* sm_90a only */
 #endif
-#define HC_SKINNY_KERNEL(name, toks)                                                           \
+#define HC_SKINNY_KERNEL(name, toks, q)                                                        \
     extern "C" __global__ void __launch_bounds__(HC_SKINNY_THREADS, 1)                         \
         name(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,                      \
              const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y,                   \
              const __grid_constant__ hc_tmap tmx, float *ws, unsigned *cnt) {                  \
         (void)x;                                                                               \
-        HC_SKINNY_BODY(toks);                                                                  \
+        HC_SKINNY_BODY(toks, q);                                                               \
     }
-HC_SKINNY_KERNEL(hc_skinny_gemm16, 16)
-HC_SKINNY_KERNEL(hc_skinny_gemm32, 32)
-HC_SKINNY_KERNEL(hc_skinny_gemm64, 64)
+HC_SKINNY_KERNEL(hc_skinny_gemm16, 16, false)
+HC_SKINNY_KERNEL(hc_skinny_gemm32, 32, false)
+HC_SKINNY_KERNEL(hc_skinny_gemm64, 64, false)
+/* K in quads inside the block, whole output tiles of one stripe (no fix-up; v59) */
+HC_SKINNY_KERNEL(hc_skinny_gemm16q, 16, true)
+HC_SKINNY_KERNEL(hc_skinny_gemm32q, 32, true)

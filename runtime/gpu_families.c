@@ -48,6 +48,13 @@ static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
                       HC_SKINNY_STAGE_BYTES(v->toks, (unsigned)chunk);
 }
 
+/* skinny-q: the same, its stages of four activation tiles, and the warpgroups' sums past them */
+static size_t skinny_q_smem(const hc_gpu_variant *v, uint64_t chunk) {
+    return 1024 + (size_t)HC_SKINNY_Q_STAGES_OF(v->toks, (unsigned)chunk) *
+                      HC_SKINNY_Q_STAGE_BYTES(v->toks, (unsigned)chunk) +
+           HC_SKINNY_Q_SUM_BYTES(v->toks);
+}
+
 /* Preference order: the first family the device, the layout and M allow runs. */
 static const hc_gpu_family families[] = {
     {"small-M", HC_KF_GEMV, HC_GPU_ARGS_GEMV, HC_GEMV_THREADS, NULL, false, HC_GEMV_PDL, 1, 16, gemv_smem, 3,
@@ -69,6 +76,12 @@ static const hc_gpu_family families[] = {
     /* (any M: the last resort where no small-M variant fits the device, e.g. t16 on sm_89) */
     {"mma.sync", HC_KF_MMA, HC_GPU_ARGS_GEMM, HC_GEMM_THREADS, NULL, false, false, 1, HC_GPU_M_MAX,
      mma_smem, 1, {{HC_GK_MMA, "hc_mma_gemm", "mma", 128, 0, HC_GEMM_STAGES}}},
+    /* (never first: the chooser puts it in the skinny family's place where a layer's output
+     * tiles of one stripe are about as many as the SMs -- gpu_plan.c quarters_instead) */
+    {"skinny-q", HC_KF_WS, HC_GPU_ARGS_STREAMK, HC_SKINNY_THREADS, "sm_90a", true, HC_SKINNY_PDL, 1,
+     128, skinny_q_smem, 2,
+     {{HC_GK_SKINNY16Q, "hc_skinny_gemm16q", "skinny16q", 16, 0, HC_SKINNY_STAGES_MAX},
+      {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", 32, 0, HC_SKINNY_STAGES_MAX}}},
 };
 #define NFAM (sizeof families / sizeof families[0])
 

@@ -1,5 +1,5 @@
 /* gpu_families.h: the registry of the fast kernels' families (kernels/tile_mma.cu), one entry
- * each -- small-M, skinny, warp-specialised, wgmma, mma.sync: entry names, block, shared memory (from
+ * each -- small-M, skinny, warp-specialised, wgmma, mma.sync, skinny-q: entry names, block, shared memory (from
  * kernels/config.h), argument shape, the HC_KF_* bit layouts carry (contract/layouts.h), the
  * architecture and driver entry they need, the M they serve. The module builder takes the
  * kernels to fetch and their shared memory from it, the chooser (gpu_plan.h) the rest. */
@@ -23,6 +23,8 @@ typedef enum {
     HC_GK_SKINNY16, /* hc_skinny_gemm16 */
     HC_GK_SKINNY32, /* hc_skinny_gemm32 */
     HC_GK_SKINNY64, /* hc_skinny_gemm64 */
+    HC_GK_SKINNY16Q, /* hc_skinny_gemm16q: K in quads inside the block, no fix-up (v59) */
+    HC_GK_SKINNY32Q, /* hc_skinny_gemm32q */
     HC_GK_COUNT
 } hc_gpu_kernel;
 

@@ -97,6 +97,23 @@ static const hc_gpu_variant *variant_for(const hc_gpu_family *f, const hc_gpu_ca
 static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t tiles_m,
                               const hc_gpu_variant *v, hc_gpu_choice *out, hc_err *err) {
     uint64_t units, items, blocks, prod;
+    if (v->id == HC_GK_SKINNY16Q || v->id == HC_GK_SKINNY32Q) {
+        /* skinny-q: an output tile of one stripe, whole tiles a block (no fix-up), a block per
+         * SM at most; the workspace sized as the skinny kernels' (a bench build's timeline
+         * goes after it), no counter used */
+        if (!hc__mul_u64(l->tiles_n, tiles_m, &units) ||
+            !hc__mul_u64(units, (l->tiles_k + 3) / 4, &items) || items == 0 ||
+            items >= (1ull << 31))
+            return hc__fail(err, HC_UNSUPPORTED, "the layer's %llu x %llu tiles are too many for "
+                           "the skinny-q kernel", (unsigned long long)l->tiles_n,
+                           (unsigned long long)tiles_m);
+        blocks = units < dev->sms ? units : dev->sms;
+        out->grid[0] = (unsigned)blocks, out->grid[1] = 1;
+        out->part_bytes = hc_streamk_segment_bytes(blocks, v->toks);
+        out->cnt_bytes = 4;
+        out->tmap_toks = v->toks;
+        return HC_OK;
+    }
     if (!hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), tiles_m, &units) ||
         !hc__mul_u64(units, l->tiles_k, &items) || items == 0)
         return hc__fail(err, HC_INVALID, "the layer has no work items or too many");
@@ -109,6 +126,27 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
     out->cnt_bytes = units * 4;
     out->tmap_toks = v->toks;
     return HC_OK;
+}
+
+/* The skinny-q variant in place of skinny variant v (16 or 32 tokens) where a layer's output
+ * tiles of one stripe, stripes x token tiles, fill the SMs once -- at most one a block, at
+ * least three quarters of the SMs busy -- and each tile has HC_SKINNY_MIN_TILES quads of K
+ * tiles: whole tiles a block, the K split among its warpgroups, no cross-block fix-up (v59:
+ * 8192^2 at M <= 32, 128 tiles; the fix-up was a fifth of its time, bench/NOTES.md session
+ * 25), else v. */
+static const hc_gpu_variant *quarters_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l,
+                                              uint64_t m, const hc_gpu_variant *v) {
+    const hc_gpu_kernel k = v->id == HC_GK_SKINNY16   ? HC_GK_SKINNY16Q
+                            : v->id == HC_GK_SKINNY32 ? HC_GK_SKINNY32Q
+                                                      : HC_GK_COUNT;
+    const hc_gpu_variant *q = NULL;
+    const hc_gpu_family *f = k == HC_GK_COUNT ? NULL : hc__gpu_kernel_family(k, &q);
+    uint64_t units;
+    if (!f || !hc__mul_u64(l->tiles_n, hc__cdiv_u64(m, v->toks), &units) || units > dev->sms ||
+        units * 4 < (uint64_t)dev->sms * 3 || (l->tiles_k + 3) / 4 < HC_SKINNY_MIN_TILES ||
+        !hc__gpu_family_runs_on(f, dev->arch, dev->tmap) || !fits(dev, f, q, l))
+        return v;
+    return q;
 }
 
 /* 8 < M <= 16: the skinny kernel's tiles of 16 where each block gets at least
@@ -202,6 +240,10 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
         if (sk) f = sk;
     }
     if (!v) v = variant_for(f, dev, l, m);
+    if (forced == HC_GPU_KERNEL_AUTO && f->args == HC_GPU_ARGS_STREAMK) {
+        v = quarters_instead(dev, l, m, v);
+        f = hc__gpu_kernel_family(v->id, NULL);
+    }
     out->family = f, out->variant = v, out->kernel = v->id;
     out->block = f->block;
     out->smem = f->smem(v, l->chunk_bytes);

@@ -27,6 +27,13 @@ static hc_gpu_choice choose_ok(const hc_gpu_caps *dev, const hc_gpu_shape *l, ui
 }
 
 /* Entry names, blocks and needs as kernels/tile_mma.cu declares its kernels. */
+/* skinny-q's stages (v59): four activation tiles a stage, in what 224 KiB hold past the three
+ * warpgroups' sums (toks / 2 floats x 128 threads each), at most 12, an even number */
+static size_t skinny_q_stages(size_t toks, size_t c) {
+    size_t n = (224 * 1024 - 3 * 128 * toks / 2 * 4) / round1024(4 * toks * 128 + 4 * c);
+    return (n < 12 ? n : 12) & ~(size_t)1;
+}
+
 static void test_registry_entries(void) {
     static const struct {
         hc_gpu_kernel k;
@@ -43,7 +50,9 @@ static void test_registry_entries(void) {
                 {HC_GK_MMA, "hc_mma_gemm", "mma", NULL, 256, false},
                 {HC_GK_SKINNY16, "hc_skinny_gemm16", "skinny16", "sm_90a", 640, true},
                 {HC_GK_SKINNY32, "hc_skinny_gemm32", "skinny32", "sm_90a", 640, true},
-                {HC_GK_SKINNY64, "hc_skinny_gemm64", "skinny64", "sm_90a", 640, true}};
+                {HC_GK_SKINNY64, "hc_skinny_gemm64", "skinny64", "sm_90a", 640, true},
+                {HC_GK_SKINNY16Q, "hc_skinny_gemm16q", "skinny16q", "sm_90a", 640, true},
+                {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", "sm_90a", 640, true}};
     CHECK_EQ_INT(sizeof want / sizeof want[0], HC_GK_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const hc_gpu_variant *v = NULL;
@@ -55,14 +64,14 @@ static void test_registry_entries(void) {
         CHECK(want[i].arch ? f->arch && !strcmp(f->arch, want[i].arch) : !f->arch);
         CHECK_EQ_INT(f->block, want[i].block);
         CHECK_EQ_INT(f->tmap, want[i].tmap);
-        const bool skinny = want[i].k >= HC_GK_SKINNY16 && want[i].k <= HC_GK_SKINNY64;
+        const bool skinny = want[i].k >= HC_GK_SKINNY16 && want[i].k <= HC_GK_SKINNY32Q;
         CHECK_EQ_INT(f->pdl,
                      (want[i].k <= HC_GK_GEMV_T16 && HC_GEMV_PDL) || (skinny && HC_SKINNY_PDL));
     }
     CHECK(hc__gpu_kernel_family(HC_GK_COUNT, NULL) == NULL);
     size_t n = 0;
     const hc_gpu_family *fams = hc__gpu_families(&n);
-    CHECK_EQ_INT(n, 5);
+    CHECK_EQ_INT(n, 6);
     unsigned kf = 0;
     for (size_t i = 0; i < n; i++) kf |= fams[i].kf;
     CHECK_EQ_INT(kf, HC_KF_ALL); /* one family per HC_KF_* bit */
@@ -86,7 +95,10 @@ static void test_registry_shared_memory(void) {
             HC_GEMM_STAGES * (2 * c + 16384),
             1024 + skinny_stages(16, c) * round1024(16 * 128 + 4 * c),
             1024 + skinny_stages(32, c) * round1024(32 * 128 + 4 * c),
-            1024 + skinny_stages(64, c) * round1024(64 * 128 + 4 * c)};
+            1024 + skinny_stages(64, c) * round1024(64 * 128 + 4 * c),
+            /* skinny-q: four activation tiles a stage, three warpgroups' sums past the ring */
+            1024 + skinny_q_stages(16, c) * round1024(4 * 16 * 128 + 4 * c) + 3 * 128 * 8 * 4,
+            1024 + skinny_q_stages(32, c) * round1024(4 * 32 * 128 + 4 * c) + 3 * 128 * 16 * 4};
         for (int k = 0; k < HC_GK_COUNT; k++) {
             const hc_gpu_variant *v = NULL;
             const hc_gpu_family *f = hc__gpu_kernel_family((hc_gpu_kernel)k, &v);
@@ -113,6 +125,12 @@ static void test_registry_shared_memory(void) {
         /* the largest chunk: 8192 + 21504 = 29696 a stage, 7 fit: 6 (an even number) */
         f = hc__gpu_kernel_family(HC_GK_SKINNY64, &v);
         CHECK_EQ_U64(f->smem(v, HC_CHUNK_MAX), 1024 + 6 * 29696);
+        /* skinny16q: 8192 + 8704 -> 17408 a stage, (229376 - 12288) / 17408 = 12.5: 12;
+         * skinny32q: 16384 + 8704 -> 25600, 204800 / 25600 = 8 */
+        f = hc__gpu_kernel_family(HC_GK_SKINNY16Q, &v);
+        CHECK_EQ_U64(f->smem(v, 2176), 1024 + 12 * 17408 + 12288);
+        f = hc__gpu_kernel_family(HC_GK_SKINNY32Q, &v);
+        CHECK_EQ_U64(f->smem(v, 2176), 1024 + 8 * 25600 + 24576);
     }
 }
 
@@ -233,10 +251,24 @@ static void test_skinny(void) {
         {8192, 8192, 64, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 128},     /* 4 token tiles */
         {640, 2880, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 16, 3},    /* 3 x 45 = 135 items */
         {200, 70, 20, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 1, 1},       /* 2 items: one block */
-        /* 8 < M <= 16 on a layer with 16 to 64 items a block: 32 x 128 = 4096 >= 16 x 132 */
-        {8192, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32},
-        {8192, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32},
-        {8192, 12288, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16, 132, 32}, /* 32 x 192 = 6144 */
+        /* 8 < M <= 16 on a layer with 16 to 64 items a block: 32 x 128 = 4096 >= 16 x 132 --
+         * and there 128 stripes, 99 <= 128 <= 132 output tiles of one stripe: skinny-q, a
+         * tile a block (units 1: skinny-q has no counters, 4 bytes) */
+        {8192, 8192, 16, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16Q, 128, 1},
+        {8192, 8192, 9, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16Q, 128, 1},
+        {8192, 12288, 12, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY16Q, 128, 1}, /* 32 x 192 = 6144 */
+        {8192, 8192, 17, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32Q, 128, 1},
+        {8192, 8192, 32, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32Q, 128, 1},
+        /* 96 stripes (6144 rows): 96 < 99 -- a quarter of the SMs idle: stream-K */
+        {6144, 8192, 32, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 132, 24},
+        /* 8192 x 1792: 28 K tiles, 7 quads < HC_SKINNY_MIN_TILES: stream-K (896 items, 8 a
+         * block) */
+        {8192, 1792, 32, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 112, 32},
+        /* forced: any shape, a block per tile up to the SMs (11 stripes x 4 token tiles;
+         * 448 stripes on 132 blocks, 3 or 4 tiles each) */
+        {704, 2880, 64, HC_GK_SKINNY16Q, HC_GK_SKINNY16Q, 44, 1},
+        {28672, 8192, 16, HC_GK_SKINNY16Q, HC_GK_SKINNY16Q, 132, 1},
+        {8192, 8192, 64, HC_GK_SKINNY32Q, HC_GK_SKINNY32Q, 132, 1},
         /* 64 < M <= 128 where ws64's grid is under 2 x 132 blocks: 8192^2, 64 pairs x 2 */
         {8192, 8192, 65, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
         {8192, 8192, 128, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
@@ -251,12 +283,20 @@ static void test_skinny(void) {
             CHECK_FAIL_("N=%llu M=%llu: kernel %d grid %u x %u, want %d %u x 1",
                         (unsigned long long)cases[i].n, (unsigned long long)cases[i].m, c.kernel,
                         c.grid[0], c.grid[1], cases[i].want, cases[i].blocks);
-        unsigned toks = cases[i].want == HC_GK_SKINNY16 ? 16 : cases[i].want == HC_GK_SKINNY32 ? 32 : 64;
+        const hc_gpu_kernel w = cases[i].want;
+        const bool q = w == HC_GK_SKINNY16Q || w == HC_GK_SKINNY32Q;
+        unsigned toks = w == HC_GK_SKINNY16 || w == HC_GK_SKINNY16Q   ? 16
+                        : w == HC_GK_SKINNY32 || w == HC_GK_SKINNY32Q ? 32
+                                                                      : 64;
         CHECK_EQ_INT(c.block, 640);
         CHECK_EQ_INT(c.tmap_toks, toks);
         CHECK_EQ_U64(c.part_bytes, (uint64_t)cases[i].blocks * 2 * 256 * toks * 4);
         CHECK_EQ_U64(c.cnt_bytes, cases[i].units * 4);
-        CHECK_EQ_U64(c.smem, 1024 + skinny_stages(toks, chunk) * round1024(toks * 128 + 4 * chunk));
+        CHECK_EQ_U64(c.smem, q ? 1024 + skinny_q_stages(toks, chunk) *
+                                            round1024(4 * toks * 128 + 4 * chunk) +
+                                     3 * 128 * toks / 2 * 4
+                               : 1024 + skinny_stages(toks, chunk) *
+                                            round1024(toks * 128 + 4 * chunk));
     }
     /* M <= 8 stays small-M, and M <= 16 where a block would get under 16 items (8192 x 2048:
      * 32 x 32 = 1024 < 16 x 132; 4096^2: 16 x 64 = 1024) unless forced, but not 8192^2 (32 x
@@ -266,8 +306,8 @@ static void test_skinny(void) {
      * skinny kernel */
     hc_gpu_shape sq = layer(8192, 8192, 2176), big = layer(28672, 8192, 2176);
     hc_gpu_shape wide = layer(8192, 2048, 2176), small = layer(4096, 4096, 2176);
-    CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
-    CHECK_EQ_INT(choose_ok(&h200, &sq, 9, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16Q);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 9, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16Q);
     /* from 64 items a block the two-stripe t16 again (4-bit chunks): 28672 x 8192 (112 x 128
      * = 14336 >= 64 x 132), 8192 x 33792 (32 x 528 = 16896); a chunk over 2560 bytes (t16 of
      * one stripe) keeps skinny16 */
@@ -437,8 +477,9 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
     CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, t8, t16, ws64, "
-                          "ws128, ws256, wgmma, mma, skinny16, skinny32, skinny64, moe-t8, moe-t16, moe-ws64, moe-ws128, "
-                          "moe-ws256, moe-skinny16, moe-skinny32, moe-skinny64, moe-w8");
+                          "ws128, ws256, wgmma, mma, skinny16, skinny32, skinny64, skinny16q, "
+                          "skinny32q, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256, "
+                          "moe-skinny16, moe-skinny32, moe-skinny64, moe-w8");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */
     hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912}, notmap = {"sm_90a", 132, false, 233472, 232448};
@@ -542,8 +583,8 @@ static void test_layout_families(void) {
     hc_err err = {0};
     CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 64, HC_GK_WS64, &c, &err), HC_UNSUPPORTED);
     CHECK_CONTAINS(err.msg, "warp-specialised kernels do not read this layer's layout");
-    l.families = HC_KF_WS | HC_KF_WGMMA | HC_KF_MMA; /* M = 1 without small-M: skinny */
-    CHECK_EQ_INT(choose_ok(&h200, &l, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16);
+    l.families = HC_KF_WS | HC_KF_WGMMA | HC_KF_MMA; /* M = 1 without small-M: skinny(-q) */
+    CHECK_EQ_INT(choose_ok(&h200, &l, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16Q);
     l.families = HC_KF_WGMMA | HC_KF_MMA; /* M = 1 without small-M or skinny: mma.sync */
     CHECK_EQ_INT(choose_ok(&h200, &l, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
     l.families = HC_KF_WGMMA;

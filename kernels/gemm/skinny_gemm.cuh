@@ -7,7 +7,10 @@
 // k16 on it, so four stripes share one activation tile. The work -- (256-row output tile,
 // token tile) x K tiles -- is cut into equal contiguous ranges, one per block (stream-K): the
 // producer streams on across output tiles without draining, and a tile whose K range is cut
-// between blocks is summed by epilogue/streamk.cuh.
+// between blocks is summed by epilogue/streamk.cuh. Q (hc_skinny_gemm16q/32q, v59): an output
+// tile is ONE stripe, its K tiles in quads -- warpgroup w multiplies K tile 4 kb + w of item kb
+// against its own activation tile -- and a block takes whole tiles, the four warpgroups' sums
+// added in shared memory: no cross-block fix-up, for layers whose stripes about fill the SMs.
 #ifndef HC_K_GEMM_SKINNY_GEMM_CUH
 #define HC_K_GEMM_SKINNY_GEMM_CUH
 
@@ -53,13 +56,16 @@ template <int TOKS> struct skinny_dense {
  * launch at once and asks for its first stages' weights before it waits for the kernel before
  * (activations, outputs and the workspace are touched only after the wait); a caller whose
  * work depends on the kernel before (MoE: the routing) waits before it calls, with PRE false. */
-template <int TOKS, bool PRE, class Work>
+template <int TOKS, bool PRE, class Work, bool Q = false>
 __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, const hc_mma_params &p,
                                             const hc_tmap &tmx, float *__restrict__ ws,
                                             unsigned *__restrict__ cnt) {
-    constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
-    constexpr unsigned SB = HC_SKINNY_STAGE_BYTES(TOKS, HC_CHUNK_BYTES);
-    constexpr unsigned NS = HC_SKINNY_STAGES_OF(TOKS, HC_CHUNK_BYTES);
+    constexpr unsigned XB = TOKS * 128; /* bytes of an activation tile (of 64 K) */
+    constexpr unsigned XS = Q ? 4 * XB : XB; /* a stage's activation tiles: one, or four (Q) */
+    constexpr unsigned SB = Q ? HC_SKINNY_Q_STAGE_BYTES(TOKS, HC_CHUNK_BYTES)
+                              : HC_SKINNY_STAGE_BYTES(TOKS, HC_CHUNK_BYTES);
+    constexpr unsigned NS = Q ? HC_SKINNY_Q_STAGES_OF(TOKS, HC_CHUNK_BYTES)
+                              : HC_SKINNY_STAGES_OF(TOKS, HC_CHUNK_BYTES);
     static_assert(NS >= 2, "a skinny pipeline needs two stages");
     __shared__ __align__(8) unsigned long long full[NS], empty[NS], seg_done, first_ready;
     __shared__ unsigned last, first_last, shape[2];
@@ -67,6 +73,8 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, tk = p.tiles_k;
     const unsigned tk32 = (unsigned)tk;
+    /* the items of an output tile: its K tiles, or (Q) its quads of K tiles */
+    const unsigned ipu = Q ? (tk32 + 3u) / 4u : tk32;
 #if HC_GEMV_DIAG == 2
     const unsigned long long tl0 = gtimer(); /* (the timeline: entry, first stage, last sums) */
     unsigned long long tl1 = 0, tl2 = 0;
@@ -76,16 +84,22 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
      * items (the dense host sizes the grid so), fewer when the work is known only here (a MoE
      * call's tiles): a range is never empty, so every block between a tile's first and last
      * one arrives at its counter; the others leave at once */
-    const hc_u64 g = hc_streamk_blocks(items, gridDim.x, HC_SKINNY_MIN_TILES), blk = blockIdx.x;
+    /* (Q: whole output tiles a block, never cut -- no fix-up) */
+    const unsigned units = Q ? (unsigned)items / ipu : 0u;
+    const hc_u64 g = Q ? (gridDim.x < units ? gridDim.x : units)
+                       : hc_streamk_blocks(items, gridDim.x, HC_SKINNY_MIN_TILES),
+                 blk = blockIdx.x;
     if (blk >= g || items == 0) return;
-    const unsigned t0 = hc_streamk_start((unsigned)blk, (unsigned)items, (unsigned)g);
-    const unsigned t1 = hc_streamk_start((unsigned)blk + 1, (unsigned)items, (unsigned)g);
+    const unsigned t0 = Q ? hc_streamk_start((unsigned)blk, units, (unsigned)g) * ipu
+                          : hc_streamk_start((unsigned)blk, (unsigned)items, (unsigned)g);
+    const unsigned t1 = Q ? hc_streamk_start((unsigned)blk + 1, units, (unsigned)g) * ipu
+                          : hc_streamk_start((unsigned)blk + 1, (unsigned)items, (unsigned)g);
     /* the first segment's arrival is handed off to one thread where the segment is cut at its
      * start and is not the block's last (config.h HC_SKINNY_HANDOFF): the consumers store it
      * and go on. (Each side finds the case from t0 and t1: a value kept across the producers'
      * register cut would spill.) */
     auto handed_off = [&](unsigned uf0) {
-        return HC_SKINNY_HANDOFF && HC_GEMV_DIAG != 3 && t0 != uf0 && uf0 + tk32 < t1;
+        return !Q && HC_SKINNY_HANDOFF && HC_GEMV_DIAG != 3 && t0 != uf0 && uf0 + tk32 < t1;
     };
     if (tid == 0) {
         for (unsigned s = 0; s < NS; s++) {
@@ -101,12 +115,13 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     if (warp < 4) {
         /* ---- producers: lane 0 of warp j copies stripe j's chunk of every item (warp 0 also
          * the activation tile), so that the copy issue is spread over the SM's four
-         * schedulers as the consumer warps are ---- */
+         * schedulers as the consumer warps are; Q: the stripe's chunk of the item's K tile
+         * 4 kb + j and that K tile's activations ---- */
         setmaxnreg_dec<24>();
         if (lane != 0) return;
         const unsigned j = warp;
         const hc_u64 tmap = (hc_u64)&tmx;
-        unsigned u = t0 / tk32, kb = t0 - u * tk32, s = 0, ph = 0, t = t0;
+        unsigned u = t0 / ipu, kb = t0 - u * ipu, s = 0, ph = 0, t = t0;
         skinny_unit un = work.at(u);
         /* stripe j of the tile's quad: live (the last quad of a layer may have fewer), its
          * chunk of item t (running: the chunks of a stripe follow each other), the bytes this
@@ -115,18 +130,28 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         const hc_u8 *src;
         unsigned mine;
         auto start = [&]() {
-            live = 4 * (hc_u64)un.q + j < p.tiles_n;
-            src = un.w + ((4 * (hc_u64)un.q + j) * tk + kb) * cb;
-            mine = (live ? (unsigned)cb : 0u) + (j == 0 ? XB : 0u);
+            if constexpr (Q) {
+                live = true, mine = (unsigned)cb + XB;
+                src = un.w + ((hc_u64)un.q * tk + 4 * (hc_u64)kb + j) * cb;
+            } else {
+                live = 4 * (hc_u64)un.q + j < p.tiles_n;
+                src = un.w + ((4 * (hc_u64)un.q + j) * tk + kb) * cb;
+                mine = (live ? (unsigned)cb : 0u) + (j == 0 ? XB : 0u);
+            }
         };
         /* item t's weights into stage s (its barrier told of the stage's bytes before), then on
-         * to item t + 1 */
+         * to item t + 1. Q: a K tile past the layer's (the last quad may be short) takes the
+         * stripe's last chunk again -- finite weights -- against activations that the tensor
+         * map's bounds make zeros, so that every warpgroup's wgmma run unconditionally (one in
+         * a divergent path makes ptxas serialise them all: C7520) and add exact zeros */
         auto weights = [&]() {
-            if (live) bulk_load(smem_addr(smem + s * SB) + XB + j * (unsigned)cb, src, (unsigned)cb,
-                                smem_addr(&full[s]));
-            src += cb;
+            const hc_u64 past = Q && 4 * kb + j >= tk32 ? 4 * kb + j + 1 - tk32 : 0u;
+            if (live)
+                bulk_load(smem_addr(smem + s * SB) + XS + j * (unsigned)cb, src - past * cb,
+                          (unsigned)cb, smem_addr(&full[s]));
+            src += Q ? 4 * cb : cb;
             if (++s == NS) s = 0, ph ^= 1;
-            if (++kb == tk32 && t + 1 < t1) {
+            if (++kb == ipu && t + 1 < t1) {
                 kb = 0, un = work.at(++u);
                 start();
             }
@@ -141,26 +166,26 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
                 mbar_arrive_expect_tx(smem_addr(&full[s]), mine);
                 weights();
             }
-            if (j == 0) {
+            if (Q || j == 0) {
                 HC_PDL_WAIT();
-                unsigned ua = t0 / tk32, ka = t0 - ua * tk32;
+                unsigned ua = t0 / ipu, ka = t0 - ua * ipu;
                 hc_u64 tok = work.at(ua).tok0;
                 for (unsigned i = 0; i < npre; i++) {
-                    tma_load_2d(smem_addr(smem + i * SB), tmap, ka * 64, (unsigned)tok,
-                                smem_addr(&full[i]));
-                    if (++ka == tk32 && i + 1 < npre) ka = 0, tok = work.at(++ua).tok0;
+                    tma_load_2d(smem_addr(smem + i * SB + (Q ? j * XB : 0u)), tmap,
+                                (Q ? 4 * ka + j : ka) * 64, (unsigned)tok, smem_addr(&full[i]));
+                    if (++ka == ipu && i + 1 < npre) ka = 0, tok = work.at(++ua).tok0;
                 }
             }
         }
         for (; t < t1; t++) {
             if (t - t0 >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
             mbar_arrive_expect_tx(smem_addr(&full[s]), mine);
-            if (j == 0)
-                tma_load_2d(smem_addr(smem + s * SB), tmap, kb * 64, (unsigned)un.tok0,
-                            smem_addr(&full[s]));
+            if (Q || j == 0)
+                tma_load_2d(smem_addr(smem + s * SB + (Q ? j * XB : 0u)), tmap,
+                            (Q ? 4 * kb + j : kb) * 64, (unsigned)un.tok0, smem_addr(&full[s]));
             weights();
         }
-        if (j == 3) {
+        if (!Q && j == 3) {
             /* the handoff: the first segment's arrival, once the consumers' stores are ordered
              * before it (seg_done: each warp's lane 0 after __syncwarp), made by this thread once
              * its copies are all asked for -- late, but the tile's other blocks run to the
@@ -193,12 +218,13 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     static_assert(NS % SETS == 0, "a set follows its stage: the ring is a whole number of set laps");
     unsigned a0[4][4], a1[4][4], a2[SETS == 3 ? 4 : 1][4];
     /* the stage ring is unrolled (below): stage S's addresses are these bases plus constants */
-    hc_u8 *const chunk0 = smem + XB + wgc * cb; /* stage 0's chunk of this warpgroup */
+    hc_u8 *const chunk0 = smem + XS + wgc * cb; /* stage 0's chunk of this warpgroup */
     const unsigned full0 = smem_addr(&full[0]), empty0 = smem_addr(&empty[0]);
-    const hc_u64 desc0 = b_desc(smem); /* + 64 a stage of SB bytes (>> 4), + 2 a k16 step */
+    /* + SB >> 4 a stage, + 2 a k16 step (Q: this warpgroup's activation tile) */
+    const hc_u64 desc0 = b_desc(smem + (Q ? wgc * XB : 0u));
     const unsigned dlo = (unsigned)desc0, dhi = (unsigned)(desc0 >> 32);
     /* the output tile u of item t (un), its first item u0, the open segment's first item */
-    unsigned t = t0, u = t0 / tk32, u0 = u * tk32, seg = t0;
+    unsigned t = t0, u = t0 / ipu, u0 = u * ipu, seg = t0;
     skinny_unit un = work.at(u);
     hc_mma_params pd = p; /* the shape with the divisor of the tile being decoded */
     pd.global_div = un.gdiv;
@@ -242,8 +268,29 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
      * first segment's (arrived at in place: no handoff), bit 1 the last segment's */
     unsigned sums = 0;
     auto finish = [&]() {
-        const hc_u64 n0 = (4 * (hc_u64)un.q + wgc) * 64;
-        if (seg != u0 || t + 1 != u0 + tk32) { /* a cut tile: the segment to the workspace */
+        const hc_u64 n0 = (Q ? (hc_u64)un.q : 4 * (hc_u64)un.q + wgc) * 64;
+        if constexpr (Q) {
+            /* the four warpgroups' sums of one stripe, added in warpgroup order by the first
+             * (the same bits every run) through shared memory past the ring; the first barrier
+             * keeps the previous tile's sums until they are read */
+            float *const ps = (float *)(smem + NS * SB);
+            const unsigned lt = ctid & 127u;
+            bar_sync<1, 512>();
+            if (wgc > 0)
+#pragma unroll
+                for (int i = 0; i < TOKS / 2; i++) ps[((wgc - 1) * (TOKS / 2) + i) * 128 + lt] = d[i];
+            bar_sync<1, 512>();
+            if (wgc == 0 && n0 < p.N) {
+#pragma unroll
+                for (int h = 0; h < 3; h++)
+#pragma unroll
+                    for (int i = 0; i < TOKS / 2; i++) d[i] += ps[(h * (TOKS / 2) + i) * 128 + lt];
+#pragma unroll
+                for (int i = 0; i < TOKS / 8; i++)
+                    frag_store4(make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]),
+                                (unsigned)i, un.y, n0, r0, c, un.tok0, un.mend, p.N);
+            }
+        } else if (seg != u0 || t + 1 != u0 + tk32) { /* a cut tile: the segment to the workspace */
             streamk_store<TOKS, 512>(d, ws, blk, seg == t0 ? 0u : 1u, ctid);
             if (seg == t0 && handed_off(u0)) { /* (the block's first segment, not its last) */
                 __syncwarp();
@@ -265,7 +312,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
 #endif
     unsigned s = 0; /* item t's stage */
     for (;;) { /* a segment: items t .. e - 1, of tile u */
-        e = u0 + tk32 < t1 ? u0 + tk32 : t1;
+        e = u0 + ipu < t1 ? u0 + ipu : t1;
         bool ended = false;
         while (!ended) {
             switch (s) { /* (a case past the ring's last stage is empty: the lap ends) */
@@ -307,8 +354,9 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
 #endif
         finish();
         if (!more) break;
-        t = e, seg = e, u++, u0 += tk32, un = work.at(u), s = sn, ph = phn;
+        t = e, seg = e, u++, u0 += ipu, un = work.at(u), s = sn, ph = phn;
     }
+    if constexpr (!Q) {
     /* the sums of the cut tiles whose last arrival this block made, first segment's tile
      * first: that arrival made in place (sums bit 0) or by the handoff thread (first_last);
      * one call site, so that the sum is inlined once */
@@ -327,6 +375,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         streamk_sum<TOKS, 512>(d, ws, cnt, tu, (hc_u64)tu * tk32, b0, b1, ctid, items, g, su.y,
                                (4 * (hc_u64)su.q + wgc) * 64, r0, c, su.tok0, su.mend, p.N);
     }
+    }
 #if HC_GEMV_DIAG == 2
     /* a dense launch's record (5 words a block) after its segments (gridDim.x of them) */
     if constexpr (Work::timeline())
@@ -338,7 +387,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
 
 /* A dense layer's entry (hc_skinny_gemm*: the arguments of hc_wgmma_gemm64 plus ws and cnt;
  * grid: the host's block count). */
-template <int TOKS>
+template <int TOKS, bool Q = false>
 __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                             hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
                                             const hc_tmap &tmx, float *__restrict__ ws,
@@ -346,8 +395,9 @@ __device__ __forceinline__ void skinny_gemm(const hc_u8 *__restrict__ w, const h
     const unsigned mtiles = (unsigned)((m + TOKS - 1) / TOKS);
     const skinny_dense<TOKS> work = {w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES, y, m,
                                      mtiles, p.global_div};
-    skinny_body<TOKS, HC_SKINNY_PDL != 0>(work, (p.tiles_n + 3) / 4 * mtiles * p.tiles_k, p, tmx,
-                                          ws, cnt);
+    const hc_u64 items = Q ? p.tiles_n * mtiles * ((p.tiles_k + 3) / 4)
+                           : (p.tiles_n + 3) / 4 * mtiles * p.tiles_k;
+    skinny_body<TOKS, HC_SKINNY_PDL != 0, skinny_dense<TOKS>, Q>(work, items, p, tmx, ws, cnt);
 }
 #endif
 

@@ -229,16 +229,18 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
             /* the kernel the runtime picks, then each kernel forced that serves M
              * (hc_gpu_model_force_kernel): mma.sync any M (the last resort where no small-M
              * variant fits a device's block), M > 16 the other large-M ones, M <= 128 the
-             * skinny ones, M <= 8 and 16 the small-M t8 and t16 */
-            static const char *const forced[] = {"auto",     "mma",      "wgmma",    "ws64",
-                                                 "ws128",    "ws256",    "skinny16", "skinny32",
-                                                 "skinny64", "t8",       "t16"};
+             * skinny ones (skinny-q too: K in quads inside the block, v59), M <= 8 and 16 the
+             * small-M t8 and t16 */
+            static const char *const forced[] = {
+                "auto",     "mma",      "wgmma",     "ws64",      "ws128", "ws256", "skinny16",
+                "skinny32", "skinny64", "skinny16q", "skinny32q", "t8",    "t16"};
+            enum { NPASS = sizeof forced / sizeof forced[0] };
             const bool hopper = !strcmp(hc_gpu_arch(g), "sm_90a");
-            for (int pass = 0; pass < 11; pass++) {
-                const bool serves = pass <= 1  ? true
-                                    : pass < 6 ? M > 16 && hopper
-                                    : pass < 9 ? hopper && M <= 128
-                                               : M <= (pass == 9 ? 8u : 16u);
+            for (int pass = 0; pass < NPASS; pass++) {
+                const bool serves = pass <= 1   ? true
+                                    : pass < 6  ? M > 16 && hopper
+                                    : pass < 11 ? hopper && M <= 128
+                                                : M <= (pass == 11 ? 8u : 16u);
                 if (!serves) continue;
                 double t0 = now_s();
                 int ok = hc_gpu_model_force_kernel(md, forced[pass], msg, sizeof msg) == HC_OK &&
@@ -250,7 +252,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                                 (unsigned long long)M, msg);
                 double rel = 0;
                 /* (weights scaled and rounded to bf16: the large-M kernels, skinny included) */
-                const bool rounded = M > 16 || pass == 1 || (pass >= 6 && pass < 9);
+                const bool rounded = M > 16 || pass == 1 || (pass >= 6 && pass < 11);
                 uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, rounded, &checked, &rng, &rel) : 0;
                 uint64_t badc = 0;
                 if (ok && M <= 333) { /* the CPU executor on the same activations */
@@ -318,7 +320,9 @@ static void test_chain(hc_gpu *g, uint64_t seed) {
     enum { STEPS = 6 };
     static const size_t specs[] = {0, 7};
     static const uint64_t ms[] = {1, 16, 32, 64, 100};
-    static const char *const forced[] = {"auto", "skinny16", "skinny32", "skinny64"};
+    static const char *const forced[] = {"auto",     "skinny16",  "skinny32",
+                                         "skinny64", "skinny16q", "skinny32q"};
+    enum { NF = sizeof forced / sizeof forced[0] };
     const uint64_t K = 2048;
     char path[256], msg[1024];
     snprintf(path, sizeof path, "/tmp/hc-gpu-chain-%d.hconvert", (int)getpid());
@@ -328,9 +332,10 @@ static void test_chain(hc_gpu *g, uint64_t seed) {
         hc_gpu_model *md;
         if (synth_gpu_model(g, path, "chain", sp, 1, K, K, false, seed + si, &c, &md)) continue;
         for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
-            for (int f = 0; f < 4; f++) {
+            for (int f = 0; f < NF; f++) {
                 const uint64_t M = ms[mi], n = M * K;
-                if (f > 0 && (strcmp(hc_gpu_arch(g), "sm_90a") || (M <= 16 && f > 1)))
+                if (f > 0 && (strcmp(hc_gpu_arch(g), "sm_90a") ||
+                              (M <= 16 && f != 1 && f != 4)))
                     continue; /* (skinny: Hopper only; at M <= 16 one forced tile is enough) */
                 float *x = malloc(n * 4), *y = malloc(n * 4);
                 uint16_t *hb = malloc(n * 2), *db = malloc(n * 2);
