@@ -11,6 +11,8 @@
 # checks: test and sanitize in less wall time (the two test programs side by side, then the two
 # sanitizers: correctness only, so sharing the GPU and the cores changes no result);
 # quickchecks: the two test programs side by side only (a short call).
+# gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~215 s on an H100; side
+# by side they run at under half speed, so a call that must finish both takes one each).
 # pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
 # fixup: the skinny kernels at M = 16, 32, 64 with and without the stream-K fix-up (bench build).
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
@@ -90,6 +92,15 @@ if has checks || has quickchecks; then
     echo "gpu_moe_test rc=$?: $(tail -1 "$out/gpu_moe_test.log")"
     grep -v '^ok' "$out/gpu_moe_test.log" | head -25
 fi
+for step in gputest moetest; do
+    has $step || continue
+    prog=gpu_test
+    [ $step = moetest ] && prog=gpu_moe_test
+    t0=$(date +%s)
+    timeout "$(lim 480)" $b/$prog >"$out/$prog.log" 2>&1
+    echo "$prog rc=$? in $(($(date +%s) - t0)) s: $(tail -1 "$out/$prog.log")"
+    grep -v '^ok' "$out/$prog.log" | head -15
+done
 if has checks; then
     for tool in memcheck racecheck; do
         (
