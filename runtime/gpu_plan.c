@@ -102,8 +102,9 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
          * SM at most; the workspace sized as the skinny kernels' (a bench build's timeline
          * goes after it), no counter used */
         if (!hc__mul_u64(l->tiles_n, tiles_m, &units) ||
-            !hc__mul_u64(units, (l->tiles_k + 3) / 4, &items) || items == 0 ||
-            items >= (1ull << 31))
+            !hc__mul_u64(units, (l->tiles_k + 3) / 4, &items) || items == 0)
+            return hc__fail(err, HC_INVALID, "the layer has no work items or too many");
+        if (items >= (1ull << 31))
             return hc__fail(err, HC_UNSUPPORTED, "the layer's %llu x %llu tiles are too many for "
                            "the skinny-q kernel", (unsigned long long)l->tiles_n,
                            (unsigned long long)tiles_m);
@@ -228,6 +229,7 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
             f = ff;
         }
     }
+    const bool applied = f != NULL; /* (a forced kernel not serving m: the runtime's pick) */
     size_t nf = 0;
     const hc_gpu_family *fams = hc__gpu_families(&nf);
     for (size_t i = 0; !f && i < nf; i++)
@@ -240,7 +242,7 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
         if (sk) f = sk;
     }
     if (!v) v = variant_for(f, dev, l, m);
-    if (forced == HC_GPU_KERNEL_AUTO && f->args == HC_GPU_ARGS_STREAMK) {
+    if (!applied && f->args == HC_GPU_ARGS_STREAMK) {
         v = quarters_instead(dev, l, m, v);
         f = hc__gpu_kernel_family(v->id, NULL);
     }

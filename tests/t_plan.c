@@ -308,6 +308,11 @@ static void test_skinny(void) {
     hc_gpu_shape wide = layer(8192, 2048, 2176), small = layer(4096, 4096, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16Q);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 9, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16Q);
+    /* a forced kernel that does not serve M leaves the whole pick to the runtime, skinny-q
+     * included; a forced skinny16 stays skinny16 */
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GK_GEMV_T8).kernel, HC_GK_SKINNY16Q);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 32, HC_GK_GEMV_T16).kernel, HC_GK_SKINNY32Q);
+    CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GK_SKINNY16).kernel, HC_GK_SKINNY16);
     /* from 64 items a block the two-stripe t16 again (4-bit chunks): 28672 x 8192 (112 x 128
      * = 14336 >= 64 x 132), 8192 x 33792 (32 x 528 = 16896); a chunk over 2560 bytes (t16 of
      * one stripe) keeps skinny16 */
@@ -464,7 +469,7 @@ static void test_forced_kernels(void) {
         unsigned toks = i < 2 ? 128 : 64u << (i - 2);
         CHECK_EQ_INT(c.grid[1], 4096 / toks);
         /* small M: not theirs (the runtime's pick) -- but mma.sync's, the last resort of any M */
-        CHECK_EQ_INT(choose_ok(&h200, &l, 16, f).kernel, i == 0 ? HC_GK_MMA : HC_GK_SKINNY16);
+        CHECK_EQ_INT(choose_ok(&h200, &l, 16, f).kernel, i == 0 ? HC_GK_MMA : HC_GK_SKINNY16Q);
         CHECK_EQ_INT(choose_ok(&h200, &l, 8, f).kernel, i == 0 ? HC_GK_MMA : HC_GK_GEMV_T8);
     }
     static const char *const autos[] = {"auto", ""};
@@ -503,7 +508,7 @@ static void test_forced_kernels(void) {
     hc_err e6 = {0}; /* the M = 1 kernel is not forcible */
     CHECK_EQ_INT(hc__gpu_force_check(&h200, HC_GK_GEMV_T1, &e6), HC_INVALID);
     /* t8 and t16 (the bench's kernel sweep): forced where their token tile holds M, on any
-     * architecture; past it the chooser's pick (t8 at M = 12: skinny16 on 8192 x 8192) */
+     * architecture; past it the chooser's pick (t8 at M = 12: skinny16q on 8192 x 8192) */
     hc_gpu_shape big = layer(28672, 8192, 2304), sq = layer(8192, 8192, 2304);
     static const struct {
         bool h200;
@@ -513,7 +518,7 @@ static void test_forced_kernels(void) {
     } small[] = {{true, 4, HC_GK_GEMV_T8, HC_GK_GEMV_T8, false},
                  {true, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16, true},
                  {true, 3, HC_GK_GEMV_T16, HC_GK_GEMV_T16, false},
-                 {true, 12, HC_GK_GEMV_T8, HC_GK_SKINNY16, true},
+                 {true, 12, HC_GK_GEMV_T8, HC_GK_SKINNY16Q, true},
                  {true, 12, HC_GK_GEMV_T8, HC_GK_GEMV_T16, false},
                  {true, 17, HC_GK_GEMV_T16, HC_GK_SKINNY32, false},
                  {false, 12, HC_GK_GEMV_T16, HC_GK_GEMV_T16, false}};
