@@ -309,6 +309,64 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
     unlink(path);
 }
 
+/* skinny-q past one lap of its stage ring, against the float64 reference: 704 x 4096 (64 K
+ * tiles, 16 quads a tile: the ring of at most 12 stages laps inside a tile) and, in the full
+ * run, 8960 x 1792 (140 one-stripe tiles on 132 blocks: 8 blocks take two tiles, 14 items),
+ * int4 and folded MXFP4, each skinny-q kernel forced at 16 and 32 tokens. (The synthetic
+ * sweep's shapes give a block one tile of at most 12 items.) */
+static void test_skinny_q_laps(hc_gpu *g, uint64_t seed) {
+    static const uint64_t shapes[][2] = {{704, 4096}, {8960, 1792}};
+    static const size_t specs[] = {0, 7};
+    static const char *const forced[] = {"skinny16q", "skinny32q"};
+    static const uint64_t ms[] = {16, 32};
+    const size_t nshapes = getenv("HC_GPU_TEST_QUICK") ? 1 : 2;
+    char path[256], msg[1024];
+    if (strcmp(hc_gpu_arch(g), "sm_90a")) return; /* (skinny-q: Hopper only) */
+    snprintf(path, sizeof path, "/tmp/hc-gpu-qlaps-%d.hconvert", (int)getpid());
+    uint64_t rng = seed ^ 0x51ull;
+    for (size_t hi = 0; hi < nshapes; hi++)
+        for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++) {
+            const synth_spec *sp = &synth_specs[specs[si]];
+            const uint64_t N = shapes[hi][0], K = shapes[hi][1];
+            hc_container *c;
+            hc_gpu_model *md;
+            if (synth_gpu_model(g, path, "skinny-q laps", sp, 1, N, K, false, seed + hi * 3 + si,
+                                &c, &md))
+                continue;
+            hc_tile_params p;
+            double *w = dense_weights(c, "w", 0, &p);
+            for (size_t mi = 0; w && mi < sizeof ms / sizeof ms[0]; mi++)
+                for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++) {
+                    const uint64_t M = ms[mi];
+                    float *x = malloc(M * K * 4), *y = malloc(M * N * 4);
+                    int ok = x && y;
+                    for (uint64_t i = 0; ok && i < M * K; i++) {
+                        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                        x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
+                    }
+                    ok = ok && hc_gpu_model_force_kernel(md, forced[f], msg, sizeof msg) == HC_OK &&
+                         hc_gpu_linear_host(md, "w", 0, x, M, K, y, N, msg, sizeof msg) == HC_OK;
+                    if (hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg)) ok = 0;
+                    uint64_t checked = 0, bad = 0;
+                    double rel = 0;
+                    if (ok) bad = compare_f64(y, w, x, M, N, K, true, &checked, &rng, &rel);
+                    const int fine = ok && !bad && checked > 0;
+                    printf("%s skinny-q laps %-24s N=%-4llu K=%-4llu M=%-3llu %s: %llu checked, rel "
+                           "err %.1e, %llu beyond the float64 bound%s%s\n",
+                           fine ? "ok  " : "FAIL", sp->label, (unsigned long long)N,
+                           (unsigned long long)K, (unsigned long long)M, forced[f],
+                           (unsigned long long)checked, rel, (unsigned long long)bad,
+                           ok ? "" : ": ", ok ? "" : msg);
+                    passed += fine, failed += !fine;
+                    free(x), free(y);
+                }
+            free(w);
+            hc_gpu_model_free(md);
+            hc_container_free(c);
+        }
+    unlink(path);
+}
+
 /* Layers run back to back on one stream, each reading the output of the one before and the
  * third writing over the first one's input, with no synchronisation between them: the kernels
  * under programmatic dependent launch (small-M, skinny) start while the one before still runs,
@@ -549,6 +607,7 @@ int main(void) {
     uint64_t seed = (uint64_t)time(NULL);
     printf("synthetic layers, seed %llu\n", (unsigned long long)seed);
     synthetic_sweep(g, seed);
+    test_skinny_q_laps(g, seed);
     test_chain(g, seed);
     hc_gpu_free(g);
     printf("%d passed, %d failed\n", passed, failed);
