@@ -89,22 +89,20 @@
 #define HC_SKINNY_HANDOFF 1
 #define HC_SKINNY_SETS(toks, ns) ((toks) <= 32u && (ns) % 3u == 0u && HC_LGS > 0 ? 3u : 2u)
 #define HC_SKINNY_STAGE_BYTES(toks, chunk) ((((toks) * 128u + 4u * (chunk)) + 1023u) / 1024u * 1024u)
+/* the stages of stage bytes that room holds: at most HC_SKINNY_STAGES_MAX, an even number */
+#define HC_SKINNY_RING_OF(room, stage)                                                          \
+    (((room) / (stage) < HC_SKINNY_STAGES_MAX ? (room) / (stage) : HC_SKINNY_STAGES_MAX) & ~1u)
 #define HC_SKINNY_STAGES_OF(toks, chunk)                                                       \
-    ((HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk) < HC_SKINNY_STAGES_MAX                \
-          ? HC_SKINNY_SMEM / HC_SKINNY_STAGE_BYTES(toks, chunk)                                \
-          : HC_SKINNY_STAGES_MAX) & ~1u)
+    HC_SKINNY_RING_OF(HC_SKINNY_SMEM, HC_SKINNY_STAGE_BYTES(toks, chunk))
 /* skinny16q / skinny32q (v59): one stripe a block-tile, its K tiles in quads -- warpgroup w
  * takes K tile 4 kb + w of item kb -- so a stage holds four activation tiles and four chunks of
  * one stripe, and the four warpgroups' sums meet in shared memory past the ring (three
  * warpgroups x TOKS / 2 x 128 floats), never through a cross-block fix-up: the chooser runs it
  * where a layer's stripes x token tiles are as many as the SMs (gpu_plan.c) */
-#define HC_SKINNY_Q_STAGE_BYTES(toks, chunk) ((((toks) * 512u + 4u * (chunk)) + 1023u) / 1024u * 1024u)
+#define HC_SKINNY_Q_STAGE_BYTES(toks, chunk) HC_SKINNY_STAGE_BYTES(4u * (toks), chunk)
 #define HC_SKINNY_Q_SUM_BYTES(toks) ((toks) * 768u)
 #define HC_SKINNY_Q_STAGES_OF(toks, chunk)                                                     \
-    (((HC_SKINNY_SMEM - HC_SKINNY_Q_SUM_BYTES(toks)) / HC_SKINNY_Q_STAGE_BYTES(toks, chunk) <    \
-              HC_SKINNY_STAGES_MAX                                                             \
-          ? (HC_SKINNY_SMEM - HC_SKINNY_Q_SUM_BYTES(toks)) / HC_SKINNY_Q_STAGE_BYTES(toks, chunk) \
-          : HC_SKINNY_STAGES_MAX) & ~1u)
+    HC_SKINNY_RING_OF(HC_SKINNY_SMEM - HC_SKINNY_Q_SUM_BYTES(toks), HC_SKINNY_Q_STAGE_BYTES(toks, chunk))
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
  * aligned): the shared memory every module reserves is sized for it */
 #define HC_CHUNK_MAX 5376

@@ -129,25 +129,25 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
     return HC_OK;
 }
 
-/* The skinny-q variant in place of skinny variant v (16 or 32 tokens) where a layer's output
- * tiles of one stripe, stripes x token tiles, fill the SMs once -- at most one a block, at
- * least three quarters of the SMs busy -- and each tile has HC_SKINNY_MIN_TILES quads of K
- * tiles: whole tiles a block, the K split among its warpgroups, no cross-block fix-up (v59:
- * 8192^2 at M <= 32, 128 tiles; the fix-up was a fifth of its time, bench/NOTES.md session
- * 25), else v. */
-static const hc_gpu_variant *quarters_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l,
-                                              uint64_t m, const hc_gpu_variant *v) {
+/* The skinny-q family and variant in place of skinny variant *pv (16 or 32 tokens) where a
+ * layer's output tiles of one stripe, stripes x token tiles, fill the SMs once -- at most one
+ * a block, at least three quarters of the SMs busy -- and each tile has HC_SKINNY_MIN_TILES
+ * quads of K tiles: whole tiles a block, the K split among its warpgroups, no cross-block
+ * fix-up (v59: 8192^2 at M <= 32, 128 tiles; the fix-up was a fifth of its time,
+ * bench/NOTES.md session 25); else *pf and *pv stay. */
+static void quarters_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m,
+                             const hc_gpu_family **pf, const hc_gpu_variant **pv) {
+    const hc_gpu_variant *v = *pv, *q = NULL;
     const hc_gpu_kernel k = v->id == HC_GK_SKINNY16   ? HC_GK_SKINNY16Q
                             : v->id == HC_GK_SKINNY32 ? HC_GK_SKINNY32Q
                                                       : HC_GK_COUNT;
-    const hc_gpu_variant *q = NULL;
     const hc_gpu_family *f = k == HC_GK_COUNT ? NULL : hc__gpu_kernel_family(k, &q);
     uint64_t units;
     if (!f || !hc__mul_u64(l->tiles_n, hc__cdiv_u64(m, v->toks), &units) || units > dev->sms ||
         units * 4 < (uint64_t)dev->sms * 3 || (l->tiles_k + 3) / 4 < HC_SKINNY_MIN_TILES ||
         !hc__gpu_family_runs_on(f, dev->arch, dev->tmap) || !fits(dev, f, q, l))
-        return v;
-    return q;
+        return;
+    *pf = f, *pv = q;
 }
 
 /* 8 < M <= 16: the skinny kernel's tiles of 16 where each block gets at least
@@ -242,10 +242,7 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
         if (sk) f = sk;
     }
     if (!v) v = variant_for(f, dev, l, m);
-    if (!applied && f->args == HC_GPU_ARGS_STREAMK) {
-        v = quarters_instead(dev, l, m, v);
-        f = hc__gpu_kernel_family(v->id, NULL);
-    }
+    if (!applied && f->args == HC_GPU_ARGS_STREAMK) quarters_instead(dev, l, m, &f, &v);
     out->family = f, out->variant = v, out->kernel = v->id;
     out->block = f->block;
     out->smem = f->smem(v, l->chunk_bytes);

@@ -29,6 +29,18 @@ __device__ __forceinline__ void frag_store4(float4 v, unsigned i, hc_u16 *__rest
     }
 }
 
+/* A warpgroup's whole m64 x TOKS accumulators d to Y as frag_store4 does (its callers skip a
+ * warpgroup whose rows begin at or past N). */
+template <int TOKS>
+__device__ __forceinline__ void frag_store_tile(const float *d, hc_u16 *__restrict__ y, hc_u64 n0,
+                                                unsigned r0, unsigned c, hc_u64 tok0, hc_u64 m,
+                                                hc_u64 N) {
+#pragma unroll
+    for (int i = 0; i < TOKS / 8; i++)
+        frag_store4(make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]), (unsigned)i, y,
+                    n0, r0, c, tok0, m, N);
+}
+
 /* The blocks b0 .. b1 whose ranges hold tile items [u0, u0 + tiles_k), found from block blk's
  * (w items, g blocks taking part). */
 __device__ __forceinline__ void streamk_span(hc_u64 u0, hc_u64 tiles_k, hc_u64 blk, hc_u64 w,
@@ -77,11 +89,7 @@ __device__ __forceinline__ void streamk_sum(float *d, const float *__restrict__ 
             }
         }
     }
-    if (n0 < N)
-#pragma unroll
-        for (int j = 0; j < V; j++)
-            frag_store4(make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]), (unsigned)j, y,
-                        n0, r0, c, tok0, m, N);
+    if (n0 < N) frag_store_tile<TOKS>(d, y, n0, r0, c, tok0, m, N);
     if (ctid == 0) cnt[u] = 0; /* ready for the next launch */
 }
 

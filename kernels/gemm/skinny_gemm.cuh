@@ -198,9 +198,9 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
             if (HC_SKINNY_HANDOFF && HC_GEMV_DIAG != 3 && f0 != uf0 && uf0 + tk32 < f1) {
                 mbar_wait(smem_addr(&seg_done), 0);
                 if (PRE) HC_PDL_WAIT(); /* (passed: the consumers waited before their stores) */
-                const unsigned b0 = hc_streamk_owner_from(uf0, b, w, gb),
-                               b1 = hc_streamk_owner_from(uf0 + tk32 - 1, b, w, gb);
-                first_last = arrive_one(&cnt[uf], b1 - b0);
+                hc_u64 b0, b1;
+                streamk_span(uf0, tk32, b, w, gb, b0, b1);
+                first_last = arrive_one(&cnt[uf], (unsigned)(b1 - b0));
                 mbar_arrive(smem_addr(&first_ready));
             }
         }
@@ -285,10 +285,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
                 for (int h = 0; h < 3; h++)
 #pragma unroll
                     for (int i = 0; i < TOKS / 2; i++) d[i] += ps[(h * (TOKS / 2) + i) * 128 + lt];
-#pragma unroll
-                for (int i = 0; i < TOKS / 8; i++)
-                    frag_store4(make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]),
-                                (unsigned)i, un.y, n0, r0, c, un.tok0, un.mend, p.N);
+                frag_store_tile<TOKS>(d, un.y, n0, r0, c, un.tok0, un.mend, p.N);
             }
         } else if (seg != u0 || t + 1 != u0 + tk32) { /* a cut tile: the segment to the workspace */
             streamk_store<TOKS, 512>(d, ws, blk, seg == t0 ? 0u : 1u, ctid);
@@ -299,10 +296,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
                 sums |= t + 1 == t1 ? 2u : 1u;
             }
         } else if (n0 < p.N) {
-#pragma unroll
-            for (int i = 0; i < TOKS / 8; i++)
-                frag_store4(make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]),
-                            (unsigned)i, un.y, n0, r0, c, un.tok0, un.mend, p.N);
+            frag_store_tile<TOKS>(d, un.y, n0, r0, c, un.tok0, un.mend, p.N);
         }
     };
     if (PRE) HC_PDL_WAIT(); /* before the first write of Y or the workspace */
