@@ -26,7 +26,6 @@ static hc_gpu_choice choose_ok(const hc_gpu_caps *dev, const hc_gpu_shape *l, ui
     return c;
 }
 
-/* Entry names, blocks and needs as kernels/tile_mma.cu declares its kernels. */
 /* skinny-q's stages (v59): four activation tiles a stage, in what 224 KiB hold past the three
  * warpgroups' sums (toks / 2 floats x 128 threads each), at most 12, an even number */
 static size_t skinny_q_stages(size_t toks, size_t c) {
@@ -34,6 +33,7 @@ static size_t skinny_q_stages(size_t toks, size_t c) {
     return (n < 12 ? n : 12) & ~(size_t)1;
 }
 
+/* Entry names, blocks and needs as kernels/tile_mma.cu declares its kernels. */
 static void test_registry_entries(void) {
     static const struct {
         hc_gpu_kernel k;

@@ -64,6 +64,14 @@ static float bf16_round(float f) { /* nearest even, as hc_gpu_linear_host rounds
     return f;
 }
 
+/* n activations uniform in [-1, 1), rounded to bf16, from the xorshift state *rng */
+static void random_bf16(float *x, uint64_t n, uint64_t *rng) {
+    for (uint64_t i = 0; i < n; i++) {
+        *rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
+        x[i] = bf16_round((float)((double)(*rng >> 11) / 9007199254740992.0 * 2 - 1));
+    }
+}
+
 static uint16_t bf16_bits(float f) { /* (of a float that is a bf16 number) */
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -222,10 +230,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
             for (size_t mi = 0; w && mi < nms; mi++) {
                 uint64_t M = ms[mi], checked = 0;
                 float *x = malloc(M * K * 4), *y = malloc(M * N * 4), *yc = malloc(M * N * 4);
-                for (uint64_t i = 0; i < M * K; i++) {
-                    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-                    x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
-                }
+                random_bf16(x, M * K, &rng);
             /* the kernel the runtime picks, then each kernel forced that serves M
              * (hc_gpu_model_force_kernel): mma.sync any M (the last resort where no small-M
              * variant fits a device's block), M > 16 the other large-M ones, M <= 128 the
@@ -340,10 +345,7 @@ static void test_skinny_q_laps(hc_gpu *g, uint64_t seed) {
                     const uint64_t M = ms[mi];
                     float *x = malloc(M * K * 4), *y = malloc(M * N * 4);
                     int ok = x && y;
-                    for (uint64_t i = 0; ok && i < M * K; i++) {
-                        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-                        x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
-                    }
+                    if (ok) random_bf16(x, M * K, &rng);
                     ok = ok && hc_gpu_model_force_kernel(md, forced[f], msg, sizeof msg) == HC_OK &&
                          hc_gpu_linear_host(md, "w", 0, x, M, K, y, N, msg, sizeof msg) == HC_OK;
                     if (hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg)) ok = 0;
@@ -401,11 +403,8 @@ static void test_chain(hc_gpu *g, uint64_t seed) {
                 uint64_t rng = seed ^ (M * 977 + (uint64_t)f), diff = 0;
                 int ok = x && y && hb && db &&
                          hc_gpu_model_force_kernel(md, forced[f], msg, sizeof msg) == HC_OK;
-                for (uint64_t i = 0; ok && i < n; i++) {
-                    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-                    x[i] = bf16_round((float)((double)(rng >> 11) / 9007199254740992.0 * 2 - 1));
-                    hb[i] = bf16_bits(x[i]);
-                }
+                if (ok) random_bf16(x, n, &rng);
+                for (uint64_t i = 0; ok && i < n; i++) hb[i] = bf16_bits(x[i]);
                 ok = ok && hc__cuda.malloc_(&d[0], n * 2) == cudaSuccess &&
                      hc__cuda.malloc_(&d[1], n * 2) == cudaSuccess &&
                      hc__cuda.memcpy_(d[0], hb, n * 2, cudaMemcpyHostToDevice) == cudaSuccess &&
