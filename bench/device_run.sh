@@ -16,7 +16,9 @@
 # pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
 # fixup: the skinny kernels at M = 16, 32, 64 with and without the stream-K fix-up (bench build).
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
-# (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too;
+# (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too --
+# with HC_BENCH_MOE_SWEEP=1 in the call's environment, the grouped kernels forced in turn at
+# M = 256, 1024 and 4096;
 # kernels: every kernel that serves M forced in turn at M = 1-128 on the four bench layers)
 # There are no environment knobs any more: a kernel variant is an edit of kernels/config.h on
 # a branch, measured with this script. BASE=.base (a second source tree, made here by

@@ -240,10 +240,12 @@ static void scaling(void) {
  * chooser's pick), to place the skinny family's range. */
 static void kernel_sweep(hc_gpu *g) {
     static const uint64_t ms[] = {1, 8, 16, 24, 32, 48, 64, 96, 128};
-    static const char *const ks[] = {"auto", "skinny16", "skinny32", "skinny64", "ws64",
-                                     "ws128", "t8", "t16", "skinny16q", "skinny32q"};
-    /* the largest M each serves (ws64, ws128: from 17 up; skinny-q timed to 64) */
-    static const uint64_t kmax[] = {~0ull, 128, 128, 128, ~0ull, ~0ull, 8, 16, 64, 64};
+    static const char *const ks[] = {"auto",  "skinny16", "skinny32", "skinny64",  "ws64",
+                                     "ws128", "t8",       "t16",      "skinny16q", "skinny32q",
+                                     "skinny64q"};
+    /* the largest M each serves (ws64, ws128: from 17 up; skinny16q/32q timed to 64,
+     * skinny64q -- v60, forced only -- to 128) */
+    static const uint64_t kmax[] = {~0ull, 128, 128, 128, ~0ull, ~0ull, 8, 16, 64, 64, 128};
     /* Humming's figures on this H200 as issue 15 gives them, [layer][M = 16, 64] in the order
      * of the loops below (int4 28672, int4 8192^2, mxfp4 28672, mxfp4 8192^2) */
     static const double humming[4][2] = {{45.0, 66.0}, {17.6, 24.6}, {58.4, 75.8}, {22.1, 27.6}};

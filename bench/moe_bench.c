@@ -212,7 +212,9 @@ int main(void) {
     int only = getenv("HC_BENCH_MOE_SHAPE") ? atoi(getenv("HC_BENCH_MOE_SHAPE")) : -1;
     /* HC_BENCH_MOE_SWEEP=1: at M = 256 and 1024 only, every grouped kernel of 9 rows or more
      * forced in turn beside the chooser's (which tile serves a routing whose experts' rows
-     * spread around r) */
+     * spread around r); at M = 4096 the three warp-specialised tiles (r = 256 tokens an expert
+     * on the Qwen3-like block: a tile of 256 runs about 1.5 tiles an expert, one of 128 about
+     * 2.5, of 64 about 4.5 -- which padding costs least) */
     const bool sweep = getenv("HC_BENCH_MOE_SWEEP") != NULL;
     /* HC_BENCH_MOE_M=16: that M only (profiling one launch: bench/ncu_profile.sh PROG=moe) */
     const uint64_t one_m = getenv("HC_BENCH_MOE_M") ? strtoull(getenv("HC_BENCH_MOE_M"), NULL, 10) : 0;
@@ -268,7 +270,8 @@ int main(void) {
                "gate_up", "GB/s", "stream", "TFLOP/s", "cuBLASLt", "TFLOP/s", "peer/ours");
         for (size_t mi = 0; mi < NMS; mi++) {
             const uint64_t M = Ms[mi], S = M * k;
-            if ((sweep && M != 256 && M != 1024) || (one_m && M != one_m) || (m_max && M > m_max))
+            if ((sweep && M != 256 && M != 1024 && M != 4096) || (one_m && M != one_m) ||
+                (m_max && M > m_max))
                 continue;
             ours_ctx oc = {md, x, y, {0}, {0}, M, k};
             int32_t *hids[NR];
@@ -324,9 +327,10 @@ int main(void) {
             if (b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
-            for (size_t q = 0; sweep && q < 6; q++) {
-                static const char *const alts[6] = {"moe-t16",      "moe-skinny16", "moe-skinny32",
-                                                    "moe-skinny64", "moe-ws64",     "moe-ws128"};
+            for (size_t q = M == 4096 ? 4 : 0; sweep && q < (M == 4096 ? 7u : 6u); q++) {
+                static const char *const alts[7] = {"moe-t16",  "moe-skinny16", "moe-skinny32",
+                                                    "moe-skinny64", "moe-ws64", "moe-ws128",
+                                                    "moe-ws256"};
                 double aus, agu;
                 if (forced_us(md, &oc, s, alts[q], &aus, &agu))
                     printf("    sweep M=%llu: %-12s block %7.1f us, gate_up %7.1f us\n",

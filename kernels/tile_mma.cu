@@ -106,3 +106,4 @@ HC_SKINNY_KERNEL(hc_skinny_gemm64, 64, false)
 /* K in quads inside the block, whole output tiles of one stripe (no fix-up; v59) */
 HC_SKINNY_KERNEL(hc_skinny_gemm16q, 16, true)
 HC_SKINNY_KERNEL(hc_skinny_gemm32q, 32, true)
+HC_SKINNY_KERNEL(hc_skinny_gemm64q, 64, true)

@@ -79,9 +79,10 @@ static const hc_gpu_family families[] = {
     /* (never first: the chooser puts it in the skinny family's place where a layer's output
      * tiles of one stripe are about as many as the SMs -- gpu_plan.c quarters_instead) */
     {"skinny-q", HC_KF_WS, HC_GPU_ARGS_STREAMK, HC_SKINNY_THREADS, "sm_90a", true, HC_SKINNY_PDL, 1,
-     128, skinny_q_smem, 2,
+     128, skinny_q_smem, 3,
      {{HC_GK_SKINNY16Q, "hc_skinny_gemm16q", "skinny16q", 16, 0, HC_SKINNY_STAGES_MAX},
-      {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", 32, 0, HC_SKINNY_STAGES_MAX}}},
+      {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", 32, 0, HC_SKINNY_STAGES_MAX},
+      {HC_GK_SKINNY64Q, "hc_skinny_gemm64q", "skinny64q", 64, 0, HC_SKINNY_STAGES_MAX}}},
 };
 #define NFAM (sizeof families / sizeof families[0])
 

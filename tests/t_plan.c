@@ -52,7 +52,8 @@ static void test_registry_entries(void) {
                 {HC_GK_SKINNY32, "hc_skinny_gemm32", "skinny32", "sm_90a", 640, true},
                 {HC_GK_SKINNY64, "hc_skinny_gemm64", "skinny64", "sm_90a", 640, true},
                 {HC_GK_SKINNY16Q, "hc_skinny_gemm16q", "skinny16q", "sm_90a", 640, true},
-                {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", "sm_90a", 640, true}};
+                {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", "sm_90a", 640, true},
+                {HC_GK_SKINNY64Q, "hc_skinny_gemm64q", "skinny64q", "sm_90a", 640, true}};
     CHECK_EQ_INT(sizeof want / sizeof want[0], HC_GK_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const hc_gpu_variant *v = NULL;
@@ -64,7 +65,7 @@ static void test_registry_entries(void) {
         CHECK(want[i].arch ? f->arch && !strcmp(f->arch, want[i].arch) : !f->arch);
         CHECK_EQ_INT(f->block, want[i].block);
         CHECK_EQ_INT(f->tmap, want[i].tmap);
-        const bool skinny = want[i].k >= HC_GK_SKINNY16 && want[i].k <= HC_GK_SKINNY32Q;
+        const bool skinny = want[i].k >= HC_GK_SKINNY16 && want[i].k <= HC_GK_SKINNY64Q;
         CHECK_EQ_INT(f->pdl,
                      (want[i].k <= HC_GK_GEMV_T16 && HC_GEMV_PDL) || (skinny && HC_SKINNY_PDL));
     }
@@ -98,7 +99,8 @@ static void test_registry_shared_memory(void) {
             1024 + skinny_stages(64, c) * round1024(64 * 128 + 4 * c),
             /* skinny-q: four activation tiles a stage, three warpgroups' sums past the ring */
             1024 + skinny_q_stages(16, c) * round1024(4 * 16 * 128 + 4 * c) + 3 * 128 * 8 * 4,
-            1024 + skinny_q_stages(32, c) * round1024(4 * 32 * 128 + 4 * c) + 3 * 128 * 16 * 4};
+            1024 + skinny_q_stages(32, c) * round1024(4 * 32 * 128 + 4 * c) + 3 * 128 * 16 * 4,
+            1024 + skinny_q_stages(64, c) * round1024(4 * 64 * 128 + 4 * c) + 3 * 128 * 32 * 4};
         for (int k = 0; k < HC_GK_COUNT; k++) {
             const hc_gpu_variant *v = NULL;
             const hc_gpu_family *f = hc__gpu_kernel_family((hc_gpu_kernel)k, &v);
@@ -126,11 +128,16 @@ static void test_registry_shared_memory(void) {
         f = hc__gpu_kernel_family(HC_GK_SKINNY64, &v);
         CHECK_EQ_U64(f->smem(v, HC_CHUNK_MAX), 1024 + 6 * 29696);
         /* skinny16q: 8192 + 8704 -> 17408 a stage, (229376 - 12288) / 17408 = 12.5: 12;
-         * skinny32q: 16384 + 8704 -> 25600, 204800 / 25600 = 8 */
+         * skinny32q: 16384 + 8704 -> 25600, 204800 / 25600 = 8; skinny64q: 32768 + 8704 ->
+         * 41984, (229376 - 49152) / 41984 = 4.3: 4; at the largest chunk 32768 + 21504 =
+         * 54272, 3.3: 2 (an even number) */
         f = hc__gpu_kernel_family(HC_GK_SKINNY16Q, &v);
         CHECK_EQ_U64(f->smem(v, 2176), 1024 + 12 * 17408 + 12288);
         f = hc__gpu_kernel_family(HC_GK_SKINNY32Q, &v);
         CHECK_EQ_U64(f->smem(v, 2176), 1024 + 8 * 25600 + 24576);
+        f = hc__gpu_kernel_family(HC_GK_SKINNY64Q, &v);
+        CHECK_EQ_U64(f->smem(v, 2176), 1024 + 4 * 41984 + 49152);
+        CHECK_EQ_U64(f->smem(v, HC_CHUNK_MAX), 1024 + 2 * 54272 + 49152);
     }
 }
 
@@ -269,6 +276,10 @@ static void test_skinny(void) {
         {704, 2880, 64, HC_GK_SKINNY16Q, HC_GK_SKINNY16Q, 44, 1},
         {28672, 8192, 16, HC_GK_SKINNY16Q, HC_GK_SKINNY16Q, 132, 1},
         {8192, 8192, 64, HC_GK_SKINNY32Q, HC_GK_SKINNY32Q, 132, 1},
+        /* skinny64q (v60): forced only -- 8192^2 at M = 64 above stays skinny64 unforced */
+        {8192, 8192, 64, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 128, 1},
+        {8192, 8192, 128, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 132, 1}, /* 256 tiles */
+        {704, 4096, 40, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 11, 1},
         /* 64 < M <= 128 where ws64's grid is under 2 x 132 blocks: 8192^2, 64 pairs x 2 */
         {8192, 8192, 65, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
         {8192, 8192, 128, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
@@ -284,7 +295,7 @@ static void test_skinny(void) {
                         (unsigned long long)cases[i].n, (unsigned long long)cases[i].m, c.kernel,
                         c.grid[0], c.grid[1], cases[i].want, cases[i].blocks);
         const hc_gpu_kernel w = cases[i].want;
-        const bool q = w == HC_GK_SKINNY16Q || w == HC_GK_SKINNY32Q;
+        const bool q = w == HC_GK_SKINNY16Q || w == HC_GK_SKINNY32Q || w == HC_GK_SKINNY64Q;
         unsigned toks = w == HC_GK_SKINNY16 || w == HC_GK_SKINNY16Q   ? 16
                         : w == HC_GK_SKINNY32 || w == HC_GK_SKINNY32Q ? 32
                                                                       : 64;
@@ -483,7 +494,7 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
     CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, t8, t16, ws64, "
                           "ws128, ws256, wgmma, mma, skinny16, skinny32, skinny64, skinny16q, "
-                          "skinny32q, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256, "
+                          "skinny32q, skinny64q, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256, "
                           "moe-skinny16, moe-skinny32, moe-skinny64, moe-w8");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     /* not on this device: the kernel and the device named */

@@ -234,18 +234,18 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
             /* the kernel the runtime picks, then each kernel forced that serves M
              * (hc_gpu_model_force_kernel): mma.sync any M (the last resort where no small-M
              * variant fits a device's block), M > 16 the other large-M ones, M <= 128 the
-             * skinny ones (skinny-q too: K in quads inside the block, v59), M <= 8 and 16 the
-             * small-M t8 and t16 */
+             * skinny ones (skinny-q too: K in quads inside the block, v59/v60), M <= 8 and 16
+             * the small-M t8 and t16 */
             static const char *const forced[] = {
-                "auto",     "mma",      "wgmma",     "ws64",      "ws128", "ws256", "skinny16",
-                "skinny32", "skinny64", "skinny16q", "skinny32q", "t8",    "t16"};
+                "auto",      "mma",       "wgmma",     "ws64", "ws128", "ws256",   "skinny16",
+                "skinny32",  "skinny64",  "skinny16q", "skinny32q", "skinny64q", "t8",   "t16"};
             enum { NPASS = sizeof forced / sizeof forced[0] };
             const bool hopper = !strcmp(hc_gpu_arch(g), "sm_90a");
             for (int pass = 0; pass < NPASS; pass++) {
                 const bool serves = pass <= 1   ? true
                                     : pass < 6  ? M > 16 && hopper
-                                    : pass < 11 ? hopper && M <= 128
-                                                : M <= (pass == 11 ? 8u : 16u);
+                                    : pass < 12 ? hopper && M <= 128
+                                                : M <= (pass == 12 ? 8u : 16u);
                 if (!serves) continue;
                 double t0 = now_s();
                 int ok = hc_gpu_model_force_kernel(md, forced[pass], msg, sizeof msg) == HC_OK &&
@@ -257,7 +257,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                                 (unsigned long long)M, msg);
                 double rel = 0;
                 /* (weights scaled and rounded to bf16: the large-M kernels, skinny included) */
-                const bool rounded = M > 16 || pass == 1 || (pass >= 6 && pass < 11);
+                const bool rounded = M > 16 || pass == 1 || (pass >= 6 && pass < 12);
                 uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, rounded, &checked, &rng, &rel) : 0;
                 uint64_t badc = 0;
                 if (ok && M <= 333) { /* the CPU executor on the same activations */
@@ -317,13 +317,14 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
 /* skinny-q past one lap of its stage ring, against the float64 reference: 704 x 4096 (64 K
  * tiles, 16 quads a tile: the ring of at most 12 stages laps inside a tile) and, in the full
  * run, 8960 x 1792 (140 one-stripe tiles on 132 blocks: 8 blocks take two tiles, 14 items),
- * int4 and folded MXFP4, each skinny-q kernel forced at 16 and 32 tokens. (The synthetic
- * sweep's shapes give a block one tile of at most 12 items.) */
+ * int4 and folded MXFP4, each skinny-q kernel forced at 16, 32 and 64 tokens (skinny64q's
+ * ring is 2-4 stages: it laps on every shape). (The synthetic sweep's shapes give a block one
+ * tile of at most 12 items.) */
 static void test_skinny_q_laps(hc_gpu *g, uint64_t seed) {
     static const uint64_t shapes[][2] = {{704, 4096}, {8960, 1792}};
     static const size_t specs[] = {0, 7};
-    static const char *const forced[] = {"skinny16q", "skinny32q"};
-    static const uint64_t ms[] = {16, 32};
+    static const char *const forced[] = {"skinny16q", "skinny32q", "skinny64q"};
+    static const uint64_t ms[] = {16, 32, 64};
     const size_t nshapes = getenv("HC_GPU_TEST_QUICK") ? 1 : 2;
     char path[256], msg[1024];
     if (strcmp(hc_gpu_arch(g), "sm_90a")) return; /* (skinny-q: Hopper only) */
@@ -380,8 +381,8 @@ static void test_chain(hc_gpu *g, uint64_t seed) {
     enum { STEPS = 6 };
     static const size_t specs[] = {0, 7};
     static const uint64_t ms[] = {1, 16, 32, 64, 100};
-    static const char *const forced[] = {"auto",     "skinny16",  "skinny32",
-                                         "skinny64", "skinny16q", "skinny32q"};
+    static const char *const forced[] = {"auto",      "skinny16",  "skinny32", "skinny64",
+                                         "skinny16q", "skinny32q", "skinny64q"};
     enum { NF = sizeof forced / sizeof forced[0] };
     const uint64_t K = 2048;
     char path[256], msg[1024];
