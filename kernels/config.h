@@ -103,6 +103,15 @@
 #define HC_SKINNY_Q_SUM_BYTES(toks) ((toks) * 768u)
 #define HC_SKINNY_Q_STAGES_OF(toks, chunk)                                                     \
     HC_SKINNY_RING_OF(HC_SKINNY_SMEM - HC_SKINNY_Q_SUM_BYTES(toks), HC_SKINNY_Q_STAGE_BYTES(toks, chunk))
+/* v61 (not yet measured: bench/NOTES.md session 27): a suspend-time hint for every mbarrier
+ * wait (memory/tma.cuh mbar_wait), in ns -- 0: none, the waiting warps spin on try_wait (what
+ * every figure so far ran). Aimed at moe-skinny32's 35% "other" instructions at M = 256 (the
+ * waiting warps' try-wait loops on the schedulers the decode needs: session 22's profile).
+ * To measure: set it to 0x989680 (10 ms, a bound: the thread resumes when the phase completes)
+ * in the working tree, `sh bench/base_tree.sh main`,
+ * `BASE=.base STEPS="kernels moe" HC_BENCH_MOE_MMAX=256`. */
+#define HC_MBAR_SUSPEND_NS 0
+
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
  * aligned): the shared memory every module reserves is sized for it */
 #define HC_CHUNK_MAX 5376

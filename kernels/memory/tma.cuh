@@ -4,6 +4,7 @@
 #ifndef HC_K_MEMORY_TMA_CUH
 #define HC_K_MEMORY_TMA_CUH
 
+#include "config.h"
 #include "memory/ptx.cuh"
 
 /* a CUtensorMap, as the host encodes it (cuTensorMapEncodeTiled) */
@@ -27,14 +28,24 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned a, unsigned bytes
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes)
                  : "memory");
 }
+/* waits for the phase of the given parity to complete; with HC_MBAR_SUSPEND_NS (config.h) the
+ * waiting thread may be suspended up to that long a try instead of spinning */
 __device__ __forceinline__ void mbar_wait(unsigned a, unsigned parity) {
     unsigned done = 0;
     while (!done)
+#if HC_MBAR_SUSPEND_NS
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+                     "selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity), "n"(HC_MBAR_SUSPEND_NS)
+                     : "memory");
+#else
         asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
                      "selp.u32 %0, 1, 0, p;\n}"
                      : "=r"(done)
                      : "r"(a), "r"(parity)
                      : "memory");
+#endif
 }
 /* TMA: the box at coordinates (c0, c1) of tensor map tmap (its generic address) into shared
  * address dst, completing on barrier bar */
