@@ -6,7 +6,8 @@
 // the expert, the rows and the outputs taken from the routing tables:
 //   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
 //   hc_moe_gemv_w8: small M over items a warp owns (gemm/gemv_items.cuh), one wave of blocks
-//   hc_moe_ws64, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts, tiles)
+//   hc_moe_ws64, _96, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts,
+//                tiles); _96 has no dense twin (a tile that holds r + 2 sqrt(r) rows at r ~ 64)
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
 //                persistent block per SM over (tile, part, quad) x K tiles
 #include "gemm/gemv.cuh"
@@ -116,6 +117,7 @@ __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params
         HC_MOE_WS_BODY(toks);                                                                  \
     }
 HC_MOE_WS_KERNEL(hc_moe_ws64, 64)
+HC_MOE_WS_KERNEL(hc_moe_ws96, 96) /* (MoE only: 50-78 rows an expert in one tile; v62) */
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128)
 HC_MOE_WS_KERNEL(hc_moe_ws256, 256)
 

@@ -42,6 +42,12 @@ static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return 1024 + (size_t)v->stages * (((size_t)v->toks * 128 + 2 * (size_t)chunk + 1023) / 1024 * 1024);
 }
 
+/* the grouped warp-specialised kernel of 96-token tiles (no dense twin): as aligned_smem */
+static size_t moe_ws96_smem(uint64_t chunk) {
+    const hc_gpu_variant v = {HC_GK_WS64, NULL, NULL, 96, 0, HC_WIDE_STAGES};
+    return aligned_smem(&v, chunk);
+}
+
 /* skinny: 1024-byte alignment slack + the stages that fit (config.h: the kernels' rule) */
 static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return 1024 + (size_t)HC_SKINNY_STAGES_OF(v->toks, (unsigned)chunk) *
@@ -106,15 +112,16 @@ bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap)
 }
 
 static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
-    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0},
-    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0},
-    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0},
-    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0},
-    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0},
-    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0},
-    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0},
-    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0},
-    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES},
+    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0, 0},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0, 0},
+    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0, 0},
+    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0, 0},
+    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0, 0},
+    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0, 0},
+    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0, 0},
+    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0, 0},
+    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0},
+    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, moe_ws96_smem, 0, 96},
 };
 
 size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
@@ -122,6 +129,13 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     const hc_gpu_variant *v = NULL;
     const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, &v);
     return f->smem(v, chunk);
+}
+
+unsigned hc__gpu_moe_tile(const hc_gpu_moe_variant *mv) {
+    if (mv->toks) return mv->toks;
+    const hc_gpu_variant *v = NULL;
+    hc__gpu_kernel_family(mv->like, &v);
+    return v->toks;
 }
 
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n) {

@@ -82,6 +82,7 @@ typedef enum {
     HC_GMK_SKINNY32, /* hc_moe_skinny32: tiles of 32 rows */
     HC_GMK_SKINNY64, /* hc_moe_skinny64 */
     HC_GMK_W8,       /* hc_moe_gemv_w8: tiles of 8 rows, items a warp owns (gemm/gemv_items.cuh) */
+    HC_GMK_WS96,     /* hc_moe_ws96 (sm_90a): tiles of 96 rows, no dense twin (v62: forced only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -96,10 +97,15 @@ typedef struct {
     /* its static shared memory past the few bytes every kernel has (hc__gpu_smem_fits's
      * margin): moe-w8's item descriptors, else 0 */
     size_t stat;
+    /* its token tile where it is not its dense variant's (moe-ws96), else 0: read it through
+     * hc__gpu_moe_tile */
+    unsigned toks;
 } hc_gpu_moe_variant;
 
 /* The dynamic shared memory grouped kernel mv needs for tiles of chunk bytes. */
 size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk);
+/* Its token tile (rows of the routing's tiles). */
+unsigned hc__gpu_moe_tile(const hc_gpu_moe_variant *mv);
 
 /* The grouped kernels (hc__gpu_moe_variants()[i], i < *n == HC_GMK_COUNT). */
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n);

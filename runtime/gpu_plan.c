@@ -328,7 +328,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
                        f->name, mv[k].forced, dev->arch, dev->tmap ? "" : ", no cuTensorMapEncodeTiled");
     out->kernel = (hc_gpu_moe_kernel)k;
     out->forced = forced != HC_GPU_KERNEL_AUTO;
-    out->tile = v->toks;
+    out->tile = hc__gpu_moe_tile(&mv[k]);
     uint64_t pad;
     if (!hc__mul_u64(out->touched, out->tile - 1, &pad) || !hc__add_u64(pad, slots, &pad))
         return hc__fail(err, HC_INVALID, "%llu slots overflow the routing", (unsigned long long)slots);

@@ -184,8 +184,8 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
         static const char *const hot[] = {"hc_moe_ws256",    "hc_moe_ws128",   "hc_moe_ws64",
                                           "hc_moe_gemv_t8",  "hc_moe_skinny32",
                                           "hc_moe_skinny64", "hc_moe_gemv_w8",
-                                          "hc_moe_gemv_t16"};
-        for (int h = 0; h < 8 && ok; h++) {
+                                          "hc_moe_gemv_t16", "hc_moe_ws96"};
+        for (int h = 0; h < 9 && ok; h++) {
             long sp = spill_stores(log, hot[h]);
             if (sp != 0) {
                 snprintf(why, cap, "%s: %ld bytes spill stores", hot[h], sp);

@@ -125,6 +125,23 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.part_bytes, 0);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * 2304));
+    /* moe-ws96 (forced only, v62): tiles of 96 rows at r = 64 -- (8192 + 128 x 95) / 96 = 212
+     * tiles, (pairs x parts, tiles), the warp-specialised block and a 96-row activation tile */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS96, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.tile, 96);
+    CHECK_EQ_U64(r.tiles_max, 212);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.kernel, HC_GMK_WS96);
+    CHECK_EQ_INT(lu.grid[0], 16);
+    CHECK_EQ_INT(lu.grid[1], 212);
+    CHECK_EQ_INT(lu.block, 384);
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(96 * 128 + 2 * 2304));
+    /* unforced, r = 64 stays on skinny64 (the rule does not take it until it is measured) */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.kernel, HC_GMK_SKINNY64);
+    hc_err e5 = {0};
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS96, &r, &e5), HC_UNSUPPORTED);
+    CHECK_CONTAINS(e5.msg, "moe-ws96");
     /* the skinny kernel (forced) at r = 64: one block per SM, 2 x 132 segments of 256 x 64
      * float32, a counter per (tile, quad): 254 x 8 quads of 32 stripes */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_SKINNY64, &r, &err), HC_OK);
@@ -147,8 +164,9 @@ static void test_moe_plan(void) {
     int f = 0;
     static const char *const names[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
-                                        "moe-skinny32", "moe-skinny64", "moe-w8"};
-    for (int i = 0; i < 9; i++) {
+                                        "moe-skinny32", "moe-skinny64", "moe-w8",
+                                        "moe-ws96"};
+    for (int i = 0; i < 10; i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
         CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);

@@ -28,6 +28,14 @@ __device__ __forceinline__ void wgmma_m64n256k16(float *d, const unsigned *a, hc
                  : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
 }
+/* d[48] += A (registers) x B (96 tokens x k16, shared memory, as above): the grouped MoE
+ * kernel's tile for 50-78 rows an expert (hc_moe_ws96) */
+__device__ __forceinline__ void wgmma_m64n96k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1, 0;\n}\n"
+                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+}
 /* d[32] += A (registers) x B (64 tokens x k16, shared memory, as above) */
 __device__ __forceinline__ void wgmma_m64n64k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
@@ -62,6 +70,9 @@ template <> __device__ __forceinline__ void wgmma_rs<32>(float *d, const unsigne
 }
 template <> __device__ __forceinline__ void wgmma_rs<64>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
     wgmma_m64n64k16(d, a, db, acc);
+}
+template <> __device__ __forceinline__ void wgmma_rs<96>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
+    wgmma_m64n96k16(d, a, db, acc);
 }
 template <> __device__ __forceinline__ void wgmma_rs<128>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
     wgmma_m64n128k16(d, a, db, acc);

@@ -8,7 +8,8 @@
  * {1, 2, 4, 8} on the E = 8 and E = 128 blocks (one top-k each in turn on the others; 4096 with
  * top-1 and top-8 on the GPU; 16384 x top-8 past a chunk of the workspace), uniform and skewed
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
- * per layout, a rank of expert parallelism, and the same bits on a second run; the
+ * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert), a rank of
+ * expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
  * HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
@@ -241,8 +242,9 @@ int main(void) {
     const bool quick = getenv("HC_GPU_TEST_QUICK") != NULL || !g;
     static const uint64_t Ms[] = {1, 3, 16, 64, 333};
     static const uint64_t ks[] = {1, 2, 4, 8};
-    static const char *const forced[] = {"moe-t8",    "moe-t16",      "moe-ws64",    "moe-ws128",
-                                         "moe-ws256", "moe-skinny16", "moe-skinny32", "moe-skinny64"};
+    static const char *const forced[] = {"moe-t8",       "moe-t16",      "moe-ws64",
+                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
+                                         "moe-skinny32", "moe-skinny64", "moe-ws96"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -291,6 +293,10 @@ int main(void) {
                 if (ci == 0 && md)
                     for (size_t f = 0; f < (ws ? sizeof forced / sizeof forced[0] : 2u); f++)
                         check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
+                /* moe-ws96 (v62, no dense twin) over experts of ~166 rows: two tiles each, the
+                 * second part full */
+                if (ci == 0 && md && ws)
+                    check(md, c, cf, &r, label, "moe-ws96", 333, 4, false, seed + 40, 0, all);
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
                  * slot), at 1-3 and ~16-128 rows a tile of 8 */
