@@ -4,11 +4,18 @@
  *
  * Routing (hc_moe_route): the slots s = t * topk + j of a call whose expert id is one of the
  * model's [e0, e0 + El) are sorted by local expert, stably (slot order inside an expert), each
- * expert's run padded to a multiple of the token tile T:
+ * expert's run cut into tiles of the token tile T -- and, where the route has a second tile
+ * Ts (0: none; the grouped kernel moe-ws256r), its remainder past its whole tiles of T in one
+ * tile of Ts rows where it fits there (else in one more tile of T) -- the run padded to its
+ * tiles' rows:
  *   sorted[p] = the slot at sorted position p, -1 in a pad;   inv[s] = p, or -1 (not local);
- *   meta[0] = the number of T-row tiles; meta[HC_MOE_META_TILE(i)] = tile i's local expert,
- *   meta[HC_MOE_META_TILE(i) + 1] = its live rows (1..T, the pads after them).
- * The grids are sized by the largest tile count a call can need; blocks of tiles past meta[0]
+ *   meta[0] = the number of tiles; meta[HC_MOE_META_TILE(i)] = tile i's local expert,
+ *   meta[HC_MOE_META_TILE(i) + 1] = its live rows (1 .. its tile, the pads after them);
+ *   tail[0] = nb, the tiles of T rows (tiles 0 .. nb - 1 at rows i T ..; the tiles of Ts
+ *   follow them, tile nb + j at rows nb T + j Ts ..), tail[1] = the rows of all tiles (pads
+ *   included) -- two words apart from meta (the runtime puts them past its largest table), so
+ *   that meta reads as it did before there were two sizes.
+ * An expert's rows are its tiles of T in order, then its tile of Ts. The grids are sized by the largest tile count a call can need; blocks of tiles past meta[0]
  * return at once, so no count goes back to the host and a captured graph replays with any
  * routing. */
 #ifndef HC_MOE_ARGS_H
@@ -20,13 +27,14 @@
 /* threads of a routing block: 32 warps */
 #define HC_MOE_ROUTE_THREADS 1024u
 /* a routing block's dynamic shared memory for el local experts, bytes (moe_route.cu's
- * route_smem: counts 32 x el, totals el, places el, warp sums 32) */
-#define HC_MOE_ROUTE_SMEM_BYTES(el) (4u * (34u * (el) + 32u))
+ * route_smem: counts 32 x el, totals el, places el, first tiles of each size 2 x el, warp sums
+ * 3 x 32 and the three totals) */
+#define HC_MOE_ROUTE_SMEM_BYTES(el) (4u * (36u * (el) + 99u))
 /* the most blocks of a many-slot routing (hc_moe_route_count / _place), and its table of
  * unsigned words: the blocks' counts, then bases, per expert (El x HC_MOE_ROUTE_BLOCKS), then
- * the experts' places (El) */
+ * the experts' rows (moe_route.cu: off, nfr, soff, 3 x El) */
 #define HC_MOE_ROUTE_BLOCKS 32u
-#define HC_MOE_ROUTE_TABLE_WORDS(el) ((el) * (HC_MOE_ROUTE_BLOCKS + 1u))
+#define HC_MOE_ROUTE_TABLE_WORDS(el) ((el) * (HC_MOE_ROUTE_BLOCKS + 3u))
 /* hc_moe_finalize: threads a block (8 columns each) and the slots whose rows a thread loads
  * before it sums them */
 #define HC_MOE_FIN_THREADS 64u
@@ -39,7 +47,7 @@
  * output); rdiv = topk: row p is the token sorted[p] / topk of x (gathered in place). */
 typedef struct {
     const unsigned long long *wtab;
-    const int *sorted, *meta;
+    const int *sorted, *meta, *tail;
     /* each (part, expert)'s NVFP4 global divisor, indexed as wtab (per-expert layers each carry
      * their own), or 0: hc_mma_params' for all */
     const float *gdiv;

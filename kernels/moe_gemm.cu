@@ -8,6 +8,8 @@
 //   hc_moe_gemv_w8: small M over items a warp owns (gemm/gemv_items.cuh), one wave of blocks
 //   hc_moe_ws64, _96, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts,
 //                tiles); _96 has no dense twin (a tile that holds r + 2 sqrt(r) rows at r ~ 64)
+//   hc_moe_ws256r: tiles of 256 and each expert's remainder in a tile of 64, grid (pairs x
+//                parts, tiles of either size, 2)
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
 //                persistent block per SM over (tile, part, quad) x K tiles
 #include "gemm/gemv.cuh"
@@ -88,27 +90,54 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS)
 }
 
 /* ---- large M (sm_90a): block (stripe pair, tile) in the dense kernels' walk; the tensor map
- * is over the sorted activation rows (xs or the activation output, [rows][K]), tile mt's
- * tokens are its rows mt * TOKS.., outputs below mt * TOKS + live rows. ---- */
+ * is over the sorted activation rows (xs or the activation output, [rows][K], a box of TOKS
+ * rows), tile i's tokens are its rows from tok0 (moe_args.h), outputs below tok0 + live rows.
+ * ---- */
 #ifdef HC_SM90A
+/* pair vp of tile i, its rows from tok0 */
 template <int TOKS>
-__device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
-                                       hc_u16 *__restrict__ out, const hc_tmap &tmx) {
-    unsigned vp, mt;
-    ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
-    if ((int)mt >= a.meta[0]) return;
+__device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
+                                            hc_u16 *__restrict__ out, const hc_tmap &tmx,
+                                            unsigned vp, unsigned i, hc_u64 tok0) {
     const unsigned pairs = (unsigned)((p.tiles_n + 1) / 2), part = vp / pairs;
-    const int e = a.meta[HC_MOE_META_TILE(mt)], rows = a.meta[HC_MOE_META_TILE(mt) + 1];
-    const hc_u64 tok0 = (hc_u64)mt * TOKS;
+    const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
     ws_gemm_block<TOKS>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe,
                         (hc_u64)(vp - part * pairs) * 2, tok0, tok0 + (hc_u64)rows,
                         out + part * a.ystride, tmx);
 }
+template <int TOKS>
+__device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
+                                       hc_u16 *__restrict__ out, const hc_tmap &tmx) {
+    unsigned vp, mt;
+    ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
+    if ((int)mt >= a.meta[0]) return;
+    moe_ws_tile<TOKS>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
+}
+/* two tile sizes (the route's T = BIG and Ts = SMALL, moe_args.h): grid z 0 the tiles of BIG
+ * rows (tmx: boxes of BIG rows), z 1 those of SMALL after them (tms: boxes of SMALL); the
+ * branch is on blockIdx.z, uniform, so each body keeps its own wgmma pipeline */
+template <int BIG, int SMALL>
+__device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_params &p,
+                                           hc_u16 *__restrict__ out, const hc_tmap &tmx,
+                                           const hc_tmap &tms) {
+    unsigned vp, mt;
+    ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
+    const unsigned nb = (unsigned)a.tail[0];
+    if (blockIdx.z == 0) {
+        if (mt >= nb) return;
+        moe_ws_tile<BIG>(a, p, out, tmx, vp, mt, (hc_u64)mt * BIG);
+    } else {
+        if ((int)(nb + mt) >= a.meta[0]) return;
+        moe_ws_tile<SMALL>(a, p, out, tms, vp, nb + mt, (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
+    }
+}
 #define HC_MOE_WS_BODY(toks) moe_ws<toks>(a, p, out, tmx)
+#define HC_MOE_WS_TWO_BODY(big, small) moe_ws_two<big, small>(a, p, out, tmx, tms)
 #else
 #define HC_MOE_WS_BODY(toks) ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
+#define HC_MOE_WS_TWO_BODY(big, small) ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
 #define HC_MOE_WS_KERNEL(name, toks)                                                           \
     extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)                             \
@@ -120,6 +149,12 @@ HC_MOE_WS_KERNEL(hc_moe_ws64, 64)
 HC_MOE_WS_KERNEL(hc_moe_ws96, 96) /* (MoE only: 50-78 rows an expert in one tile; v62) */
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128)
 HC_MOE_WS_KERNEL(hc_moe_ws256, 256)
+/* tiles of 256 and an expert's remainder in a tile of 64 (v63: the route's two tile sizes) */
+extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)
+    hc_moe_ws256r(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,
+                  const __grid_constant__ hc_tmap tmx, const __grid_constant__ hc_tmap tms) {
+    HC_MOE_WS_TWO_BODY(256, 64);
+}
 
 /* ---- skinny (sm_90a): the dense skinny body (gemm/skinny_gemm.cuh) over output tiles (tile i,
  * part, quad) of the routing's meta[0] tiles of TOKS rows, K tiles fastest; the tensor map and

@@ -10,20 +10,36 @@
 __device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((unsigned)v << 16); }
 
 /* ---- the routing sort: moe_args.h's tables for S slots of ids (int32; local expert id - e0 in
- * [0, El)), tile T. A block of HC_MOE_ROUTE_THREADS sorts a contiguous range of the slots with
- * dynamic shared memory 4 x (32 El + 2 El + 32): warp w owns a contiguous part of the range;
- * pass 1 counts its slots per expert (cnt[w][e]), the counts become per-warp bases inside each
- * expert and the T-padded experts an exclusive scan (off[e]); pass 2 walks the same parts in
- * the same order and places each slot at its expert's base + its warp's base + its rank among
- * the warp's earlier slots of e (__match_any_sync): a stable counting sort, deterministic
- * without atomics. Few slots: one block, hc_moe_route. Many: hc_moe_route_count then
+ * [0, El)), tiles T and Ts (0: one size). A block of HC_MOE_ROUTE_THREADS sorts a contiguous
+ * range of the slots with dynamic shared memory HC_MOE_ROUTE_SMEM_BYTES(El): warp w owns a
+ * contiguous part of the range; pass 1 counts its slots per expert (cnt[w][e]), the counts
+ * become per-warp bases inside each expert, and exclusive scans over the experts give each its
+ * tiles' rows: off[e] the first row of its tiles of T (nfr[e] rows of them), soff[e] the first
+ * of its tile of Ts (after every tile of T); pass 2 walks the same parts in
+ * the same order and places each slot by its rank q inside its expert -- the block's base + its
+ * warp's base + its rank among the warp's earlier slots of e (__match_any_sync) -- at off[e] + q
+ * while q < nfr[e], else in the tile of Ts: a stable counting sort, deterministic without
+ * atomics. Few slots: one block, hc_moe_route. Many: hc_moe_route_count then
  * hc_moe_route_place over the same blocks, the blocks' counts per expert turned into their
  * bases by the last block to count (the same sort: a stable sort's result is unique). ---- */
 struct route_smem {
-    unsigned *cnt, *tot, *off, *wsum; /* [32][El], [El], [El], [32] */
+    /* [32][El], [El] x 4, [3][32] + the totals (rows, tiles of T, of Ts) */
+    unsigned *cnt, *tot, *off, *nfr, *soff, *wsum;
 };
 __device__ __forceinline__ route_smem route_smem_of(unsigned *sm, unsigned El) {
-    return {sm, sm + 32 * El, sm + 33 * El, sm + 34 * El};
+    return {sm, sm + 32 * El, sm + 33 * El, sm + 34 * El, sm + 35 * El, sm + 36 * El};
+}
+/* an expert of c rows: *nf tiles of T and *ns (0 or 1) of Ts -- its remainder past whole tiles
+ * of T in a tile of Ts where it fits, else in one more tile of T; Ts = 0: ceil(c / T) of T */
+__device__ __forceinline__ void route_split(unsigned c, unsigned T, unsigned Ts, unsigned *nf,
+                                            unsigned *ns) {
+    if (!Ts) {
+        *nf = (c + T - 1) / T, *ns = 0;
+        return;
+    }
+    unsigned f = c / T, rem = c - f * T;
+    if (rem > Ts) f++, rem = 0;
+    *nf = f, *ns = rem ? 1u : 0u;
 }
 /* slot s's local expert: -2 past the warp's part (no slot), -1 not local */
 __device__ __forceinline__ int route_expert(const int *ids, hc_u64 s, hc_u64 hi, int e0, unsigned El) {
@@ -60,36 +76,61 @@ __device__ __forceinline__ void route_count(const int *ids, hc_u64 lo, hc_u64 hi
     }
     __syncthreads();
 }
-/* the exclusive scan of the experts' T-padded counts tot[e] into off[e] (El <=
- * HC_MOE_EXPERTS_MAX: thread e holds expert e), meta[0] the tiles */
-__device__ __forceinline__ void route_scan(unsigned El, unsigned T, const route_smem &r, int *meta) {
+/* from the experts' counts tot[e] (El <= HC_MOE_EXPERTS_MAX = the block's threads: thread e
+ * holds expert e): two exclusive scans, of the rows of their tiles of T and of their tiles of
+ * Ts, into off[e], nfr[e] and soff[e]; the totals (rows of the tiles of T, tiles of Ts) into
+ * wsum[96], wsum[97], meta[0] and tail */
+__device__ __forceinline__ void route_scan(unsigned El, unsigned T, unsigned Ts, const route_smem &r,
+                                           int *meta, int *tail) {
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    unsigned v = 0;
-    for (unsigned e = tid; e < El; e += blockDim.x) v = (r.tot[e] + T - 1) / T * T;
-    unsigned incl = v;
-    for (unsigned d = 1; d < 32; d <<= 1) {
-        unsigned n = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-        if (lane >= d) incl += n;
+    unsigned v[2] = {0u, 0u}, incl[2];
+    if (tid < El) {
+        unsigned nf, ns;
+        route_split(r.tot[tid], T, Ts, &nf, &ns);
+        v[0] = nf * T, v[1] = ns;
     }
-    if (lane == 31) r.wsum[warp] = incl;
+#pragma unroll
+    for (int q = 0; q < 2; q++) {
+        incl[q] = v[q];
+        for (unsigned d = 1; d < 32; d <<= 1) {
+            unsigned n = __shfl_up_sync(0xFFFFFFFFu, incl[q], d);
+            if (lane >= d) incl[q] += n;
+        }
+        if (lane == 31) r.wsum[q * 32 + warp] = incl[q];
+    }
     __syncthreads();
     if (warp == 0) {
-        unsigned s = r.wsum[lane], si = s;
-        for (unsigned d = 1; d < 32; d <<= 1) {
-            unsigned n = __shfl_up_sync(0xFFFFFFFFu, si, d);
-            if (lane >= d) si += n;
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            unsigned s = r.wsum[q * 32 + lane], si = s;
+            for (unsigned d = 1; d < 32; d <<= 1) {
+                unsigned n = __shfl_up_sync(0xFFFFFFFFu, si, d);
+                if (lane >= d) si += n;
+            }
+            r.wsum[q * 32 + lane] = si - s; /* exclusive */
+            if (lane == 31) r.wsum[96 + q] = si; /* the total */
         }
-        r.wsum[lane] = si - s; /* exclusive */
     }
     __syncthreads();
-    if (tid < El) r.off[tid] = r.wsum[warp] + incl - v;
-    if (tid == blockDim.x - 1) meta[0] = (int)((r.wsum[warp] + incl) / T);
+    /* (the tiles of Ts come after every tile of T: wsum[96] rows of them) */
+    const unsigned bigrows = r.wsum[96], nsmall = r.wsum[97];
+    if (tid < El) {
+        r.off[tid] = r.wsum[warp] + incl[0] - v[0];
+        r.nfr[tid] = v[0];
+        r.soff[tid] = bigrows + (r.wsum[32 + warp] + incl[1] - v[1]) * Ts;
+    }
+    if (tid == 0) {
+        meta[0] = (int)(bigrows / T + nsmall);
+        tail[0] = (int)(bigrows / T), tail[1] = (int)(bigrows + nsmall * Ts);
+    }
     __syncthreads();
 }
-/* pass 2 over warp w's part [wlo, whi): each local slot to base[e] + its warp's base + its
- * rank, inv[s] its place (-1 when not local) */
+/* pass 2 over warp w's part [wlo, whi): each local slot of rank q inside its expert -- qb[e]
+ * (the block's base in the expert; null: 0) + its warp's base + its rank -- to off[e] + q, or
+ * past its tiles of T (q >= nfr[e]) to soff[e] + q - nfr[e]; inv[s] its place (-1 when not
+ * local) */
 __device__ __forceinline__ void route_place(const int *ids, hc_u64 wlo, hc_u64 whi, int e0,
-                                            unsigned El, const route_smem &r, const unsigned *base,
+                                            unsigned El, const route_smem &r, const unsigned *qb,
                                             int *sorted, int *inv) {
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (hc_u64 q = wlo; q < whi; q += 32) {
@@ -97,7 +138,9 @@ __device__ __forceinline__ void route_place(const int *ids, hc_u64 wlo, hc_u64 w
         int e = route_expert(ids, s, whi, e0, El);
         unsigned peers = __match_any_sync(0xFFFFFFFFu, e);
         if (e >= 0) {
-            unsigned p = base[e] + r.cnt[warp * El + e] + __popc(peers & ((1u << lane) - 1u));
+            const unsigned k = (qb ? qb[e] : 0u) + r.cnt[warp * El + e] +
+                               __popc(peers & ((1u << lane) - 1u));
+            const unsigned p = k < r.nfr[e] ? r.off[e] + k : r.soff[e] + (k - r.nfr[e]);
             sorted[p] = (int)s;
             inv[s] = (int)p;
         } else if (e == -1) {
@@ -108,32 +151,41 @@ __device__ __forceinline__ void route_place(const int *ids, hc_u64 wlo, hc_u64 w
         __syncwarp();
     }
 }
-/* each expert's pads (sorted -1) and tiles (meta) from its count tot[e] and place off[e] */
-__device__ __forceinline__ void route_tiles(unsigned El, unsigned T, const route_smem &r,
-                                            int *sorted, int *meta) {
+/* tile i's entry in meta: its expert and live rows */
+__device__ __forceinline__ void route_tile(int *meta, unsigned i, unsigned e, unsigned rows) {
+    meta[HC_MOE_META_TILE(i)] = (int)e;
+    meta[HC_MOE_META_TILE(i) + 1] = (int)rows;
+}
+/* each expert's pads (sorted -1) and tiles (meta) from its count tot[e] and rows off, nfr, soff
+ * (its tiles of T are tiles off[e] / T ..; its tile of Ts is tile nb + (soff[e] - nb T) / Ts,
+ * after all nb = wsum[96] / T tiles of T) */
+__device__ __forceinline__ void route_tiles(unsigned El, unsigned T, unsigned Ts,
+                                            const route_smem &r, int *sorted, int *meta) {
     for (unsigned e = threadIdx.x; e < El; e += blockDim.x) {
-        const unsigned n = r.tot[e], pad = (n + T - 1) / T * T, o = r.off[e];
-        for (unsigned q = n; q < pad; q++) sorted[o + q] = -1;
-        for (unsigned q = 0; q < pad; q += T) {
-            const unsigned i = (o + q) / T;
-            meta[HC_MOE_META_TILE(i)] = (int)e;
-            meta[HC_MOE_META_TILE(i) + 1] = (int)(n - q < T ? n - q : T);
+        const unsigned n = r.tot[e], o = r.off[e], nfr = r.nfr[e];
+        const unsigned big = n < nfr ? n : nfr, small = n - big; /* (live rows of each) */
+        for (unsigned q = big; q < nfr; q++) sorted[o + q] = -1;
+        for (unsigned q = 0; q < nfr; q += T) route_tile(meta, (o + q) / T, e, n - q < T ? n - q : T);
+        if (small) {
+            const unsigned so = r.soff[e];
+            for (unsigned q = small; q < Ts; q++) sorted[so + q] = -1;
+            route_tile(meta, r.wsum[96] / T + (so - r.wsum[96]) / Ts, e, small);
         }
     }
 }
 
 /* One block sorts all S slots. */
 extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
-    hc_moe_route(const int *ids, hc_u64 S, int e0, unsigned El, unsigned T, int *sorted, int *inv,
-                 int *meta) {
+    hc_moe_route(const int *ids, hc_u64 S, int e0, unsigned El, unsigned T, unsigned Ts,
+                 int *sorted, int *inv, int *meta, int *tail) {
     extern __shared__ unsigned sm[];
     const route_smem r = route_smem_of(sm, El);
     hc_u64 wlo, whi;
     HC_PDL_WAIT();
     route_count(ids, 0, S, e0, El, r, &wlo, &whi);
-    route_scan(El, T, r, meta);
-    route_place(ids, wlo, whi, e0, El, r, r.off, sorted, inv);
-    route_tiles(El, T, r, sorted, meta);
+    route_scan(El, T, Ts, r, meta, tail);
+    route_place(ids, wlo, whi, e0, El, r, nullptr, sorted, inv);
+    route_tiles(El, T, Ts, r, sorted, meta);
     HC_PDL_RELEASE();
 }
 
@@ -145,12 +197,12 @@ __device__ __forceinline__ void route_block_range(hc_u64 S, hc_u64 *lo, hc_u64 *
 
 /* Many slots, first launch: each block counts its range per expert into rtab[e][b]
  * (HC_MOE_ROUTE_BLOCKS columns); the last block to finish (ticket: zero between launches,
- * reset by it) turns each expert's row into the blocks' exclusive bases, scans the padded
- * totals into the experts' places (rtab + El x HC_MOE_ROUTE_BLOCKS, [El]) and writes meta and
- * the pads. */
+ * reset by it) turns each expert's row into the blocks' exclusive bases, scans the totals into
+ * the experts' rows (rtab + El x HC_MOE_ROUTE_BLOCKS: off, nfr, soff, [3][El]) and writes meta
+ * and the pads. */
 extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
-    hc_moe_route_count(const int *ids, hc_u64 S, int e0, unsigned El, unsigned T, int *sorted,
-                       int *meta, unsigned *rtab, unsigned *ticket) {
+    hc_moe_route_count(const int *ids, hc_u64 S, int e0, unsigned El, unsigned T, unsigned Ts,
+                       int *sorted, int *meta, int *tail, unsigned *rtab, unsigned *ticket) {
     extern __shared__ unsigned sm[];
     __shared__ unsigned last;
     const route_smem r = route_smem_of(sm, El);
@@ -179,17 +231,18 @@ extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
         if (lane == 31) r.tot[e] = incl;
     }
     __syncthreads();
-    route_scan(El, T, r, meta);
+    route_scan(El, T, Ts, r, meta, tail);
+    unsigned *rows = rtab + (hc_u64)El * HC_MOE_ROUTE_BLOCKS;
     for (unsigned e = tid; e < El; e += blockDim.x)
-        rtab[(hc_u64)El * HC_MOE_ROUTE_BLOCKS + e] = r.off[e];
-    route_tiles(El, T, r, sorted, meta);
+        rows[e] = r.off[e], rows[El + e] = r.nfr[e], rows[2 * El + e] = r.soff[e];
+    route_tiles(El, T, Ts, r, sorted, meta);
     if (tid == 0) *ticket = 0; /* ready for the next launch */
     HC_PDL_RELEASE();
 }
 
 /* Many slots, second launch (the same grid): each block counts its range again and places its
- * slots at their expert's place + the block's base (rtab, from hc_moe_route_count) + the
- * warp's base + the rank. */
+ * slots by their rank in the expert -- the block's base (rtab, from hc_moe_route_count) + the
+ * warp's base + the rank -- in the expert's rows (rtab's off, nfr, soff). */
 extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
     hc_moe_route_place(const int *ids, hc_u64 S, int e0, unsigned El, const unsigned *rtab,
                        int *sorted, int *inv) {
@@ -200,26 +253,35 @@ extern "C" __global__ void __launch_bounds__(HC_MOE_ROUTE_THREADS)
     HC_PDL_WAIT();
     route_block_range(S, &lo, &hi);
     route_count(ids, lo, hi, e0, El, r, &wlo, &whi);
-    /* the block's base in each expert, in off (its scan is the count launch's) */
-    for (unsigned e = threadIdx.x; e < El; e += blockDim.x)
-        r.off[e] = __ldcg(rtab + (hc_u64)El * HC_MOE_ROUTE_BLOCKS + e) +
-                   __ldcg(rtab + (hc_u64)e * HC_MOE_ROUTE_BLOCKS + blockIdx.x);
+    /* the experts' rows (the count launch's scan) and the block's base in each, in tot (the
+     * block's own counts are not needed past route_count) */
+    const unsigned *rows = rtab + (hc_u64)El * HC_MOE_ROUTE_BLOCKS;
+    for (unsigned e = threadIdx.x; e < El; e += blockDim.x) {
+        r.off[e] = __ldcg(rows + e), r.nfr[e] = __ldcg(rows + El + e);
+        r.soff[e] = __ldcg(rows + 2 * El + e);
+        r.tot[e] = __ldcg(rtab + (hc_u64)e * HC_MOE_ROUTE_BLOCKS + blockIdx.x);
+    }
     __syncthreads();
-    route_place(ids, wlo, whi, e0, El, r, r.off, sorted, inv);
+    route_place(ids, wlo, whi, e0, El, r, r.tot, sorted, inv);
     HC_PDL_RELEASE();
 }
 
-/* ---- hc_moe_expand: xs[p] = x[sorted[p] / topk] for the sorted rows (zeros in pads), its
- * columns gathered by the row's expert's act-order permutation (ptab[e]: int32 [K], or 0) and
- * zero-padded from K to ldxs. A block per row, grid-stride. ---- */
+/* the local expert of slot s (a sorted row's, s >= 0: its id is local) */
+__device__ __forceinline__ unsigned route_local(const int *ids, int s, int e0) {
+    return (unsigned)(ids[s] - e0);
+}
+
+/* ---- hc_moe_expand: xs[p] = x[sorted[p] / topk] for the sorted rows (zeros in pads; tail[1]
+ * of them), its columns gathered by the row's expert's act-order permutation (ptab[e]: int32
+ * [K], or 0) and zero-padded from K to ldxs. A block per row, grid-stride. ---- */
 extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, const int *sorted,
-                                         const int *meta, unsigned T, hc_u64 topk,
+                                         const int *tail, const int *ids, int e0, hc_u64 topk,
                                          const hc_u64 *ptab, hc_u16 *xs, hc_u64 ldxs) {
     HC_PDL_WAIT();
-    const hc_u64 rows = (hc_u64)meta[0] * T;
+    const hc_u64 rows = (hc_u64)tail[1];
     for (hc_u64 p = blockIdx.x; p < rows; p += gridDim.x) {
         const int s = sorted[p];
-        const int *perm = ptab ? (const int *)ptab[meta[HC_MOE_META_TILE(p / T)]] : nullptr;
+        const int *perm = ptab && s >= 0 ? (const int *)ptab[route_local(ids, s, e0)] : nullptr;
         const hc_u16 *src = s >= 0 ? x + (hc_u64)s / topk * ldx : nullptr;
         hc_u16 *dst = xs + p * ldxs;
         if (!perm && src && K % 8 == 0 && ldx % 8 == 0 && ldxs % 8 == 0 &&
@@ -234,7 +296,8 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
     HC_PDL_RELEASE();
 }
 
-/* ---- hc_moe_act: h[p][c] = act(gate + bg, up + bu) for the sorted rows (zeros in pads), in
+/* ---- hc_moe_act: h[p][c] = act(gate + bg, up + bu) for the sorted rows (zeros in pads; tail[1]
+ * of them; a row's expert from its slot's id: ids, e0), in
  * float32 from the gate_up outputs: gate j of row p at g[p * ldg + j * cs], up j at
  * u[p * ldg + j * cs] (interleaved: u = g + 1, cs = 2; stacked: u = g + I, cs = 1; two
  * layers: two buffers, cs = 1); j = c, or the down projection's act-order permutation of the
@@ -251,18 +314,19 @@ __device__ __forceinline__ float moe_act(float g, float u, unsigned act, float a
     return g / (1.0f + expf(-g)) * u;
 }
 extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 ldg, hc_u64 cs,
-                                      hc_u64 I, const int *sorted, const int *meta, unsigned T,
-                                      const float *bias, const hc_u64 *ptab, unsigned act,
+                                      hc_u64 I, const int *sorted, const int *tail, const int *ids,
+                                      int e0, const float *bias, const hc_u64 *ptab, unsigned act,
                                       float alpha, float limit, hc_u16 *h, hc_u64 ldh) {
     HC_PDL_WAIT();
-    const hc_u64 rows = (hc_u64)meta[0] * T;
+    const hc_u64 rows = (hc_u64)tail[1];
     /* 16-byte pieces: 8 columns of gate and up (cs = 1: 8 of each buffer; cs = 2: 16 interleaved
      * values from g) and of h */
     const bool vec = !ptab && I % 8 == 0 && ldg % 8 == 0 && ldh % 8 == 0 && ((hc_u64)g & 15) == 0 &&
                      ((hc_u64)h & 15) == 0 && (cs == 2 ? u == g + 1 : cs == 1 && ((hc_u64)u & 15) == 0);
     for (hc_u64 p = blockIdx.x; p < rows; p += gridDim.x) {
-        const unsigned e = (unsigned)meta[HC_MOE_META_TILE(p / T)];
-        const bool live = sorted[p] >= 0;
+        const int s = sorted[p];
+        const bool live = s >= 0;
+        const unsigned e = live ? route_local(ids, s, e0) : 0u; /* (a pad's: unused) */
         const int *perm = ptab ? (const int *)ptab[e] : nullptr;
         const float *bg = bias ? bias + (hc_u64)e * 2 * I : nullptr;
         for (hc_u64 c0 = threadIdx.x * 8ull; c0 < ldh; c0 += blockDim.x * 8ull) {

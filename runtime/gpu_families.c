@@ -112,16 +112,17 @@ bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap)
 }
 
 static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
-    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0, 0},
-    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0, 0},
-    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0, 0},
-    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0, 0},
-    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0, 0},
-    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0, 0},
-    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0, 0},
-    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0, 0},
-    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0},
-    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, moe_ws96_smem, 0, 96},
+    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0, 0, 0},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0, 0, 0},
+    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0, 0, 0},
+    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0, 0, 0},
+    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0, 0, 0},
+    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0, 0, 0},
+    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0, 0, 0},
+    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0, 0, 0},
+    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0, 0},
+    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, moe_ws96_smem, 0, 96, 0},
+    {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64},
 };
 
 size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {

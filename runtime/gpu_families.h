@@ -83,6 +83,8 @@ typedef enum {
     HC_GMK_SKINNY64, /* hc_moe_skinny64 */
     HC_GMK_W8,       /* hc_moe_gemv_w8: tiles of 8 rows, items a warp owns (gemm/gemv_items.cuh) */
     HC_GMK_WS96,     /* hc_moe_ws96 (sm_90a): tiles of 96 rows, no dense twin (v62: forced only) */
+    HC_GMK_WS256R,   /* hc_moe_ws256r (sm_90a): tiles of 256 rows and of 64 (an expert's
+                      * remainder; v63: forced only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -100,6 +102,9 @@ typedef struct {
     /* its token tile where it is not its dense variant's (moe-ws96), else 0: read it through
      * hc__gpu_moe_tile */
     unsigned toks;
+    /* the route's second tile, rows (an expert's remainder past its tiles of toks: moe_args.h),
+     * 0: one tile size */
+    unsigned small;
 } hc_gpu_moe_variant;
 
 /* The dynamic shared memory grouped kernel mv needs for tiles of chunk bytes. */

@@ -20,8 +20,8 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
                          uint64_t rows, cudaStream_t s, hc_err *err) {
     struct hc_gpu_moe_ws *w = md->mws;
     hc_moe_args a = {(const unsigned long long *)pr->wtab, (const int *)w->sorted,
-                     (const int *)w->meta, (const float *)pr->gdiv, el, ystride, rdiv, parts,
-                     r->tile};
+                     (const int *)w->meta, hc__gpu_moe_tail(w), (const float *)pr->gdiv, el,
+                     ystride, rdiv, parts, r->tile};
     hc_mma_params mp = pr->mp;
     mp.ldx = ldx;
     cudaKernel_t k = md->g->mods[pr->mod].gk[lp->kernel];
@@ -30,11 +30,17 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
         void *args[] = {&a, &mp, (void *)&x, &out, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
-    CUtensorMap tm;
+    CUtensorMap tm, tms;
     HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
     if (lp->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
         void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
+    }
+    if (r->tile_small) { /* + the map of the small tiles' boxes (moe_gemm.cu moe_ws_two) */
+        HC_TRY(hc__gpu_tmap_rows(&tms, x, rows, mp.K, ldx, r->tile_small, "the sorted activations",
+                                 err));
+        void *args[] = {&a, &mp, &out, &tm, &tms};
+        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
     }
     void *args[] = {&a, &mp, &out, &tm};
     return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
@@ -63,10 +69,12 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     { /* route: one block, or count then place over r.sort_blocks (gpu_plan.c) */
         unsigned long long ss = S;
         int e0 = (int)ml->e0;
-        unsigned el = ml->El, tt = r.tile;
+        unsigned el = ml->El, tt = r.tile, ts = r.tile_small;
+        int *tail = hc__gpu_moe_tail(w);
         const size_t smem = HC_MOE_ROUTE_SMEM_BYTES((size_t)ml->El);
         if (r.sort_blocks <= 1) {
-            void *args[] = {(void *)&ids, &ss, &e0, &el, &tt, &w->sorted, &w->inv, &w->meta};
+            void *args[] = {(void *)&ids, &ss, &e0, &el, &tt, &ts, &w->sorted, &w->inv, &w->meta,
+                            &tail};
             HC_TRY(hc__gpu_launch(g->moe_route, one, HC_MOE_ROUTE_THREADS, smem, true, args, s,
                                  "hc_moe_route", err));
         } else {
@@ -74,8 +82,8 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
             /* (the buffer's last word: every layer's, whichever its El -- a ticket after its own
              * table would sit inside a larger layer's) */
             unsigned *ticket = (unsigned *)w->rtab + (w->rtab_bytes / 4 - 1);
-            void *cargs[] = {(void *)&ids, &ss, &e0, &el, &tt, &w->sorted, &w->meta, &w->rtab,
-                             &ticket};
+            void *cargs[] = {(void *)&ids, &ss, &e0, &el, &tt, &ts, &w->sorted, &w->meta,
+                             &tail, &w->rtab, &ticket};
             HC_TRY(hc__gpu_launch(g->moe_route_count, grid, HC_MOE_ROUTE_THREADS, smem, true, cargs,
                                  s, "hc_moe_route_count", err));
             void *pargs[] = {(void *)&ids, &ss, &e0, &el, &w->rtab, &w->sorted, &w->inv};
@@ -93,8 +101,9 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     uint64_t ldx = ml->H, rdiv = topk;
     if (!in_place) {
         unsigned long long ldxx = ml->H, K = ml->H, tk = topk, ldo = ml->ldx;
-        unsigned tt = r.tile;
-        void *args[] = {(void *)&x, &ldxx, &K, &w->sorted, &w->meta, &tt, &tk,
+        int e0 = (int)ml->e0;
+        const int *tail = hc__gpu_moe_tail(w);
+        void *args[] = {(void *)&x, &ldxx, &K, &w->sorted, (void *)&tail, (void *)&ids, &e0, &tk,
                         (void *)&ml->up.ptab, &w->xs, &ldo};
         HC_TRY(hc__gpu_launch(g->moe_expand, rgrid, 256, 0, true, args, s, "hc_moe_expand", err));
         xin = w->xs, ldx = ml->ldx, rdiv = 0;
@@ -109,11 +118,13 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         if (ml->parts == 2) up = gp + ystride, ldg = ml->I, cs = 1;
         else if (ml->order == HC_MOE_INTERLEAVED) up = gp + 1, ldg = 2 * ml->I, cs = 2;
         else up = gp + ml->I, ldg = 2 * ml->I, cs = 1;
-        unsigned tt = r.tile, act = ml->act == HC_MOE_SWIGLU_CLAMP;
+        unsigned act = ml->act == HC_MOE_SWIGLU_CLAMP;
+        int e0 = (int)ml->e0;
         float alpha = ml->alpha, limit = ml->limit;
-        void *args[] = {(void *)&gp, (void *)&up, &ldg, &cs, &I, &w->sorted, &w->meta, &tt,
-                        (void *)&ml->bias_gu, (void *)&ml->down.ptab, &act, &alpha, &limit,
-                        &w->h, &ldh};
+        const int *tail = hc__gpu_moe_tail(w);
+        void *args[] = {(void *)&gp, (void *)&up, &ldg, &cs, &I, &w->sorted, (void *)&tail,
+                        (void *)&ids, &e0, (void *)&ml->bias_gu, (void *)&ml->down.ptab, &act,
+                        &alpha, &limit, &w->h, &ldh};
         HC_TRY(hc__gpu_launch(g->moe_act, rgrid, 256, 0, true, args, s, "hc_moe_act", err));
     }
     if (HC_GPU_MOE_STOP(md, 3)) return HC_OK;

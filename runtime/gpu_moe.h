@@ -37,7 +37,7 @@ typedef struct hc_gpu_moe_layer {
 
 struct hc_gpu_moe_ws {
     uint64_t slots, rows, tiles; /* per chunk: slots, sorted rows, tiles (meta entries) */
-    void *sorted, *inv, *meta, *xs, *g, *h, *part, *cnt;
+    void *sorted, *inv, *meta, *xs, *g, *h, *part, *cnt; /* (meta: its tiles, then the tail) */
     size_t xs_bytes, g_bytes, h_bytes, part_bytes, cnt_bytes;
     /* the many-slot routing sort's table (moe_args.h HC_MOE_ROUTE_TABLE_WORDS of the most
      * local experts) and its ticket (the buffer's last word, every layer's; zero between
@@ -45,6 +45,11 @@ struct hc_gpu_moe_ws {
     void *rtab;
     size_t rtab_bytes;
 };
+
+/* The routing's two-word tail (moe_args.h): past meta's largest table of tiles. */
+static inline int *hc__gpu_moe_tail(const struct hc_gpu_moe_ws *w) {
+    return (int *)w->meta + 1 + 2 * w->tiles;
+}
 
 /* Orders MoE layers by name (the model's are sorted: hc_gpu_moe finds them by bsearch). */
 int hc__gpu_moe_cmp(const void *a, const void *b);

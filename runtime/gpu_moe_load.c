@@ -25,7 +25,7 @@ hc_status hc__gpu_moe_need(const hc_gpu_caps *dev, const hc_gpu_moe_layer *ml, u
     HC_TRY(hc__gpu_moe_route_plan(dev, fam, slots, ml->El, forced, r, err));
     HC_TRY(hc__gpu_moe_gemm_plan(dev, &ml->up.shape, ml->parts, r, lu, err));
     HC_TRY(hc__gpu_moe_gemm_plan(dev, &ml->down.shape, 1, r, ld, err));
-    w->rows = r->tiles_max * r->tile, w->tiles = r->tiles_max;
+    w->rows = r->rows_max, w->tiles = r->tiles_max;
     /* (every product below is of numbers bounded by 65535 tiles x 256 rows x a layer's sides) */
     w->xs = (size_t)(w->rows * (ml->ldx > ml->H ? ml->ldx : ml->H) * 2);
     w->g = (size_t)(w->rows * ml->up.mp.N * ml->parts * 2);
@@ -253,8 +253,8 @@ done:
 }
 
 /* The routing module (kernels/moe_route.cu), once per device, its sorts' shared memory raised
- * to what el experts need (4 x (34 el + 32) bytes: 139 KB at the 1024 most; a device without
- * that much leaves the MoE layers refused, saying so). */
+ * to what el experts need (HC_MOE_ROUTE_SMEM_BYTES, 4 x (36 el + 99) bytes: 148 KB at the 1024
+ * most; a device without that much leaves the MoE layers refused, saying so). */
 static hc_status route_module(hc_gpu *g, uint32_t el, hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
@@ -341,11 +341,15 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
             break;
         }
     }
-    /* meta: the most tiles of any tile size (8-row tiles of every touched expert) */
+    /* meta: the most tiles of any tile size (8-row tiles of every touched expert; two sizes,
+     * moe-ws256r: slots / 256 + touched, gpu_plan.c). (Its rows, slots + touched x 255, can pass
+     * those sized here for the runtime's pick: chunk() refuses such a forced call, saying so.) */
     for (size_t i = 0; i < md->nmoe; i++) {
         const hc_gpu_moe_layer *ml = &md->moe[i];
         if (ml->why[0]) continue;
-        uint64_t t = (w->slots + (uint64_t)ml->El * 7) / 8 + 1;
+        const uint64_t touched = ml->El < w->slots ? ml->El : w->slots;
+        uint64_t t = (w->slots + (uint64_t)ml->El * 7) / 8 + 1, t2 = w->slots / 256 + touched + 1;
+        if (t2 > t) t = t2;
         if (t > w->tiles) w->tiles = t;
         /* the small-M K split, whichever the slots (it is not monotone in them): a split is
          * taken only while blocks x split fit one wave (hc__gemv_ksplit), so its partial sums
@@ -383,7 +387,8 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
     }
     CU(hc__cuda.malloc_(&w->sorted, w->rows * 4 + 16), "cudaMalloc(MoE routing)");
     CU(hc__cuda.malloc_(&w->inv, w->slots * 4 + 16), "cudaMalloc(MoE routing)");
-    CU(hc__cuda.malloc_(&w->meta, (1 + 2 * w->tiles) * 4 + 16), "cudaMalloc(MoE routing)");
+    CU(hc__cuda.malloc_(&w->meta, (1 + 2 * w->tiles + 2) * 4 + 16),
+       "cudaMalloc(MoE routing)");
     CU(hc__cuda.malloc_(&w->xs, w->xs_bytes + 16), "cudaMalloc(MoE activations)");
     CU(hc__cuda.malloc_(&w->g, w->g_bytes + 16), "cudaMalloc(MoE gate_up outputs)");
     CU(hc__cuda.malloc_(&w->h, w->h_bytes + 16), "cudaMalloc(MoE activation outputs)");

@@ -329,10 +329,19 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     out->kernel = (hc_gpu_moe_kernel)k;
     out->forced = forced != HC_GPU_KERNEL_AUTO;
     out->tile = hc__gpu_moe_tile(&mv[k]);
+    out->tile_small = mv[k].small;
     uint64_t pad;
     if (!hc__mul_u64(out->touched, out->tile - 1, &pad) || !hc__add_u64(pad, slots, &pad))
         return hc__fail(err, HC_INVALID, "%llu slots overflow the routing", (unsigned long long)slots);
-    out->tiles_max = pad / out->tile;
+    if (out->tile_small) {
+        /* an expert's tiles: its whole ones of T and at most one more, of T (a remainder past
+         * Ts) or of Ts; its pads under T (moe_route.cu route_split) */
+        out->tiles_max = out->grid_tiles = slots / out->tile + out->touched;
+        out->rows_max = pad;
+    } else {
+        out->tiles_max = out->grid_tiles = pad / out->tile;
+        out->rows_max = out->tiles_max * out->tile;
+    }
     if (out->tiles_max > 65535)
         return hc__fail(err, HC_UNSUPPORTED, "%llu slots over %llu experts need up to %llu tiles of "
                        "%u rows (at most 65535 a launch)", (unsigned long long)slots,
@@ -431,6 +440,8 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     }
     uint64_t pairs = (l->tiles_n + 1) / 2 * parts;
     if (pairs > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
-    out->grid[0] = (unsigned)pairs, out->grid[1] = (unsigned)r->tiles_max, out->grid[2] = 1;
+    /* (two tile sizes: a grid plane each, moe_gemm.cu moe_ws_two) */
+    out->grid[0] = (unsigned)pairs, out->grid[1] = (unsigned)r->grid_tiles;
+    out->grid[2] = r->tile_small ? 2 : 1;
     return HC_OK;
 }

@@ -79,7 +79,8 @@ typedef struct {
  * hc_gpu_moe_kernel) a name stands for: NULL, "" or "auto", "t8", "t16", "mma", "wgmma",
  * "ws64", "ws128", "ws256", "skinny16", "skinny32", "skinny64", "skinny16q", "skinny32q",
  * "skinny64q", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256", "moe-skinny16",
- * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96". HC_USAGE naming it for any other. */
+ * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96", "moe-ws256r". HC_USAGE naming it for
+ * any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
@@ -107,8 +108,15 @@ typedef struct {
     hc_gpu_moe_kernel kernel;
     bool forced;                 /* kernel was forced: every projection runs it */
     unsigned tile;               /* T */
+    unsigned tile_small;         /* Ts: an expert's remainder in a tile of Ts rows (moe_args.h),
+                                  * 0: tiles of T only */
     uint64_t touched;            /* the most experts the slots can reach: min(el, slots) */
-    uint64_t tiles_max;          /* the most T-row tiles: (slots + touched (T - 1)) / T */
+    uint64_t tiles_max;          /* the most tiles: (slots + touched (T - 1)) / T; with Ts,
+                                  * slots / T + touched */
+    uint64_t grid_tiles;         /* the most tiles of one size (the grouped GEMMs' grid.y):
+                                  * tiles_max */
+    uint64_t rows_max;           /* the most sorted rows, pads included: tiles_max x T; with
+                                  * Ts, slots + touched (T - 1) */
     unsigned sort_blocks;        /* the routing sort's blocks: 1 (hc_moe_route) or 2..32
                                   * (hc_moe_route_count, then _place) */
 } hc_gpu_moe_route;

@@ -177,15 +177,17 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
     if (hc__jit_compile_log("moe_gemm.cu", "sm_90a", opts, 5, &cubin, &size, &log, &e)) {
         snprintf(why, cap, "moe_gemm.cu does not compile: %s", e.msg);
         ok = false;
-    } else if (!log || strstr(log, "C7514")) {
-        snprintf(why, cap, "moe_gemm.cu: %s", log ? "ptxas serialises wgmma (C7514)" : "no NVRTC log");
+    } else if (!log || strstr(log, "C7514") || strstr(log, "Potential Performance Loss")) {
+        snprintf(why, cap, "moe_gemm.cu: %s",
+                 log ? "ptxas serialises wgmma (C7514/C7520)" : "no NVRTC log");
         ok = false;
     } else {
         static const char *const hot[] = {"hc_moe_ws256",    "hc_moe_ws128",   "hc_moe_ws64",
                                           "hc_moe_gemv_t8",  "hc_moe_skinny32",
                                           "hc_moe_skinny64", "hc_moe_gemv_w8",
-                                          "hc_moe_gemv_t16", "hc_moe_ws96"};
-        for (int h = 0; h < 9 && ok; h++) {
+                                          "hc_moe_gemv_t16", "hc_moe_ws96",
+                                          "hc_moe_ws256r"};
+        for (int h = 0; h < 10 && ok; h++) {
             long sp = spill_stores(log, hot[h]);
             if (sp != 0) {
                 snprintf(why, cap, "%s: %ld bytes spill stores", hot[h], sp);

@@ -8,8 +8,9 @@
  * {1, 2, 4, 8} on the E = 8 and E = 128 blocks (one top-k each in turn on the others; 4096 with
  * top-1 and top-8 on the GPU; 16384 x top-8 past a chunk of the workspace), uniform and skewed
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
- * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert), a rank of
- * expert parallelism, and the same bits on a second run; the
+ * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
+ * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed), a
+ * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
  * HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
@@ -244,7 +245,8 @@ int main(void) {
     static const uint64_t ks[] = {1, 2, 4, 8};
     static const char *const forced[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
-                                         "moe-skinny32", "moe-skinny64", "moe-ws96"};
+                                         "moe-skinny32", "moe-skinny64", "moe-ws96",
+                                         "moe-ws256r"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -297,6 +299,15 @@ int main(void) {
                  * second part full */
                 if (ci == 0 && md && ws)
                     check(md, c, cf, &r, label, "moe-ws96", 333, 4, false, seed + 40, 0, all);
+                /* moe-ws256r (v63, two tile sizes) where experts get a tile of 256 and a
+                 * remainder of 64 (~300 rows: 256 + ~44, uniform and skewed), a remainder over
+                 * 64 (~166: one tile of 256) and one of 64 alone (at M = 64 above: ~16) */
+                if (ci <= 1 && md && ws) {
+                    check(md, c, cf, &r, label, "moe-ws256r", ci == 0 ? 300 : 4800, 8, false,
+                          seed + 41, 0, all);
+                    check(md, c, cf, &r, label, "moe-ws256r", 300, 8, true, seed + 42, 0, all);
+                    check(md, c, cf, &r, label, "moe-ws256r", 333, 4, false, seed + 43, 0, all);
+                }
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
                  * slot), at 1-3 and ~16-128 rows a tile of 8 */
