@@ -27,9 +27,9 @@
 /* threads of a routing block: 32 warps */
 #define HC_MOE_ROUTE_THREADS 1024u
 /* a routing block's dynamic shared memory for el local experts, bytes (moe_route.cu's
- * route_smem: counts 32 x el, totals el, places el, first tiles of each size 2 x el, warp sums
- * 3 x 32 and the three totals) */
-#define HC_MOE_ROUTE_SMEM_BYTES(el) (4u * (36u * (el) + 99u))
+ * route_smem: counts 32 x el, totals el, the experts' rows 3 x el, warp sums 2 x 32 and the
+ * two totals) */
+#define HC_MOE_ROUTE_SMEM_BYTES(el) (4u * (36u * (el) + 66u))
 /* the most blocks of a many-slot routing (hc_moe_route_count / _place), and its table of
  * unsigned words: the blocks' counts, then bases, per expert (El x HC_MOE_ROUTE_BLOCKS), then
  * the experts' rows (moe_route.cu: off, nfr, soff, 3 x El) */

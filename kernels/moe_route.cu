@@ -23,7 +23,7 @@ __device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((u
  * hc_moe_route_place over the same blocks, the blocks' counts per expert turned into their
  * bases by the last block to count (the same sort: a stable sort's result is unique). ---- */
 struct route_smem {
-    /* [32][El], [El] x 4, [3][32] + the totals (rows, tiles of T, of Ts) */
+    /* [32][El], [El] x 4, [2][32] + the totals (rows of the tiles of T, tiles of Ts) */
     unsigned *cnt, *tot, *off, *nfr, *soff, *wsum;
 };
 __device__ __forceinline__ route_smem route_smem_of(unsigned *sm, unsigned El) {
@@ -79,7 +79,7 @@ __device__ __forceinline__ void route_count(const int *ids, hc_u64 lo, hc_u64 hi
 /* from the experts' counts tot[e] (El <= HC_MOE_EXPERTS_MAX = the block's threads: thread e
  * holds expert e): two exclusive scans, of the rows of their tiles of T and of their tiles of
  * Ts, into off[e], nfr[e] and soff[e]; the totals (rows of the tiles of T, tiles of Ts) into
- * wsum[96], wsum[97], meta[0] and tail */
+ * wsum[64], wsum[65], meta[0] and tail */
 __device__ __forceinline__ void route_scan(unsigned El, unsigned T, unsigned Ts, const route_smem &r,
                                            int *meta, int *tail) {
     const unsigned tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -108,12 +108,12 @@ __device__ __forceinline__ void route_scan(unsigned El, unsigned T, unsigned Ts,
                 if (lane >= d) si += n;
             }
             r.wsum[q * 32 + lane] = si - s; /* exclusive */
-            if (lane == 31) r.wsum[96 + q] = si; /* the total */
+            if (lane == 31) r.wsum[64 + q] = si; /* the total */
         }
     }
     __syncthreads();
-    /* (the tiles of Ts come after every tile of T: wsum[96] rows of them) */
-    const unsigned bigrows = r.wsum[96], nsmall = r.wsum[97];
+    /* (the tiles of Ts come after every tile of T: wsum[64] rows of them) */
+    const unsigned bigrows = r.wsum[64], nsmall = r.wsum[65];
     if (tid < El) {
         r.off[tid] = r.wsum[warp] + incl[0] - v[0];
         r.nfr[tid] = v[0];
@@ -158,7 +158,7 @@ __device__ __forceinline__ void route_tile(int *meta, unsigned i, unsigned e, un
 }
 /* each expert's pads (sorted -1) and tiles (meta) from its count tot[e] and rows off, nfr, soff
  * (its tiles of T are tiles off[e] / T ..; its tile of Ts is tile nb + (soff[e] - nb T) / Ts,
- * after all nb = wsum[96] / T tiles of T) */
+ * after all nb = wsum[64] / T tiles of T) */
 __device__ __forceinline__ void route_tiles(unsigned El, unsigned T, unsigned Ts,
                                             const route_smem &r, int *sorted, int *meta) {
     for (unsigned e = threadIdx.x; e < El; e += blockDim.x) {
@@ -169,7 +169,7 @@ __device__ __forceinline__ void route_tiles(unsigned El, unsigned T, unsigned Ts
         if (small) {
             const unsigned so = r.soff[e];
             for (unsigned q = small; q < Ts; q++) sorted[so + q] = -1;
-            route_tile(meta, r.wsum[96] / T + (so - r.wsum[96]) / Ts, e, small);
+            route_tile(meta, r.wsum[64] / T + (so - r.wsum[64]) / Ts, e, small);
         }
     }
 }

@@ -253,7 +253,7 @@ done:
 }
 
 /* The routing module (kernels/moe_route.cu), once per device, its sorts' shared memory raised
- * to what el experts need (HC_MOE_ROUTE_SMEM_BYTES, 4 x (36 el + 99) bytes: 148 KB at the 1024
+ * to what el experts need (HC_MOE_ROUTE_SMEM_BYTES, 4 x (36 el + 66) bytes: 148 KB at the 1024
  * most; a device without that much leaves the MoE layers refused, saying so). */
 static hc_status route_module(hc_gpu *g, uint32_t el, hc_err *perr) {
     hc_err err = {0};
@@ -342,13 +342,14 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
         }
     }
     /* meta: the most tiles of any tile size (8-row tiles of every touched expert; two sizes,
-     * moe-ws256r: slots / 256 + touched, gpu_plan.c). (Its rows, slots + touched x 255, can pass
+     * moe-ws256r: slots / T + touched, gpu_plan.c). (Its rows, slots + touched x 191, can pass
      * those sized here for the runtime's pick: chunk() refuses such a forced call, saying so.) */
+    const unsigned t256r = hc__gpu_moe_tile(&hc__gpu_moe_variants(&(size_t){0})[HC_GMK_WS256R]);
     for (size_t i = 0; i < md->nmoe; i++) {
         const hc_gpu_moe_layer *ml = &md->moe[i];
         if (ml->why[0]) continue;
         const uint64_t touched = ml->El < w->slots ? ml->El : w->slots;
-        uint64_t t = (w->slots + (uint64_t)ml->El * 7) / 8 + 1, t2 = w->slots / 256 + touched + 1;
+        uint64_t t = (w->slots + (uint64_t)ml->El * 7) / 8 + 1, t2 = w->slots / t256r + touched + 1;
         if (t2 > t) t = t2;
         if (t > w->tiles) w->tiles = t;
         /* the small-M K split, whichever the slots (it is not monotone in them): a split is

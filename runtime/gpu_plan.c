@@ -335,9 +335,14 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         return hc__fail(err, HC_INVALID, "%llu slots overflow the routing", (unsigned long long)slots);
     if (out->tile_small) {
         /* an expert's tiles: its whole ones of T and at most one more, of T (a remainder past
-         * Ts) or of Ts; its pads under T (moe_route.cu route_split) */
-        out->tiles_max = out->grid_tiles = slots / out->tile + out->touched;
-        out->rows_max = pad;
+         * Ts: at most T - Ts - 1 pads) or of Ts (at most Ts - 1); rows at least a tile of T
+         * (the tensor map's rows hold a box; moe_route.cu route_split) */
+        const uint64_t T = out->tile, Ts = out->tile_small, most = T - Ts > Ts ? T - Ts : Ts;
+        out->tiles_max = out->grid_tiles = slots / T + out->touched;
+        if (!hc__mul_u64(out->touched, most - 1, &pad) || !hc__add_u64(pad, slots, &pad))
+            return hc__fail(err, HC_INVALID, "%llu slots overflow the routing",
+                            (unsigned long long)slots);
+        out->rows_max = pad > T ? pad : T;
     } else {
         out->tiles_max = out->grid_tiles = pad / out->tile;
         out->rows_max = out->tiles_max * out->tile;

@@ -116,7 +116,7 @@ typedef struct {
     uint64_t grid_tiles;         /* the most tiles of one size (the grouped GEMMs' grid.y):
                                   * tiles_max */
     uint64_t rows_max;           /* the most sorted rows, pads included: tiles_max x T; with
-                                  * Ts, slots + touched (T - 1) */
+                                  * Ts, slots + touched (max(T - Ts, Ts) - 1), at least T */
     unsigned sort_blocks;        /* the routing sort's blocks: 1 (hc_moe_route) or 2..32
                                   * (hc_moe_route_count, then _place) */
 } hc_gpu_moe_route;

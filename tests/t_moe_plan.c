@@ -144,14 +144,15 @@ static void test_moe_plan(void) {
     CHECK_CONTAINS(e5.msg, "moe-ws96");
     /* moe-ws256r (forced only, v63): tiles of 256 and an expert's remainder in a tile of 64 --
      * at r = 256 (32768 slots over 128 experts): an expert's whole tiles and one more of either
-     * size, at most 32768 / 256 + 128 = 256, rows 32768 + 128 x 255; a grid plane for each
-     * size; the unforced pick there stays ws256 (one size: (32768 + 128 x 255) / 256 = 255) */
+     * size, at most 32768 / 256 + 128 = 256; its pads at most 191 (a remainder of 65 in a
+     * tile of 256), rows 32768 + 128 x 191; a grid plane for each size; the unforced pick
+     * there stays ws256 (one size: (32768 + 128 x 255) / 256 = 255) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 32768, 128, HC_GMK_WS256R, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 256);
     CHECK_EQ_INT(r.tile_small, 64);
     CHECK_EQ_U64(r.grid_tiles, 256);
     CHECK_EQ_U64(r.tiles_max, 256);
-    CHECK_EQ_U64(r.rows_max, 32768 + 128 * 255);
+    CHECK_EQ_U64(r.rows_max, 32768 + 128 * 191);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.kernel, HC_GMK_WS256R);
     CHECK_EQ_INT(lu.grid[0], 16);
@@ -166,11 +167,14 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(r.rows_max, 255 * 256);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[2], 1);
-    /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles */
+    /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles, rows
+     * 8 + 8 x 191; one slot: a tile of 256's rows at least (1 + 191 < 256) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
     CHECK_EQ_U64(r.grid_tiles, 8);
     CHECK_EQ_U64(r.tiles_max, 8);
-    CHECK_EQ_U64(r.rows_max, 8 + 8 * 255);
+    CHECK_EQ_U64(r.rows_max, 8 + 8 * 191);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 1, 128, HC_GMK_WS256R, &r, &err), HC_OK);
+    CHECK_EQ_U64(r.rows_max, 256);
     /* the skinny kernel (forced) at r = 64: one block per SM, 2 x 132 segments of 256 x 64
      * float32, a counter per (tile, quad): 254 x 8 quads of 32 stripes */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_SKINNY64, &r, &err), HC_OK);
