@@ -15,9 +15,9 @@
  *   follow them, tile nb + j at rows nb T + j Ts ..), tail[1] = the rows of all tiles (pads
  *   included) -- two words apart from meta (the runtime puts them past its largest table), so
  *   that meta reads as it did before there were two sizes.
- * An expert's rows are its tiles of T in order, then its tile of Ts. The grids are sized by the largest tile count a call can need; blocks of tiles past meta[0]
- * return at once, so no count goes back to the host and a captured graph replays with any
- * routing. */
+ * An expert's rows are its tiles of T in order, then its tile of Ts. The grids are sized by
+ * the largest tile count a call can need; blocks of tiles past meta[0] return at once, so no
+ * count goes back to the host and a captured graph replays with any routing. */
 #ifndef HC_MOE_ARGS_H
 #define HC_MOE_ARGS_H
 
