@@ -327,14 +327,16 @@ int main(void) {
             if (b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
-            /* (forced only until measured: moe-ws96, v62, at 1024 -- r = 64 in one tile -- and
-             * 4096; moe-ws256r, v63, at 4096 -- tiles of 256 and each expert's remainder in one
-             * of 64) */
-            for (size_t q = M == 4096 ? 4 : 0; sweep && q < 9; q++) {
-                static const char *const alts[9] = {"moe-t16",  "moe-skinny16", "moe-skinny32",
-                                                    "moe-skinny64", "moe-ws64", "moe-ws128",
-                                                    "moe-ws256", "moe-ws96", "moe-ws256r"};
-                if (((q == 6 || q == 8) && M != 4096) || (q == 7 && M == 256)) continue;
+            /* (forced only until measured: moe-ws96, v62, and moe-skinny96, v64, at 1024 -- r =
+             * 64 in one tile; moe-ws256r, v63, at 4096 -- tiles of 256 and each expert's
+             * remainder in one of 64) */
+            for (size_t q = M == 4096 ? 4 : 0; sweep && q < 10; q++) {
+                static const char *const alts[10] = {"moe-t16",   "moe-skinny16", "moe-skinny32",
+                                                     "moe-skinny64", "moe-ws64", "moe-ws128",
+                                                     "moe-ws256", "moe-ws96",   "moe-ws256r",
+                                                     "moe-skinny96"};
+                if (((q == 6 || q == 8) && M != 4096) || ((q == 7 || q == 9) && M != 1024))
+                    continue;
                 double aus, agu;
                 if (forced_us(md, &oc, s, alts[q], &aus, &agu))
                     printf("    sweep M=%llu: %-12s block %7.1f us, gate_up %7.1f us\n",

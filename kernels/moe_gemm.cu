@@ -11,7 +11,8 @@
 //   hc_moe_ws256r: tiles of 256 and each expert's remainder in a tile of 64, grid (pairs x
 //                parts, tiles of either size, 2)
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
-//                persistent block per SM over (tile, part, quad) x K tiles
+//                persistent block per SM over (tile, part, quad) x K tiles; _96 (no dense twin)
+//                for ~64 rows an expert in one tile
 #include "gemm/gemv.cuh"
 #include "gemm/gemv_items.cuh"
 #include "gemm/skinny_gemm.cuh"
@@ -202,3 +203,5 @@ template <int TOKS> struct moe_skinny {
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny16, 16)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny32, 32)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny64, 64)
+/* (MoE only, no dense twin: 50-78 rows an expert in one tile, wgmma m64n96k16; v64) */
+HC_MOE_SKINNY_KERNEL(hc_moe_skinny96, 96)

@@ -54,6 +54,12 @@ static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
                       HC_SKINNY_STAGE_BYTES(v->toks, (unsigned)chunk);
 }
 
+/* the grouped skinny kernel of 96-token tiles (no dense twin): as skinny_smem */
+static size_t moe_skinny96_smem(uint64_t chunk) {
+    const hc_gpu_variant v = {HC_GK_SKINNY64, NULL, NULL, 96, 0, HC_SKINNY_STAGES_MAX};
+    return skinny_smem(&v, chunk);
+}
+
 /* skinny-q: the same, its stages of four activation tiles, and the warpgroups' sums past them */
 static size_t skinny_q_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return 1024 + (size_t)HC_SKINNY_Q_STAGES_OF(v->toks, (unsigned)chunk) *
@@ -123,6 +129,7 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0, 0},
     {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, moe_ws96_smem, 0, 96, 0},
     {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64},
+    {HC_GMK_SKINNY96, "hc_moe_skinny96", "moe-skinny96", HC_GK_SKINNY64, moe_skinny96_smem, 0, 96, 0},
 };
 
 size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {

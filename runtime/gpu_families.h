@@ -85,6 +85,8 @@ typedef enum {
     HC_GMK_WS96,     /* hc_moe_ws96 (sm_90a): tiles of 96 rows, no dense twin (v62: forced only) */
     HC_GMK_WS256R,   /* hc_moe_ws256r (sm_90a): tiles of 256 rows and of 64 (an expert's
                       * remainder; v63: forced only) */
+    HC_GMK_SKINNY96, /* hc_moe_skinny96 (sm_90a): tiles of 96 rows, no dense twin (v64: forced
+                      * only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 

@@ -8,7 +8,8 @@
  * {1, 2, 4, 8} on the E = 8 and E = 128 blocks (one top-k each in turn on the others; 4096 with
  * top-1 and top-8 on the GPU; 16384 x top-8 past a chunk of the workspace), uniform and skewed
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
- * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
+ * per layout (moe-ws96 and moe-skinny96 also at M = 333 x top-4: two 96-row tiles an expert
+ * -- the skinny one's stream-K fix-up across them; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed), a
  * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
@@ -246,7 +247,7 @@ int main(void) {
     static const char *const forced[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
-                                         "moe-ws256r"};
+                                         "moe-ws256r",   "moe-skinny96"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -297,8 +298,10 @@ int main(void) {
                         check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
                 /* moe-ws96 (v62, no dense twin) over experts of ~166 rows: two tiles each, the
                  * second part full */
-                if (ci == 0 && md && ws)
+                if (ci == 0 && md && ws) {
                     check(md, c, cf, &r, label, "moe-ws96", 333, 4, false, seed + 40, 0, all);
+                    check(md, c, cf, &r, label, "moe-skinny96", 333, 4, false, seed + 44, 0, all);
+                }
                 /* moe-ws256r (v63, two tile sizes) where experts get a tile of 256 and a
                  * remainder of 64 (~300 rows: 256 + ~44, uniform and skewed), a remainder over
                  * 64 (~166: one tile of 256) and one of 64 alone (at M = 64 above: ~16) */
