@@ -20,8 +20,9 @@
 # with HC_BENCH_MOE_SWEEP=1 in the call's environment, the grouped kernels forced in turn at
 # M = 256, 1024 and 4096;
 # kernels: every kernel that serves M forced in turn at M = 1-128 on the four bench layers)
-# There are no environment knobs any more: a kernel variant is an edit of kernels/config.h on
-# a branch, measured with this script. BASE=.base (a second source tree, made here by
+# There are no environment knobs any more: a kernel variant is an edit of kernels/config.h,
+# measured with this script (VARIANT="NAME VALUE" below does the edit in a copy). BASE=.base
+# (a second source tree, made here by
 # `sh bench/base_tree.sh REV` and named in the call's carry beside .deps): the kernels, moe and
 # timeline steps run that tree's build too, right after ours in the same call (files
 # *.base.log), so a branch and its base are measured side by side on one GPU and one clock.
@@ -51,6 +52,25 @@ if has scaling || has timeline || has moe || has fixup; then
         tail -30 "$out/build.log"
         exit 1
     fi
+fi
+# a copy of this tree (sources only) at $1
+tree_copy() {
+    rm -rf "$1" && mkdir -p "$1" &&
+        tar --exclude='./build*' --exclude=./.base --exclude=./.deps --exclude=./.git -cf - . |
+        (cd "$1" && tar -xf -)
+}
+# VARIANT="NAME VALUE": the base is a copy of this tree with kernels/config.h's #define NAME
+# set to VALUE (a variant that waits on main behind a default-off constant, docs/DESIGN.md):
+# the kernels, moe and timeline steps then run it beside this tree ("base" in the logs)
+if [ -n "${VARIANT:-}" ] && [ -z "${BASE:-}" ]; then
+    vname=${VARIANT%% *} vvalue=${VARIANT#* }
+    if ! tree_copy /tmp/hc-variant || ! grep -q "^#define $vname " /tmp/hc-variant/kernels/config.h ||
+        ! sed -i "s|^#define $vname .*|#define $vname $vvalue|" /tmp/hc-variant/kernels/config.h; then
+        echo "VARIANT: no '#define $vname' in kernels/config.h to set"
+        exit 1
+    fi
+    echo "variant: $(grep "^#define $vname " /tmp/hc-variant/kernels/config.h) (the base below)"
+    BASE=/tmp/hc-variant
 fi
 base=${BASE:-}
 if [ -n "$base" ]; then
@@ -148,9 +168,7 @@ if has pdlrace; then
     # only, with their programmatic dependent launch on (this tree) and off (a copy with
     # HC_SKINNY_PDL 0): whether racecheck's hazards there follow PDL (bench/NOTES.md session 23)
     np=/tmp/hc-pdl-off
-    rm -rf "$np" && mkdir -p "$np" &&
-        tar --exclude='./build*' --exclude=./.base --exclude=./.deps --exclude=./.git -cf - . |
-        (cd "$np" && tar -xf -) &&
+    tree_copy "$np" &&
         sed -i 's/^#define HC_SKINNY_PDL 1$/#define HC_SKINNY_PDL 0/' "$np/kernels/config.h" &&
         make -C "$np" HC_DEPS="$(pwd)/.deps" BUILD=$b -j16 $b/gpu_test >>"$out/build.log" 2>&1 ||
         echo "pdlrace: the PDL-off copy does not build (build.log)"

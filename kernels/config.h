@@ -107,9 +107,8 @@
  * wait (memory/tma.cuh mbar_wait), in ns -- 0: none, the waiting warps spin on try_wait (what
  * every figure so far ran). Aimed at moe-skinny32's 35% "other" instructions at M = 256 (the
  * waiting warps' try-wait loops on the schedulers the decode needs: session 22's profile).
- * To measure: set it to 0x989680 (10 ms, a bound: the thread resumes when the phase completes)
- * in the working tree, `sh bench/base_tree.sh main`,
- * `BASE=.base STEPS="kernels moe" HC_BENCH_MOE_MMAX=256`. */
+ * To measure (0x989680: 10 ms, a bound -- the thread resumes when the phase completes):
+ * `VARIANT="HC_MBAR_SUSPEND_NS 0x989680" STEPS="kernels moe" sh bench/device_run.sh`. */
 #define HC_MBAR_SUSPEND_NS 0
 
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
