@@ -327,20 +327,23 @@ int main(void) {
             if (b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
-            /* (forced only until measured: moe-ws96, v62, and moe-skinny96, v64, at 1024 -- r =
-             * 64 in one tile; moe-ws256r, v63, at 4096 -- tiles of 256 and each expert's
-             * remainder in one of 64) */
-            for (size_t q = M == 4096 ? 4 : 0; sweep && q < 10; q++) {
-                static const char *const alts[10] = {"moe-t16",   "moe-skinny16", "moe-skinny32",
-                                                     "moe-skinny64", "moe-ws64", "moe-ws128",
-                                                     "moe-ws256", "moe-ws96",   "moe-ws256r",
-                                                     "moe-skinny96"};
-                if (((q == 6 || q == 8) && M != 4096) || ((q == 7 || q == 9) && M != 1024))
-                    continue;
+            /* each grouped kernel at the sweep's M it is timed at (a bit each: 256, 1024, 4096);
+             * forced only until measured: moe-ws96 (v62) and moe-skinny96 (v64) at 1024 -- r =
+             * 64 in one tile; moe-ws256r (v63) at 4096 -- tiles of 256 and each expert's
+             * remainder in one of 64 */
+            static const struct {
+                const char *name;
+                unsigned at; /* 1: M = 256, 2: 1024, 4: 4096 */
+            } alts[] = {{"moe-t16", 3},   {"moe-skinny16", 3}, {"moe-skinny32", 3},
+                        {"moe-skinny64", 3}, {"moe-ws64", 7}, {"moe-ws128", 7},
+                        {"moe-ws256", 4}, {"moe-ws96", 2},     {"moe-ws256r", 4},
+                        {"moe-skinny96", 2}};
+            const unsigned at = M == 256 ? 1u : M == 1024 ? 2u : M == 4096 ? 4u : 0u;
+            for (size_t q = 0; sweep && q < sizeof alts / sizeof alts[0]; q++) {
                 double aus, agu;
-                if (forced_us(md, &oc, s, alts[q], &aus, &agu))
+                if ((alts[q].at & at) && forced_us(md, &oc, s, alts[q].name, &aus, &agu))
                     printf("    sweep M=%llu: %-12s block %7.1f us, gate_up %7.1f us\n",
-                           (unsigned long long)M, alts[q], aus, agu);
+                           (unsigned long long)M, alts[q].name, aus, agu);
             }
             if (!sweep) { /* 8 < rows per expert <= 64: the kernel the chooser did not take beside (t16 |
                  * skinny16 at 9-16, ws64 | skinny32 at 17-32, skinny64 | ws64 at 33-64) */

@@ -42,22 +42,10 @@ static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return 1024 + (size_t)v->stages * (((size_t)v->toks * 128 + 2 * (size_t)chunk + 1023) / 1024 * 1024);
 }
 
-/* the grouped warp-specialised kernel of 96-token tiles (no dense twin): as aligned_smem */
-static size_t moe_ws96_smem(uint64_t chunk) {
-    const hc_gpu_variant v = {HC_GK_WS64, NULL, NULL, 96, 0, HC_WIDE_STAGES};
-    return aligned_smem(&v, chunk);
-}
-
 /* skinny: 1024-byte alignment slack + the stages that fit (config.h: the kernels' rule) */
 static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return 1024 + (size_t)HC_SKINNY_STAGES_OF(v->toks, (unsigned)chunk) *
                       HC_SKINNY_STAGE_BYTES(v->toks, (unsigned)chunk);
-}
-
-/* the grouped skinny kernel of 96-token tiles (no dense twin): as skinny_smem */
-static size_t moe_skinny96_smem(uint64_t chunk) {
-    const hc_gpu_variant v = {HC_GK_SKINNY64, NULL, NULL, 96, 0, HC_SKINNY_STAGES_MAX};
-    return skinny_smem(&v, chunk);
 }
 
 /* skinny-q: the same, its stages of four activation tiles, and the warpgroups' sums past them */
@@ -127,23 +115,30 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0, 0, 0},
     {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0, 0, 0},
     {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0, 0},
-    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, moe_ws96_smem, 0, 96, 0},
+    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, NULL, 0, 96, 0},
     {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64},
-    {HC_GMK_SKINNY96, "hc_moe_skinny96", "moe-skinny96", HC_GK_SKINNY64, moe_skinny96_smem, 0, 96, 0},
+    {HC_GMK_SKINNY96, "hc_moe_skinny96", "moe-skinny96", HC_GK_SKINNY64, NULL, 0, 96, 0},
 };
+
+const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {
+    const hc_gpu_variant *dv = NULL;
+    const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, &dv);
+    *v = *dv;
+    if (mv->toks) v->toks = mv->toks;
+    return f;
+}
 
 size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     if (mv->smem) return mv->smem(chunk);
-    const hc_gpu_variant *v = NULL;
-    const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, &v);
-    return f->smem(v, chunk);
+    hc_gpu_variant v;
+    const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
+    return f->smem(&v, chunk);
 }
 
 unsigned hc__gpu_moe_tile(const hc_gpu_moe_variant *mv) {
-    if (mv->toks) return mv->toks;
-    const hc_gpu_variant *v = NULL;
-    hc__gpu_kernel_family(mv->like, &v);
-    return v->toks;
+    hc_gpu_variant v;
+    hc__gpu_moe_like(mv, &v);
+    return v.toks;
 }
 
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n) {

@@ -101,14 +101,16 @@ typedef struct {
     /* its static shared memory past the few bytes every kernel has (hc__gpu_smem_fits's
      * margin): moe-w8's item descriptors, else 0 */
     size_t stat;
-    /* its token tile where it is not its dense variant's (moe-ws96), else 0: read it through
-     * hc__gpu_moe_tile */
+    /* its token tile where it is not its dense variant's (moe-ws96, moe-skinny96: the dense
+     * family's body and stages at another tile), else 0: read it through hc__gpu_moe_like */
     unsigned toks;
     /* the route's second tile, rows (an expert's remainder past its tiles of toks: moe_args.h),
      * 0: one tile size */
     unsigned small;
 } hc_gpu_moe_variant;
 
+/* The family of grouped kernel mv, *v its dense variant at mv's token tile. */
+const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v);
 /* The dynamic shared memory grouped kernel mv needs for tiles of chunk bytes. */
 size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk);
 /* Its token tile (rows of the routing's tiles). */

@@ -148,10 +148,10 @@ hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *perr) {
     size_t nv = 0;
     const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
     for (size_t i = 0; i < nv && !st; i++) {
-        const hc_gpu_variant *v = NULL;
-        const hc_gpu_family *f = hc__gpu_kernel_family(mv[i].like, &v);
+        hc_gpu_variant v;
+        const hc_gpu_family *f = hc__gpu_moe_like(&mv[i], &v);
         if (!f->arch || !strcmp(f->arch, g->arch))
-            st = fetch(g, M->glib, mv[i].entry, f, v, mv[i].smem, mv[i].stat, &M->gk[mv[i].id],
+            st = fetch(g, M->glib, mv[i].entry, f, &v, mv[i].smem, mv[i].stat, &M->gk[mv[i].id],
                        &err);
     }
 out:

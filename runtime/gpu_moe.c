@@ -54,6 +54,7 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     struct hc_gpu_moe_ws *w = md->mws;
     hc_gpu_caps dev = hc__gpu_caps_of(g);
     const uint64_t S = m * topk;
+    int e0 = (int)ml->e0, *tail = hc__gpu_moe_tail(w); /* (launch arguments, by address) */
     hc_gpu_moe_wsneed need;
     hc_gpu_moe_route r;
     hc_gpu_moe_launch lu, ld;
@@ -68,9 +69,7 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     const unsigned one[3] = {1, 1, 1};
     { /* route: one block, or count then place over r.sort_blocks (gpu_plan.c) */
         unsigned long long ss = S;
-        int e0 = (int)ml->e0;
         unsigned el = ml->El, tt = r.tile, ts = r.tile_small;
-        int *tail = hc__gpu_moe_tail(w);
         const size_t smem = HC_MOE_ROUTE_SMEM_BYTES((size_t)ml->El);
         if (r.sort_blocks <= 1) {
             void *args[] = {(void *)&ids, &ss, &e0, &el, &tt, &ts, &w->sorted, &w->inv, &w->meta,
@@ -101,8 +100,6 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     uint64_t ldx = ml->H, rdiv = topk;
     if (!in_place) {
         unsigned long long ldxx = ml->H, K = ml->H, tk = topk, ldo = ml->ldx;
-        int e0 = (int)ml->e0;
-        const int *tail = hc__gpu_moe_tail(w);
         void *args[] = {(void *)&x, &ldxx, &K, &w->sorted, (void *)&tail, (void *)&ids, &e0, &tk,
                         (void *)&ml->up.ptab, &w->xs, &ldo};
         HC_TRY(hc__gpu_launch(g->moe_expand, rgrid, 256, 0, true, args, s, "hc_moe_expand", err));
@@ -119,9 +116,7 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         else if (ml->order == HC_MOE_INTERLEAVED) up = gp + 1, ldg = 2 * ml->I, cs = 2;
         else up = gp + ml->I, ldg = 2 * ml->I, cs = 1;
         unsigned act = ml->act == HC_MOE_SWIGLU_CLAMP;
-        int e0 = (int)ml->e0;
         float alpha = ml->alpha, limit = ml->limit;
-        const int *tail = hc__gpu_moe_tail(w);
         void *args[] = {(void *)&gp, (void *)&up, &ldg, &cs, &I, &w->sorted, (void *)&tail,
                         (void *)&ids, &e0, (void *)&ml->bias_gu, (void *)&ml->down.ptab, &act,
                         &alpha, &limit, &w->h, &ldh};
@@ -133,7 +128,6 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     if (HC_GPU_MOE_STOP(md, 4)) return HC_OK;
     { /* finalize */
         unsigned long long H = ml->H, tk = topk, mm = m;
-        int e0 = (int)ml->e0;
         /* column blocks of HC_MOE_FIN_THREADS x 8 x tokens (the kernel strides over both) */
         const uint64_t cb = hc__cdiv_u64(ml->H, HC_MOE_FIN_THREADS * 8ull);
         const unsigned fgrid[3] = {(unsigned)(cb < 65535 ? cb : 65535),

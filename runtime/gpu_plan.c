@@ -330,23 +330,17 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
     out->forced = forced != HC_GPU_KERNEL_AUTO;
     out->tile = hc__gpu_moe_tile(&mv[k]);
     out->tile_small = mv[k].small;
+    /* an expert's pads: under T; with Ts its tiles are its whole ones of T and at most one
+     * more, of T (a remainder past Ts: at most T - Ts - 1 pads) or of Ts (at most Ts - 1), and
+     * the rows at least a tile of T (the tensor map's rows hold a box; moe_route.cu
+     * route_split) */
+    const uint64_t T = out->tile, Ts = out->tile_small;
+    const uint64_t most = !Ts ? T : T - Ts > Ts ? T - Ts : Ts;
     uint64_t pad;
-    if (!hc__mul_u64(out->touched, out->tile - 1, &pad) || !hc__add_u64(pad, slots, &pad))
+    if (!hc__mul_u64(out->touched, most - 1, &pad) || !hc__add_u64(pad, slots, &pad))
         return hc__fail(err, HC_INVALID, "%llu slots overflow the routing", (unsigned long long)slots);
-    if (out->tile_small) {
-        /* an expert's tiles: its whole ones of T and at most one more, of T (a remainder past
-         * Ts: at most T - Ts - 1 pads) or of Ts (at most Ts - 1); rows at least a tile of T
-         * (the tensor map's rows hold a box; moe_route.cu route_split) */
-        const uint64_t T = out->tile, Ts = out->tile_small, most = T - Ts > Ts ? T - Ts : Ts;
-        out->tiles_max = out->grid_tiles = slots / T + out->touched;
-        if (!hc__mul_u64(out->touched, most - 1, &pad) || !hc__add_u64(pad, slots, &pad))
-            return hc__fail(err, HC_INVALID, "%llu slots overflow the routing",
-                            (unsigned long long)slots);
-        out->rows_max = pad > T ? pad : T;
-    } else {
-        out->tiles_max = out->grid_tiles = pad / out->tile;
-        out->rows_max = out->tiles_max * out->tile;
-    }
+    out->tiles_max = Ts ? slots / T + out->touched : pad / T;
+    out->rows_max = Ts ? (pad > T ? pad : T) : out->tiles_max * T;
     if (out->tiles_max > 65535)
         return hc__fail(err, HC_UNSUPPORTED, "%llu slots over %llu experts need up to %llu tiles of "
                        "%u rows (at most 65535 a launch)", (unsigned long long)slots,
@@ -446,7 +440,7 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     uint64_t pairs = (l->tiles_n + 1) / 2 * parts;
     if (pairs > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
     /* (two tile sizes: a grid plane each, moe_gemm.cu moe_ws_two) */
-    out->grid[0] = (unsigned)pairs, out->grid[1] = (unsigned)r->grid_tiles;
+    out->grid[0] = (unsigned)pairs, out->grid[1] = (unsigned)r->tiles_max;
     out->grid[2] = r->tile_small ? 2 : 1;
     return HC_OK;
 }

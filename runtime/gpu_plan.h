@@ -112,9 +112,8 @@ typedef struct {
                                   * 0: tiles of T only */
     uint64_t touched;            /* the most experts the slots can reach: min(el, slots) */
     uint64_t tiles_max;          /* the most tiles: (slots + touched (T - 1)) / T; with Ts,
-                                  * slots / T + touched */
-    uint64_t grid_tiles;         /* the most tiles of one size (the grouped GEMMs' grid.y):
-                                  * tiles_max */
+                                  * slots / T + touched (also the most of one size: the
+                                  * grouped GEMMs' grid.y) */
     uint64_t rows_max;           /* the most sorted rows, pads included: tiles_max x T; with
                                   * Ts, slots + touched (max(T - Ts, Ts) - 1), at least T */
     unsigned sort_blocks;        /* the routing sort's blocks: 1 (hc_moe_route) or 2..32

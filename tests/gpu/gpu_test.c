@@ -1,7 +1,11 @@
-/* gpu_test.c: GPU tests (make gpu-test). Every converted fixture layer runs through the
- * reference GPU kernel and must equal the CPU executor bit for bit (same arithmetic, same
- * order, --fmad=false), for M = 7 and 33 and for every expert of fused tensors. Without a GPU
- * it says so and exits 0. Ends with "N passed, N failed". */
+/* gpu_test.c: the dense GPU path's correctness (make gpu-test; MoE: moe_test.c). Every
+ * converted fixture layer runs through the reference GPU kernel and must equal the CPU
+ * executor bit for bit (same arithmetic, same order, --fmad=false), for M = 7 and 33 and for
+ * every expert of fused tensors; the fast kernels -- the runtime's pick and each kernel
+ * forced -- run synthetic layers of every layout against a float64 reference (the sweep,
+ * skinny-q past its ring, back-to-back chains that must give the steps' bits); precompiled
+ * modules serve the runtime. Without a GPU it says so and exits 0. Ends with "N passed, N
+ * failed". */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
