@@ -49,6 +49,7 @@ hc_gpu_rule hc__tile_gpu_rule(const hc_tile_params *p) {
     const hc_layout_row *row = hc__layout_row_of(p->kind, p->code_bits, p->sign_magnitude);
     if (!row || !(row->families & HC_KF_ALL)) return HC_GPU_NO_CODEC;
     if (p->S > 4) return HC_GPU_SMALL_GROUPS;
+    if (p->K >= HC_GPU_K_LIMIT) return HC_GPU_WIDE_K;
     if (row->codec == HC_CODEC_FP4 && p->global_div != 0 &&
         hc__scale_kind(p->scale_dtype, p->scale_divides) != HC_SK_E4M3)
         return HC_GPU_FP4_DIVISOR;

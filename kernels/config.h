@@ -110,6 +110,13 @@
  * To measure (0x989680: 10 ms, a bound -- the thread resumes when the phase completes):
  * `VARIANT="HC_MBAR_SUSPEND_NS 0x989680" STEPS="kernels moe" sh bench/device_run.sh`. */
 #define HC_MBAR_SUSPEND_NS 0
+/* v65 (not yet measured: bench/NOTES.md session 28): the small-M kernels' issue path
+ * (gemm/gemv.cuh: the tile loop's count, the activation column and its bounds) in 32 bits --
+ * 0: 64-bit, what every figure so far ran. Aimed at the ~23 of ~141 integer-ALU instructions a
+ * warp spends a K tile outside the decode (moe-t8's SASS, session 27): the bound of t1, t8 and
+ * moe-t8 is that pipe. To measure: `VARIANT="HC_GEMV_ISSUE32 1" STEPS="kernels moe" sh
+ * bench/device_run.sh`. */
+#define HC_GEMV_ISSUE32 0
 
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
  * aligned): the shared memory every module reserves is sized for it */

@@ -47,6 +47,11 @@ static void gpu_rule(const hc_qtensor *q, size_t *n, char *why, size_t why_len) 
         snprintf(why, why_len, "an fp4 global divisor with %s scales: the GPU kernels take E4M3 "
                  "scales only", hc_dtype_name(pl.p.scale_dtype));
         break;
+    case HC_GPU_WIDE_K:
+        *n = 0;
+        snprintf(why, why_len, "K = %llu columns; the GPU kernels take rows of fewer than 2^31",
+                 (unsigned long long)pl.p.K);
+        break;
     case HC_GPU_NO_CODEC:
         *n = 0;
         snprintf(why, why_len, "layout %s has no GPU kernel", hc__layout_by_kind(pl.p.kind)->id);

@@ -38,6 +38,10 @@ hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, h
     case HC_GPU_FP4_DIVISOR:
         return hc__fail(err, HC_UNSUPPORTED, "'%s': an FP4 global divisor with non-E4M3 scales "
                        "(the CPU executor runs it)", t->name);
+    case HC_GPU_WIDE_K:
+        return hc__fail(err, HC_UNSUPPORTED, "'%s': K = %llu columns; the GPU kernels take rows "
+                       "of fewer than 2^31 (the CPU executor runs it)", t->name,
+                       (unsigned long long)p->K);
     case HC_GPU_RUNS: break;
     }
     return HC_OK;

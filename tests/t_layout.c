@@ -253,7 +253,28 @@ static void test_layout_params_refused(void) {
     }
 }
 
+/* The GPU rule of contract/ (hc__tile_gpu_rule): a layer runs as tiled; groups under 16
+ * columns, and rows of 2^31 columns or more (the kernels' 32-bit column index), do not. */
+static void test_gpu_rule(void) {
+    hc_tile_params p = {.kind = HC_TL_INT, .code_bits = 4, .src_bits = 4, .E = 1, .N = 64,
+                        .K = 4096, .Np = 64, .Kp = 4096, .g = 128, .scale_dtype = HC_DT_BF16};
+    CHECK(hc__tile_geometry(&p));
+    CHECK_EQ_INT(hc__tile_gpu_rule(&p), HC_GPU_RUNS);
+    hc_tile_params w = p;
+    w.K = w.Kp = (1ull << 31) - 64; /* the widest row that runs */
+    CHECK(hc__tile_geometry(&w));
+    CHECK_EQ_INT(hc__tile_gpu_rule(&w), HC_GPU_RUNS);
+    w.K = w.Kp = 1ull << 31;
+    CHECK(hc__tile_geometry(&w));
+    CHECK_EQ_INT(hc__tile_gpu_rule(&w), HC_GPU_WIDE_K);
+    hc_tile_params s = p;
+    s.g = 8;
+    CHECK(hc__tile_geometry(&s));
+    CHECK_EQ_INT(hc__tile_gpu_rule(&s), HC_GPU_SMALL_GROUPS);
+}
+
 void suite_layout(void) {
+    RUN(test_gpu_rule);
     RUN(test_layout_table);
     RUN(test_layout_params_refused);
     RUN(test_nibble_emitters_agree);
