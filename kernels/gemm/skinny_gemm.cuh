@@ -246,12 +246,12 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         constexpr unsigned LAG = SETS - 1;
         unsigned(*a)[4] = set_of(S);
         unsigned(*an)[4] = set_of(SN);
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++) {
-            const hc_u64 desc = (hc_u64)dhi << 32 | (dlo + ((S * SB) >> 4) + 2 * ks);
-            wgmma_rs<TOKS>(d, a[ks], desc, ks > 0 || t != seg ? 1u : 0u);
-        }
+        const unsigned dls = dlo + ((S * SB) >> 4);
+#if HC_SKINNY_LIVE_N /* as wide as the live rows of the tile (un: item t's) */
+        wgmma_tile_live<TOKS>(un.mend - un.tok0, d, a, dhi, dls, t == seg);
+#else
+        wgmma_tile<TOKS>(d, a, dhi, dls, t == seg);
+#endif
         wgmma_commit();
         wgmma_wait<LAG>();
         if (t >= t0 + LAG) {

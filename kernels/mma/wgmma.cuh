@@ -7,79 +7,57 @@
 #include "memory/ptx.cuh"
 
 #ifdef HC_SM90A
-/* eight accumulator operands d[i..i+7] of a wgmma inline assembly statement */
-#define HC_D8(i)                                                                              \
-    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),  \
-        "+f"(d[i + 6]), "+f"(d[i + 7])
-/* d[64] += A (this warp's 16 rows of the warpgroup's 64, bf16 in registers) x B (128 tokens x
- * k16, bf16 in shared memory, K-major rows of 128 bytes with the 128-byte swizzle). */
-__device__ __forceinline__ void wgmma_m64n128k16(float *d, const unsigned *a, hc_u64 desc, unsigned acc = 1u) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, "
-                 "%67}, %68, p, 1, 1, 0;\n}\n"
-                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(acc));
-}
-/* d[128] += A (this warp's 16 of the warpgroup's 64 weight rows x k16, bf16 in registers) x B
- * (256 tokens x k16, shared memory, K-major rows of 128 bytes with the 128-byte swizzle). */
-__device__ __forceinline__ void wgmma_m64n256k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-}
-/* d[48] += A (registers) x B (96 tokens x k16, shared memory, as above): the grouped MoE
- * kernel's tile for 50-78 rows an expert (hc_moe_ws96) */
-__device__ __forceinline__ void wgmma_m64n96k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1, 0;\n}\n"
-                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-}
-/* d[32] += A (registers) x B (64 tokens x k16, shared memory, as above) */
-__device__ __forceinline__ void wgmma_m64n64k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-}
-/* d[16] += A (registers) x B (32 tokens x k16, shared memory, as above) */
-__device__ __forceinline__ void wgmma_m64n32k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
-                 : HC_D8(0), HC_D8(8)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-}
-/* d[8] += A (registers) x B (16 tokens x k16, shared memory, as above) */
-__device__ __forceinline__ void wgmma_m64n16k16(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"
-                 : HC_D8(0)
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
-}
-/* wgmma m64 x TOKS x k16 with A in registers, for the warp-specialised and skinny kernels;
- * acc 0: d = A x B (its old values ignored: a new sum starts without writing d first, which
- * would make ptxas wait for every wgmma before the loop's next step -- its note C7517) */
-template <int TOKS>
+/* eight (four) accumulator operands d[i..] of a wgmma inline assembly statement */
+#define HC_D4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define HC_D8(i) HC_D4(i), HC_D4(i + 4)
+/* wgmma_rs<N>(d, a, db, acc) = wgmma_m64nNk16: d[N / 2] += A (this warp's 16 of the
+ * warpgroup's 64 weight rows x k16, bf16 in registers) x B (N tokens x k16, bf16 in shared
+ * memory, K-major rows of 128 bytes with the 128-byte swizzle; db its descriptor); acc 0: d =
+ * A x B (its old values ignored: a new sum starts without writing d first, which would make
+ * ptxas wait for every wgmma before the loop's next step -- its note C7517). N: a tile's tokens
+ * (16-256), or a narrower width for a tile's live rows (config.h HC_SKINNY_LIVE_N). */
+template <int N>
 __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u);
-template <> __device__ __forceinline__ void wgmma_rs<16>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
-    wgmma_m64n16k16(d, a, db, acc);
-}
-template <> __device__ __forceinline__ void wgmma_rs<32>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
-    wgmma_m64n32k16(d, a, db, acc);
-}
-template <> __device__ __forceinline__ void wgmma_rs<64>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
-    wgmma_m64n64k16(d, a, db, acc);
-}
-template <> __device__ __forceinline__ void wgmma_rs<96>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
-    wgmma_m64n96k16(d, a, db, acc);
-}
-template <> __device__ __forceinline__ void wgmma_rs<128>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
-    wgmma_m64n128k16(d, a, db, acc);
-}
-template <> __device__ __forceinline__ void wgmma_rs<256>(float *d, const unsigned *a, hc_u64 db, unsigned acc) {
-    wgmma_m64n256k16(d, a, db, acc);
-}
+
+/* one width: its accumulator operands (DREGS, then D...), the four A registers, the
+ * descriptor's and acc's operand numbers */
+#define HC_WGMMA_RS(N, DREGS, AREGS, DESC, ACC, ...)                                             \
+    __device__ __forceinline__ void wgmma_m64n##N##k16(float *d, const unsigned *a, hc_u64 db,   \
+                                                       unsigned acc = 1u) {                     \
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #ACC ", 0;\n"                         \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" DREGS "}, {"     \
+                     AREGS "}, %" #DESC ", p, 1, 1, 0;\n}\n"                                      \
+                     : __VA_ARGS__                                                             \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));           \
+    }                                                                                          \
+    template <>                                                                                \
+    __device__ __forceinline__ void wgmma_rs<N>(float *d, const unsigned *a, hc_u64 db,          \
+                                                unsigned acc) {                                \
+        wgmma_m64n##N##k16(d, a, db, acc);                                                     \
+    }
+HC_WGMMA_RS(8, "%0, %1, %2, %3",
+            "%4, %5, %6, %7", 8, 9, HC_D4(0))
+HC_WGMMA_RS(16, "%0, %1, %2, %3, %4, %5, %6, %7",
+            "%8, %9, %10, %11", 12, 13, HC_D8(0))
+HC_WGMMA_RS(24, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11",
+            "%12, %13, %14, %15", 16, 17, HC_D8(0), HC_D4(8))
+HC_WGMMA_RS(32, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15",
+            "%16, %17, %18, %19", 20, 21, HC_D8(0), HC_D8(8))
+HC_WGMMA_RS(48, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23",
+            "%24, %25, %26, %27", 28, 29, HC_D8(0), HC_D8(8), HC_D8(16))
+HC_WGMMA_RS(64, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31",
+            "%32, %33, %34, %35", 36, 37, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24))
+HC_WGMMA_RS(72, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35",
+            "%36, %37, %38, %39", 40, 41, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D4(32))
+HC_WGMMA_RS(96, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47",
+            "%48, %49, %50, %51", 52, 53, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40))
+HC_WGMMA_RS(128, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63",
+            "%64, %65, %66, %67", 68, 69, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56))
+HC_WGMMA_RS(192, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95",
+            "%96, %97, %98, %99", 100, 101, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88))
+HC_WGMMA_RS(256, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127",
+            "%128, %129, %130, %131", 132, 133, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120))
+#undef HC_WGMMA_RS
 /* the descriptor of a B operand at p: K-major rows of 128 bytes, 128-byte swizzle, 8-row
  * groups 1024 bytes apart */
 __device__ __forceinline__ hc_u64 b_desc(const void *p) {
@@ -94,6 +72,41 @@ __device__ __forceinline__ void wgmma_commit() {
 /* until at most N committed groups are still running */
 template <int N> __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+/* A 64-column K tile's four k16 steps, W tokens wide: A in a[4][4], B the activation tile of
+ * descriptor dhi:dlo (+ 2 a k16 step: 32 bytes); first: the first K tile of a sum (its first
+ * wgmma starts it). Behind its own fence: where the width is chosen at run time, one fence
+ * before the branch leaves ptxas injecting more (its note C7519). */
+template <int W>
+__device__ __forceinline__ void wgmma_tile(float *d, unsigned (*a)[4], unsigned dhi, unsigned dlo,
+                                           bool first) {
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++)
+        wgmma_rs<W>(d, a[ks], (hc_u64)dhi << 32 | (dlo + 2 * ks), ks > 0 || !first ? 1u : 0u);
+}
+/* The same as wide as a tile of TOKS tokens' lr live rows, in quarters of TOKS (at least 8):
+ * a grouped kernel's tile holds one expert's rows, often a fraction of the tile (config.h
+ * HC_SKINNY_LIVE_N, HC_WS_LIVE_N); the columns past the width keep what they held, and the
+ * stores never write them (they stop at the live rows). */
+template <int TOKS>
+__device__ __forceinline__ void wgmma_tile_live(hc_u64 lr, float *d, unsigned (*a)[4],
+                                                unsigned dhi, unsigned dlo, bool first) {
+    constexpr int LQ = TOKS / 4 < 8 ? 8 : TOKS / 4;
+    if (lr <= (hc_u64)LQ)
+        wgmma_tile<LQ>(d, a, dhi, dlo, first);
+    else if constexpr (2 * LQ < TOKS) {
+        if (lr <= 2 * (hc_u64)LQ)
+            wgmma_tile<2 * LQ>(d, a, dhi, dlo, first);
+        else if constexpr (3 * LQ < TOKS) {
+            if (lr <= 3 * (hc_u64)LQ)
+                wgmma_tile<3 * LQ>(d, a, dhi, dlo, first);
+            else
+                wgmma_tile<TOKS>(d, a, dhi, dlo, first);
+        } else
+            wgmma_tile<TOKS>(d, a, dhi, dlo, first);
+    } else
+        wgmma_tile<TOKS>(d, a, dhi, dlo, first);
 }
 /* this warpgroup's registers per thread lowered / raised to N */
 template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
