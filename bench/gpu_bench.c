@@ -473,6 +473,7 @@ static void fixup_cost(void) {
 #endif
 
 int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* (a device call cut short keeps the lines printed) */
     if (getenv("HC_BENCH_TIMELINE")) {
 #ifdef HC_BENCH_DIAG
         timeline();

@@ -200,6 +200,7 @@ static bool forced_us(hc_gpu_model *md, ours_ctx *oc, cudaStream_t s, const char
 }
 
 int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* (a device call cut short keeps the lines printed) */
     hc_gpu *g = bench_open();
     if (!g) return 0;
     char msg[1024];
