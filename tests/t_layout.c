@@ -1,7 +1,8 @@
 /* t_layout.c: the tile layouts on their own: element addressing is a bijection, the
  * E2M1 x 2^d -> E4M3 conversion is exact wherever E4M3 can hold the value (checked against a
  * search of all 256 E4M3 codes), and the MXFP4 exponent fold dequantizes to the original
- * value, element for element, on random and adversarial exponents. */
+ * value, element for element, on random and adversarial exponents; and the GPU rule of contract/
+ * (which tiled layers the GPU kernels read) at its boundaries. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,7 +262,10 @@ static void test_gpu_rule(void) {
     CHECK(hc__tile_geometry(&p));
     CHECK_EQ_INT(hc__tile_gpu_rule(&p), HC_GPU_RUNS);
     hc_tile_params w = p;
-    w.K = w.Kp = (1ull << 31) - 64; /* the widest row that runs */
+    w.K = w.Kp = (1ull << 31) - 64; /* a whole number of tiles below the limit */
+    CHECK(hc__tile_geometry(&w));
+    CHECK_EQ_INT(hc__tile_gpu_rule(&w), HC_GPU_RUNS);
+    w.K = (1ull << 31) - 1, w.Kp = 1ull << 31; /* the widest row that runs (the rule is on K) */
     CHECK(hc__tile_geometry(&w));
     CHECK_EQ_INT(hc__tile_gpu_rule(&w), HC_GPU_RUNS);
     w.K = w.Kp = 1ull << 31;

@@ -220,7 +220,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     for (unsigned h = 0; h < XH; h++) xrow[h] += kcol;
 #endif
     unsigned snext = 0;     /* its stage */
-    /* a tile's copies: its chunk (into stage st, from csrc) and its activations (column kc) */
+    /* a tile's copies: its chunk (into stage st, from csrc) and its activations (column kcol) */
     auto issue_w = [&](unsigned st) {
 #pragma unroll
         for (int s = 0; s < SP; s++) { /* stripe s's chunk at (SP - 1 - s) x cb */

@@ -15,7 +15,8 @@
  * memory, K-major rows of 128 bytes with the 128-byte swizzle; db its descriptor); acc 0: d =
  * A x B (its old values ignored: a new sum starts without writing d first, which would make
  * ptxas wait for every wgmma before the loop's next step -- its note C7517). N: a tile's tokens
- * (16-256), or a narrower width for a tile's live rows (config.h HC_SKINNY_LIVE_N). */
+ * (16-256), or a narrower width (8-192) for a tile's live rows (config.h HC_SKINNY_LIVE_N,
+ * HC_WS_LIVE_N). */
 template <int N>
 __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u);
 
