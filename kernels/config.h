@@ -127,8 +127,8 @@
 #define HC_SKINNY_LIVE_N 0
 /* v67 (not yet measured: bench/NOTES.md session 28): the warp-specialised kernels' wgmma as wide
  * as the block's live rows, in quarters of its tokens (gemm/ws_gemm.cuh: chosen each K tile, the
- * same over the block; one K loop a width would drop the branch if it wins) -- 0: the tile's
- * full width, what every figure so far ran. Aimed at the grouped ws kernels' remainder tiles
+ * same over the block; one K loop a width makes ptxas serialise ws256's wgmma, C7511) -- 0: the
+ * tile's full width, what every figure so far ran. Aimed at the grouped ws kernels' remainder tiles
  * (Qwen3-like M = 4096: moe-ws256 on experts of 256 +- 16 rows, each one's second tile 0-~50
  * rows: n64 instead of n256 -- what v63 moe-ws256r does with a second tile size in the routing)
  * and the dense layers' last token tile. To measure: `VARIANT="HC_WS_LIVE_N 1" STEPS="kernels
