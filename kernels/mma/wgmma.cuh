@@ -90,24 +90,16 @@ __device__ __forceinline__ void wgmma_tile(float *d, unsigned (*a)[4], unsigned 
  * a grouped kernel's tile holds one expert's rows, often a fraction of the tile (config.h
  * HC_SKINNY_LIVE_N, HC_WS_LIVE_N); the columns past the width keep what they held, and the
  * stores never write them (they stop at the live rows). */
-template <int TOKS>
+template <int TOKS, int Q = 1>
 __device__ __forceinline__ void wgmma_tile_live(hc_u64 lr, float *d, unsigned (*a)[4],
                                                 unsigned dhi, unsigned dlo, bool first) {
-    constexpr int LQ = TOKS / 4 < 8 ? 8 : TOKS / 4;
-    if (lr <= (hc_u64)LQ)
-        wgmma_tile<LQ>(d, a, dhi, dlo, first);
-    else if constexpr (2 * LQ < TOKS) {
-        if (lr <= 2 * (hc_u64)LQ)
-            wgmma_tile<2 * LQ>(d, a, dhi, dlo, first);
-        else if constexpr (3 * LQ < TOKS) {
-            if (lr <= 3 * (hc_u64)LQ)
-                wgmma_tile<3 * LQ>(d, a, dhi, dlo, first);
-            else
-                wgmma_tile<TOKS>(d, a, dhi, dlo, first);
-        } else
-            wgmma_tile<TOKS>(d, a, dhi, dlo, first);
-    } else
+    constexpr int W = Q * (TOKS / 4 < 8 ? 8 : TOKS / 4); /* the Q-th quarter's width */
+    if constexpr (W >= TOKS)
         wgmma_tile<TOKS>(d, a, dhi, dlo, first);
+    else if (lr <= (hc_u64)W)
+        wgmma_tile<W>(d, a, dhi, dlo, first);
+    else
+        wgmma_tile_live<TOKS, Q + 1>(lr, d, a, dhi, dlo, first);
 }
 /* this warpgroup's registers per thread lowered / raised to N */
 template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
