@@ -18,7 +18,6 @@
 
 #include "gpu_cuda.h"
 #include "hconvert.h"
-#include "jit.h"
 #include "tile_layer.h"
 #include "npy.h"
 #include "tile_synth.h"
@@ -27,35 +26,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Cold compile (cache off) and warm load (cache hit) of a kernel module, for the notes. */
-static void jit_time(const char *arch, const char *file, const char *const *opts, int nopts) {
-    void *cubin = NULL;
-    size_t size = 0;
-    hc_err err = {0};
-    hc__jit_set_cache(false);
-    double t0 = now_s();
-    hc_status st = hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
-    double cold = now_s() - t0;
-    hc__jit_set_cache(true);
-    free(cubin);
-    hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err); /* fill the cache */
-    free(cubin);
-    t0 = now_s();
-    st |= hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
-    double warm = now_s() - t0;
-    free(cubin);
-    printf("jit: %s %s for %s: cold compile %.1f ms, warm cache load %.3f ms (%zu-byte cubin)%s\n",
-           file, nopts ? opts[0] : "", arch, cold * 1e3, warm * 1e3, size, st ? " FAILED" : "");
-}
-
-static void jit_times(const char *arch) {
-    /* tile_mma.cu: the module of int4 layers with BF16 scales in groups of 128, no zero points */
-    static const char *const ref[] = {"--fmad=false"},
-                             *const mma[] = {"-DHC_CODEC=1", "-DHC_SK=1", "-DHC_LGS=2", "-DHC_ZP=0"};
-    jit_time(arch, "tile_gemm.cu", ref, 1);
-    jit_time(arch, "tile_mma.cu", mma, 4);
 }
 
 static int passed, failed;
@@ -561,7 +531,6 @@ int main(void) {
         printf("%d passed, %d failed\n", passed, failed);
         return failed ? 1 : 0;
     }
-    jit_times(hc_gpu_arch(g));
     test_precompile_serves_the_runtime(hc_gpu_arch(g));
     FILE *f = getenv("HC_GPU_TEST_QUICK") ? NULL : fopen("tests/fixtures/quant/cases.txt", "r");
     char cas[256];
