@@ -13,6 +13,7 @@
 # quickchecks: the two test programs side by side only (a short call).
 # gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~215 s on an H100; side
 # by side they run at under half speed, so a call that must finish both takes one each).
+# humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
 # pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
 # fixup: the skinny kernels at M = 16, 32, 64 with and without the stream-K fix-up (bench build).
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
@@ -42,6 +43,20 @@ has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 # (at most 8 files come back from the device: the GPU's state goes into build.log)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv \
     >"$out/build.log" 2>&1
+# humming: the peer's MoE GEMM measured beside ours (bench/humming_moe.py: Humming from PyPI, its
+# wheels carried in .whl -- the script's header says which and how to download them; it needs no
+# build of ours, so it runs first and a call of this step alone builds nothing)
+if has humming; then
+    if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl >"$out/humming.log" 2>&1; then
+        PYTHONPATH=/tmp/site timeout "$(lim 200)" python3 bench/humming_moe.py >>"$out/humming.log" 2>&1
+        echo "humming rc=$?"
+    else
+        echo "humming: the wheels in .whl did not install (carry .whl)"
+    fi
+    cat "$out/humming.log"
+    [ "$steps" = humming ] && exit 0
+fi
 if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/gpu_moe_test $b/hconvert $b/bench/gpu_bench >>"$out/build.log" 2>&1; then
     tail -30 "$out/build.log"
     exit 1
