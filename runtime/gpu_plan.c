@@ -300,15 +300,22 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         /* the rows a tile must hold: a touched expert's count spreads around r (uniform
          * routing: about r +- sqrt(r)), so the smallest tile T of 8, 16, 32, 64 with r + 2
          * sqrt(r) <= T, i.e. r <= T and (T - r)^2 >= 4 r (bench/NOTES.md MoE v5: the tile
-         * twice r measured fastest at r = 8, 16 and 32) */
+         * twice r measured fastest at r = 8, 16 and 32); past 64, 96 where it holds, then the
+         * warp-specialised 128 or 256 */
         uint64_t T = 8;
         while (T < 64 && !(r <= T && (T - r) * (T - r) >= 4 * r)) T *= 2;
         const hc_gpu_family *ws = hc__gpu_kernel_family(HC_GK_WS64, NULL);
         const hc_gpu_family *sk = hc__gpu_kernel_family(HC_GK_SKINNY64, NULL);
         const bool has_ws = (families & ws->kf) && hc__gpu_family_runs_on(ws, dev->arch, dev->tmap);
         const bool has_sk = (families & sk->kf) && hc__gpu_family_runs_on(sk, dev->arch, dev->tmap);
+        /* r + 2 sqrt(r) in (64, 96] (50 <= r <= 78): one tile of 96 holds an expert that tiles
+         * of 64 cut in two (session 29, H200: Qwen3-like M = 1024, r = 64, gate_up moe-ws96
+         * 182.1 us against moe-skinny64 201.7 and moe-ws128 202.8) */
+        const bool t96 = r > 64 || (64 - r) * (64 - r) < 4 * r;
         if (T == 8)
             k = HC_GMK_T8;
+        else if (has_ws && t96 && r <= 96 && (96 - r) * (96 - r) >= 4 * r)
+            k = HC_GMK_WS96;
         else if (has_sk && r <= 64)
             k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
         else if (has_ws && r > 16)

@@ -12,9 +12,10 @@
 #include "test.h"
 
 /* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
- * touched expert; the tile T the smallest of 8, 16, 32, 64 with r + 2 sqrt(r) <= T: T = 8 the
- * small-M tiles of 8 (r <= 4), else on sm_90a the skinny kernel of T rows (16: r <= 9, 32: r <=
- * 22, 64: r <= 64), past 64 the warp-specialised 128 or 256; without those tiles of 16), the
+ * touched expert; the tile T the smallest of 8, 16, 32, 64, 96 with r + 2 sqrt(r) <= T: T = 8
+ * the small-M tiles of 8 (r <= 4), else on sm_90a the skinny kernel of T rows (16: r <= 9, 32:
+ * r <= 22, 64: r <= 49), the warp-specialised 96 (r <= 78), past it the warp-specialised 128 or
+ * 256; without those tiles of 16), the
  * tile bound (slots + touched (T - 1)) / T worked by hand, the launches' grids and K split, the
  * forced names and their refusals. */
 static void test_moe_plan(void) {
@@ -39,8 +40,12 @@ static void test_moe_plan(void) {
         {2816, HC_GMK_SKINNY32, 32, 212},  /* r = 22: 100 >= 88 */
         {2944, HC_GMK_SKINNY64, 64, 172},  /* r = 23: 81 < 92: (2944 + 128 x 63) / 64 */
         {4096, HC_GMK_SKINNY64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
-        {8192, HC_GMK_SKINNY64, 64, 254},  /* r = 64: (8192 + 8064) / 64 */
-        {8320, HC_GMK_WS128, 128, 192},    /* r = 65: (8320 + 128 x 127) / 128 */
+        {6272, HC_GMK_SKINNY64, 64, 224},  /* r = 49: 15^2 = 225 >= 196: (6272 + 8064) / 64 */
+        {6400, HC_GMK_WS96, 96, 193},      /* r = 50: 196 < 200: (6400 + 128 x 95) / 96 */
+        {8192, HC_GMK_WS96, 96, 212},      /* M = 1024: r = 64: (8192 + 12160) / 96 */
+        {8320, HC_GMK_WS96, 96, 213},      /* r = 65: (8320 + 12160) / 96 */
+        {9984, HC_GMK_WS96, 96, 230},      /* r = 78: (96 - 78)^2 = 324 >= 312 */
+        {10112, HC_GMK_WS128, 128, 206},   /* r = 79: 289 < 316: (10112 + 128 x 127) / 128 */
         {16384, HC_GMK_WS128, 128, 255},   /* r = 128: (16384 + 16256) / 128 */
         {65536, HC_GMK_WS256, 256, 383},   /* r = 512: (65536 + 32640) / 256 */
     };
@@ -125,9 +130,11 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.part_bytes, 0);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * 2304));
-    /* moe-ws96 (forced only, v62): tiles of 96 rows at r = 64 -- (8192 + 128 x 95) / 96 = 212
-     * tiles, (pairs x parts, tiles), the warp-specialised block and a 96-row activation tile */
+    /* moe-ws96 (the pick at 50 <= r <= 78; forced here at r = 64 -- the same route): tiles of
+     * 96 rows, (8192 + 128 x 95) / 96 = 212 tiles, (pairs x parts, tiles), the
+     * warp-specialised block and a 96-row activation tile */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS96, &r, &err), HC_OK);
+    CHECK(r.forced);
     CHECK_EQ_INT(r.tile, 96);
     CHECK_EQ_U64(r.tiles_max, 212);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
@@ -136,9 +143,10 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[1], 212);
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(96 * 128 + 2 * 2304));
-    /* unforced, r = 64 stays on skinny64 (the rule does not take it until it is measured) */
+    /* unforced, r = 64 takes it (sm_80 has tiles of 16 there: the a100 case above) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.kernel, HC_GMK_SKINNY64);
+    CHECK_EQ_INT(r.kernel, HC_GMK_WS96);
+    CHECK(!r.forced);
     hc_err e5 = {0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS96, &r, &e5), HC_UNSUPPORTED);
     CHECK_CONTAINS(e5.msg, "moe-ws96");
