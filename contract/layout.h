@@ -53,7 +53,8 @@ typedef enum {
     HC_GPU_SMALL_GROUPS, /* more than 4 scale groups per tile row: the kernels apply one scale
                           * per k16 step at most, so groups of at least 16 columns */
     HC_GPU_FP4_DIVISOR,  /* an FP4 global divisor with non-E4M3 scales (kernels: E4M3 only) */
-    HC_GPU_WIDE_K,       /* K >= HC_GPU_K_LIMIT: the kernels index a row's columns in 32 bits */
+    HC_GPU_WIDE_K,       /* K >= HC_GPU_K_LIMIT: the tensor maps' coordinates are 32-bit signed
+                          * (and no kernel was ever run past them) */
 } hc_gpu_rule;
 #define HC_GPU_K_LIMIT (1ull << 31)
 hc_gpu_rule hc__tile_gpu_rule(const hc_tile_params *p);

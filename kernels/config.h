@@ -110,31 +110,6 @@
  * To measure (0x989680: 10 ms, a bound -- the thread resumes when the phase completes):
  * `VARIANT="HC_MBAR_SUSPEND_NS 0x989680" STEPS="kernels moe" sh bench/device_run.sh`. */
 #define HC_MBAR_SUSPEND_NS 0
-/* v65 (not yet measured: bench/NOTES.md session 28): the small-M kernels' issue path
- * (gemm/gemv.cuh: the tile loop's count, the activation column and its bounds) in 32 bits --
- * 0: 64-bit, what every figure so far ran. Aimed at the ~23 of ~141 integer-ALU instructions a
- * warp spends a K tile outside the decode (moe-t8's SASS, session 27): the bound of t1, t8 and
- * moe-t8 is that pipe. To measure: `VARIANT="HC_GEMV_ISSUE32 1" STEPS="kernels moe" sh
- * bench/device_run.sh`. */
-#define HC_GEMV_ISSUE32 0
-/* v66 (not yet measured: bench/NOTES.md session 28): the skinny kernels' wgmma as wide as the
- * tile's live rows, in quarters of its tokens (at least 8; skinny_body's item through
- * mma/wgmma.cuh wgmma_tile_live) -- 0: the tile's full width, what every figure so far ran.
- * Aimed at the grouped skinny kernels, whose tiles hold one expert's rows (moe-skinny32 at
- * Qwen3-like M = 256: 16 +- 4 rows a tile of 32; moe-skinny64 at M = 1024: an expert's second
- * tile ~0-24 rows), and the dense skinny kernels' last token tile. To measure:
- * `VARIANT="HC_SKINNY_LIVE_N 1" STEPS="kernels moe" sh bench/device_run.sh`. */
-#define HC_SKINNY_LIVE_N 0
-/* v67 (not yet measured: bench/NOTES.md session 28): the warp-specialised kernels' wgmma as wide
- * as the block's live rows, in quarters of its tokens (gemm/ws_gemm.cuh: chosen each K tile, the
- * same over the block; one K loop a width makes ptxas serialise ws256's wgmma, C7511) -- 0: the
- * tile's full width, what every figure so far ran. Aimed at the grouped ws kernels' remainder tiles
- * (Qwen3-like M = 4096: moe-ws256 on experts of 256 +- 16 rows, each one's second tile 0-~50
- * rows: n64 instead of n256 -- what v63 moe-ws256r does with a second tile size in the routing)
- * and the dense layers' last token tile. To measure: `VARIANT="HC_WS_LIVE_N 1" STEPS="kernels
- * moe" sh bench/device_run.sh`. */
-#define HC_WS_LIVE_N 0
-
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
  * aligned): the shared memory every module reserves is sized for it */
 #define HC_CHUNK_MAX 5376

@@ -18,16 +18,6 @@
  * first tile, loop end and outputs (5 words after the split's partial sums in the workspace;
  * hc_gpu_diag_timeline) */
 
-/* The issue path's column and tile-count types (config.h HC_GEMV_ISSUE32: 32-bit, a layer's K
- * below 2^31 -- hc__gpu_layer_kind's rule -- or 64-bit) */
-#if HC_GEMV_ISSUE32
-typedef unsigned gemv_col;
-typedef int gemv_count;
-#else
-typedef hc_u64 gemv_col;
-typedef long gemv_count;
-#endif
-
 /* One tile of a warp's pipeline into its sums: the stage ch (the tile's chunk, then its
  * activations [XR][64] swizzled; tokens XR..TOK-1 read the zero row zrow), acc the float32
  * sums scaled per group, part a group's exact sums, zero again at the tile's end (a group is at
@@ -160,7 +150,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     const hc_u64 sgap = (hc_u64)p.tiles_k * cb;
     hc_u8 *mine = smem + (hc_u64)warp * (NS * sb + ZR), *zrow = mine + NS * sb;
     const hc_u64 step = 4ull * gridDim.y, kb0 = blockIdx.y * 4ull + warp;
-    const gemv_count nt = kb0 < p.tiles_k ? (gemv_count)((p.tiles_k - kb0 + step - 1) / step) : 0;
+    const long nt = kb0 < p.tiles_k ? (long)((p.tiles_k - kb0 + step - 1) / step) : 0;
     const unsigned live = (unsigned)(m < XR ? m : XR), xpieces = live * 8;
 #if HC_GEMV_DIAG == 2
     unsigned long long tl[3] = {threadIdx.x == 0 ? gtimer() : 0ull, 0ull, 0ull};
@@ -185,7 +175,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
 #pragma unroll
         for (int e = 0; e < 4; e++) part[mt][e] = 0.0f;
 
-    auto wait = [&](gemv_count) {
+    auto wait = [&](long) {
         cp_wait<NS - 1>();
         __syncwarp();
     };
@@ -196,13 +186,12 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
     constexpr unsigned XH = (XR * 8 + 31) / 32;
     const unsigned mine_s = smem_addr(mine);
     const hc_u8 *csrc = stripe + kb0 * cb + lane * 16;
-    const hc_u64 src_step = step * cb;
-    const gemv_col kstep = (gemv_col)(step * 64);
+    const hc_u64 src_step = step * cb, kstep = step * 64;
     const unsigned nq = (unsigned)((cb + 511) / 512);
     const bool qlast = lane * 16 + (nq - 1) * 512 < cb;
     const hc_u16 *xrow[XH];
     unsigned xoff[XH];
-    gemv_col xend[XH]; /* the piece exists while the tile's first column is below this */
+    hc_u64 xend[XH]; /* the piece exists while the tile's first column is below this */
     bool xlive[XH];
 #pragma unroll
     for (unsigned h = 0; h < XH; h++) {
@@ -211,16 +200,12 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         /* token t's row: t, or with rows (grouped MoE) its slot's token rows[t] / rdiv */
         const hc_u64 xr = rows ? (xlive[h] ? (hc_u64)rows[t] / rdiv : 0) : t;
         xrow[h] = x + xr * p.ldx + pc * 8;
-        xend[h] = (gemv_col)(p.K > pc * 8 ? p.K - pc * 8 : 0);
+        xend[h] = p.K > pc * 8 ? p.K - pc * 8 : 0;
         xoff[h] = (unsigned)xb + t * 128 + ((pc ^ (t & 7)) * 16);
     }
-    gemv_col kcol = (gemv_col)(kb0 * 64); /* first column of the next tile to issue */
-#if HC_GEMV_ISSUE32
-#pragma unroll
-    for (unsigned h = 0; h < XH; h++) xrow[h] += kcol;
-#endif
+    hc_u64 kcol = kb0 * 64; /* first column of the next tile to issue */
     unsigned snext = 0;     /* its stage */
-    /* a tile's copies: its chunk (into stage st, from csrc) and its activations (column kcol) */
+    /* a tile's copies: its chunk (into stage st, from csrc) and its activations (column kc) */
     auto issue_w = [&](unsigned st) {
 #pragma unroll
         for (int s = 0; s < SP; s++) { /* stripe s's chunk at (SP - 1 - s) x cb */
@@ -232,24 +217,17 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         }
         csrc += src_step;
     };
-    /* a tile's activations (column kcol; the caller then steps it) into stage st
-     * (HC_GEMV_ISSUE32: xrow[h] runs with kcol, so a piece's address is one register pair) */
-    auto issue_x = [&](unsigned st) {
+    auto issue_x = [&](unsigned st, hc_u64 kc) {
         const unsigned dst = mine_s + st * (unsigned)sb;
 #pragma unroll
         for (unsigned h = 0; h < XH; h++) {
-            bool ok = kcol < xend[h];
-#if HC_GEMV_ISSUE32
-            cp16_if(dst + xoff[h], ok ? xrow[h] : x, ok ? 16 : 0, xlive[h]);
-            xrow[h] += kstep;
-#else
-            cp16_if(dst + xoff[h], ok ? xrow[h] + kcol : x, ok ? 16 : 0, xlive[h]);
-#endif
+            bool ok = kc < xend[h];
+            cp16_if(dst + xoff[h], ok ? xrow[h] + kc : x, ok ? 16 : 0, xlive[h]);
         }
     };
     auto issue = [&]() {
         issue_w(snext);
-        issue_x(snext);
+        issue_x(snext, kcol);
         kcol += kstep;
         snext = snext + 1 == NS ? 0 : snext + 1;
     };
@@ -264,7 +242,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         HC_PDL_WAIT();
 #pragma unroll
         for (int s = 0; s < NS - 1; s++) {
-            if (s < nt) issue_x((unsigned)s), kcol += kstep, snext++;
+            if (s < nt) issue_x((unsigned)s, kcol), kcol += kstep, snext++;
             cp_commit();
         }
     } else { /* (the caller has waited: grouped MoE reads its routing first) */
@@ -275,7 +253,7 @@ __device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_
         }
     }
     unsigned scur = 0; /* tile i's stage, i % NS without a division */
-    for (gemv_count i = 0; i < nt; i++, scur = scur + 1 == NS ? 0 : scur + 1) {
+    for (long i = 0; i < nt; i++, scur = scur + 1 == NS ? 0 : scur + 1) {
         __syncwarp(); /* every lane is done with the stage about to be refilled */
         if (i + NS - 1 < nt) issue();
         cp_commit();

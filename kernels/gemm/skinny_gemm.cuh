@@ -247,11 +247,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         unsigned(*a)[4] = set_of(S);
         unsigned(*an)[4] = set_of(SN);
         const unsigned dls = dlo + ((S * SB) >> 4);
-#if HC_SKINNY_LIVE_N /* as wide as the live rows of the tile (un: item t's) */
-        wgmma_tile_live<TOKS>(un.mend - un.tok0, d, a, dhi, dls, t == seg);
-#else
         wgmma_tile<TOKS>(d, a, dhi, dls, t == seg);
-#endif
         wgmma_commit();
         wgmma_wait<LAG>();
         if (t >= t0 + LAG) {

@@ -85,15 +85,9 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     auto step = [&](hc_u64 kb, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
                     unsigned phn, unsigned sp) {
         const hc_u8 *st = smem + s * stage_bytes;
-#if HC_WS_LIVE_N /* as wide as the block's live rows */
-        const hc_u64 desc = b_desc(st);
-        wgmma_tile_live<TOKS>(m > tok0 ? m - tok0 : 0, d, a, (unsigned)(desc >> 32), (unsigned)desc,
-                              false);
-#else
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ks++) wgmma_rs<TOKS>(d, a[ks], b_desc(st + ks * 32));
-#endif
         wgmma_commit();
         wgmma_wait<1>();
         if (kb > 0) {

@@ -15,8 +15,7 @@
  * memory, K-major rows of 128 bytes with the 128-byte swizzle; db its descriptor); acc 0: d =
  * A x B (its old values ignored: a new sum starts without writing d first, which would make
  * ptxas wait for every wgmma before the loop's next step -- its note C7517). N: a tile's tokens
- * (16-256), or a narrower width (8-192) for a tile's live rows (config.h HC_SKINNY_LIVE_N,
- * HC_WS_LIVE_N). */
+ * (16-256). */
 template <int N>
 __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u);
 
@@ -36,26 +35,16 @@ __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db,
                                                 unsigned acc) {                                \
         wgmma_m64n##N##k16(d, a, db, acc);                                                     \
     }
-HC_WGMMA_RS(8, "%0, %1, %2, %3",
-            "%4, %5, %6, %7", 8, 9, HC_D4(0))
 HC_WGMMA_RS(16, "%0, %1, %2, %3, %4, %5, %6, %7",
             "%8, %9, %10, %11", 12, 13, HC_D8(0))
-HC_WGMMA_RS(24, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11",
-            "%12, %13, %14, %15", 16, 17, HC_D8(0), HC_D4(8))
 HC_WGMMA_RS(32, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15",
             "%16, %17, %18, %19", 20, 21, HC_D8(0), HC_D8(8))
-HC_WGMMA_RS(48, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23",
-            "%24, %25, %26, %27", 28, 29, HC_D8(0), HC_D8(8), HC_D8(16))
 HC_WGMMA_RS(64, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31",
             "%32, %33, %34, %35", 36, 37, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24))
-HC_WGMMA_RS(72, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35",
-            "%36, %37, %38, %39", 40, 41, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D4(32))
 HC_WGMMA_RS(96, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47",
             "%48, %49, %50, %51", 52, 53, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40))
 HC_WGMMA_RS(128, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63",
             "%64, %65, %66, %67", 68, 69, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56))
-HC_WGMMA_RS(192, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95",
-            "%96, %97, %98, %99", 100, 101, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88))
 HC_WGMMA_RS(256, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127",
             "%128, %129, %130, %131", 132, 133, HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32), HC_D8(40), HC_D8(48), HC_D8(56), HC_D8(64), HC_D8(72), HC_D8(80), HC_D8(88), HC_D8(96), HC_D8(104), HC_D8(112), HC_D8(120))
 #undef HC_WGMMA_RS
@@ -76,8 +65,7 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
 }
 /* A 64-column K tile's four k16 steps, W tokens wide: A in a[4][4], B the activation tile of
  * descriptor dhi:dlo (+ 2 a k16 step: 32 bytes); first: the first K tile of a sum (its first
- * wgmma starts it). Behind its own fence: where the width is chosen at run time, one fence
- * before the branch leaves ptxas injecting more (its note C7519). */
+ * wgmma starts it). */
 template <int W>
 __device__ __forceinline__ void wgmma_tile(float *d, unsigned (*a)[4], unsigned dhi, unsigned dlo,
                                            bool first) {
@@ -85,21 +73,6 @@ __device__ __forceinline__ void wgmma_tile(float *d, unsigned (*a)[4], unsigned 
 #pragma unroll
     for (int ks = 0; ks < 4; ks++)
         wgmma_rs<W>(d, a[ks], (hc_u64)dhi << 32 | (dlo + 2 * ks), ks > 0 || !first ? 1u : 0u);
-}
-/* The same as wide as a tile of TOKS tokens' lr live rows, in quarters of TOKS (at least 8):
- * a grouped kernel's tile holds one expert's rows, often a fraction of the tile (config.h
- * HC_SKINNY_LIVE_N, HC_WS_LIVE_N); the columns past the width keep what they held, and the
- * stores never write them (they stop at the live rows). */
-template <int TOKS, int Q = 1>
-__device__ __forceinline__ void wgmma_tile_live(hc_u64 lr, float *d, unsigned (*a)[4],
-                                                unsigned dhi, unsigned dlo, bool first) {
-    constexpr int W = Q * (TOKS / 4 < 8 ? 8 : TOKS / 4); /* the Q-th quarter's width */
-    if constexpr (W >= TOKS)
-        wgmma_tile<TOKS>(d, a, dhi, dlo, first);
-    else if (lr <= (hc_u64)W)
-        wgmma_tile<W>(d, a, dhi, dlo, first);
-    else
-        wgmma_tile_live<TOKS, Q + 1>(lr, d, a, dhi, dlo, first);
 }
 /* this warpgroup's registers per thread lowered / raised to N */
 template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
