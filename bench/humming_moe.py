@@ -285,6 +285,17 @@ def main():
         ok = math.isfinite(val) and val < CHECK_TOL
         return val, ok
 
+    def checked(fn, rows, ref, m, what):
+        """runs fn, compares rows() with ref: (error, PASS / MISMATCH), or (None, None) and a line"""
+        try:
+            fn()
+            torch.cuda.synchronize()
+            err, ok = rel_err(rows(), ref)
+            return err, "PASS" if ok else "MISMATCH"
+        except Exception as exc:
+            log(f"humming-moe M={m} {what} FAILED: {one_line(exc)}")
+            return None, None
+
     def forward(x, out, sorted_ids, expert_ids, ntp, valid_shape_m):
         return layer(
             inputs=x,
@@ -424,14 +435,8 @@ def main():
             return forward(x, out, sorted_ids, expert_ids, ntp, pairs)
 
         check_c = err_c = t_graph = t_bench = None
-        try:
-            out.zero_()
-            fn_correct()
-            torch.cuda.synchronize()
-            err_c, ok = rel_err(out, ref)
-            check_c = "PASS" if ok else "MISMATCH"
-        except Exception as exc:
-            log(f"humming-moe M={m} check FAILED: {one_line(exc)}")
+        out.zero_()
+        err_c, check_c = checked(fn_correct, lambda: out, ref, m, "check")
         try:
             t_graph = time_graph(fn_correct)
         except Exception as exc:
@@ -475,13 +480,7 @@ def main():
             def fn_old():
                 return forward(x_old, out_old, old_sorted_ids, old_expert_ids, ntp, 0)  # no valid_shape_m
 
-            try:
-                fn_old()
-                torch.cuda.synchronize()
-                old_err, ok = rel_err(out_old[:pairs], ref)
-                old_check = "PASS" if ok else "MISMATCH"
-            except Exception as exc:
-                log(f"humming-moe M={m} old-form check FAILED: {one_line(exc)}")
+            old_err, old_check = checked(fn_old, lambda: out_old[:pairs], ref, m, "old-form check")
             try:
                 old_bench = time_do_bench(fn_old)
             except Exception as exc:
