@@ -282,6 +282,10 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
  * past (bench/NOTES.md session 20: v44 lost at long K) */
 #define HC_MOE_W8_TILES_K 12u
 
+/* Whether a tile of T rows holds r + 2 sqrt(r) (a touched expert's count, r +- sqrt(r) under
+ * uniform routing, with room): r <= T and (T - r)^2 >= 4 r. */
+static bool tile_holds(uint64_t T, uint64_t r) { return r <= T && (T - r) * (T - r) >= 4 * r; }
+
 hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
                                 uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err) {
     memset(out, 0, sizeof *out);
@@ -303,19 +307,17 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
          * twice r measured fastest at r = 8, 16 and 32); past 64, 96 where it holds, then the
          * warp-specialised 128 or 256 */
         uint64_t T = 8;
-        while (T < 64 && !(r <= T && (T - r) * (T - r) >= 4 * r)) T *= 2;
+        while (T < 64 && !tile_holds(T, r)) T *= 2;
         const hc_gpu_family *ws = hc__gpu_kernel_family(HC_GK_WS64, NULL);
         const hc_gpu_family *sk = hc__gpu_kernel_family(HC_GK_SKINNY64, NULL);
         const bool has_ws = (families & ws->kf) && hc__gpu_family_runs_on(ws, dev->arch, dev->tmap);
         const bool has_sk = (families & sk->kf) && hc__gpu_family_runs_on(sk, dev->arch, dev->tmap);
-        /* r + 2 sqrt(r) in (64, 96] (50 <= r <= 78): one tile of 96 holds an expert that tiles
-         * of 64 cut in two (session 29, H200: Qwen3-like M = 1024, r = 64, gate_up moe-ws96
-         * 182.1 us against moe-skinny64 201.7 and moe-ws128 202.8) */
-        const bool t96 = r > 64 || (64 - r) * (64 - r) < 4 * r;
         if (T == 8)
             k = HC_GMK_T8;
-        else if (has_ws && t96 && r <= 96 && (96 - r) * (96 - r) >= 4 * r)
-            k = HC_GMK_WS96;
+        else if (has_ws && !tile_holds(64, r) && tile_holds(96, r))
+            k = HC_GMK_WS96; /* 50 <= r <= 78: one tile of 96 holds an expert that tiles of 64 cut
+                              * in two (session 29, H200: Qwen3-like M = 1024, r = 64, gate_up
+                              * moe-ws96 182.1 us, moe-skinny64 201.7, moe-ws128 202.8) */
         else if (has_sk && r <= 64)
             k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
         else if (has_ws && r > 16)
