@@ -24,42 +24,6 @@
 #include "gpu_benchutil.h"
 #include "tile_synth.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Cold compile (cache off) and warm load (cache hit) of a kernel module, printed first in the
- * default run (what a cold start pays for NVRTC; the kernel cache's gain). */
-static void jit_time(const char *arch, const char *file, const char *const *opts, int nopts) {
-    void *cubin = NULL;
-    size_t size = 0;
-    hc_err err = {0};
-    hc__jit_set_cache(false);
-    double t0 = now_s();
-    hc_status st = hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
-    double cold = now_s() - t0;
-    hc__jit_set_cache(true);
-    free(cubin);
-    hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err); /* fill the cache */
-    free(cubin);
-    t0 = now_s();
-    st |= hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
-    double warm = now_s() - t0;
-    free(cubin);
-    printf("jit: %s %s for %s: cold compile %.1f ms, warm cache load %.3f ms (%zu-byte cubin)%s\n",
-           file, nopts ? opts[0] : "", arch, cold * 1e3, warm * 1e3, size, st ? " FAILED" : "");
-}
-
-static void jit_times(const char *arch) {
-    /* tile_mma.cu: the module of int4 layers with BF16 scales in groups of 128, no zero points */
-    static const char *const ref[] = {"--fmad=false"},
-                             *const mma[] = {"-DHC_CODEC=1", "-DHC_SK=1", "-DHC_LGS=2", "-DHC_ZP=0"};
-    jit_time(arch, "tile_gemm.cu", ref, 1);
-    jit_time(arch, "tile_mma.cu", mma, 4);
-}
-
 #define REPS 30
 /* Median per-launch time in microseconds of fn(i) for i = 0..REPS-1 (after 3 warm-ups). */
 typedef void (*launch_fn)(void *ctx, int i);
@@ -101,6 +65,36 @@ static double wall(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Cold compile (cache off) and warm load (cache hit) of a kernel module, printed first in the
+ * default run (what a cold start pays for NVRTC; the kernel cache's gain). */
+static void jit_time(const char *arch, const char *file, const char *const *opts, int nopts) {
+    void *cubin = NULL;
+    size_t size = 0;
+    hc_err err = {0};
+    hc__jit_set_cache(false);
+    double t0 = wall();
+    hc_status st = hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
+    double cold = wall() - t0;
+    hc__jit_set_cache(true);
+    free(cubin);
+    hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err); /* fill the cache */
+    free(cubin);
+    t0 = wall();
+    st |= hc__jit_compile(file, arch, opts, nopts, &cubin, &size, &err);
+    double warm = wall() - t0;
+    free(cubin);
+    printf("jit: %s %s for %s: cold compile %.1f ms, warm cache load %.3f ms (%zu-byte cubin)%s\n",
+           file, nopts ? opts[0] : "", arch, cold * 1e3, warm * 1e3, size, st ? " FAILED" : "");
+}
+
+static void jit_times(const char *arch) {
+    /* tile_mma.cu: the module of int4 layers with BF16 scales in groups of 128, no zero points */
+    static const char *const ref[] = {"--fmad=false"},
+                             *const mma[] = {"-DHC_CODEC=1", "-DHC_SK=1", "-DHC_LGS=2", "-DHC_ZP=0"};
+    jit_time(arch, "tile_gemm.cu", ref, 1);
+    jit_time(arch, "tile_mma.cu", mma, 4);
 }
 
 /* The kernel time without the host: REPS launches captured in a CUDA graph, the median of 7
