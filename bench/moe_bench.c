@@ -271,7 +271,7 @@ int main(void) {
                "gate_up", "GB/s", "stream", "TFLOP/s", "cuBLASLt", "TFLOP/s", "peer/ours");
         for (size_t mi = 0; mi < NMS; mi++) {
             const uint64_t M = Ms[mi], S = M * k;
-            if ((sweep && M != 256 && M != 1024 && M != 4096) || (one_m && M != one_m) ||
+            if ((sweep && M != 256 && M != 1024 && M != 4096 && M != 16384) || (one_m && M != one_m) ||
                 (m_max && M > m_max))
                 continue;
             ours_ctx oc = {md, x, y, {0}, {0}, M, k};
@@ -328,18 +328,18 @@ int main(void) {
             if (b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
-            /* each grouped kernel at the sweep's M it is timed at (a bit each: 256, 1024, 4096);
-             * forced only until measured: moe-ws96 (v62) and moe-skinny96 (v64) at 1024 -- r =
-             * 64 in one tile; moe-ws256r (v63) at 4096 -- tiles of 256 and each expert's
-             * remainder in one of 64 */
+            /* each grouped kernel at the sweep's M it is timed at (a bit each: 256, 1024, 4096,
+             * 16384); forced only until measured: moe-skinny96 (v64) at 1024 -- r = 64 in one
+             * tile; moe-ws256r (v63) at 4096 -- tiles of 256 and each expert's remainder in one
+             * of 64; moe-ws288 (v68) at 4096 and 16384 -- r ~ 256 in one tile */
             static const struct {
                 const char *name;
-                unsigned at; /* 1: M = 256, 2: 1024, 4: 4096 */
+                unsigned at; /* 1: M = 256, 2: 1024, 4: 4096, 8: 16384 */
             } alts[] = {{"moe-t16", 3},   {"moe-skinny16", 3}, {"moe-skinny32", 3},
-                        {"moe-skinny64", 3}, {"moe-ws64", 7}, {"moe-ws128", 7},
-                        {"moe-ws256", 4}, {"moe-ws96", 2},     {"moe-ws256r", 4},
-                        {"moe-skinny96", 2}};
-            const unsigned at = M == 256 ? 1u : M == 1024 ? 2u : M == 4096 ? 4u : 0u;
+                        {"moe-skinny64", 3}, {"moe-ws64", 7}, {"moe-ws128", 15},
+                        {"moe-ws256", 12}, {"moe-ws96", 2},     {"moe-ws256r", 4},
+                        {"moe-skinny96", 2}, {"moe-ws288", 12}};
+            const unsigned at = M == 256 ? 1u : M == 1024 ? 2u : M == 4096 ? 4u : M == 16384 ? 8u : 0u;
             for (size_t q = 0; sweep && q < sizeof alts / sizeof alts[0]; q++) {
                 double aus, agu;
                 if ((alts[q].at & at) && forced_us(md, &oc, s, alts[q].name, &aus, &agu))

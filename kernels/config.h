@@ -60,6 +60,12 @@
  * group of the block walk (keeps the blocks in flight in L2) */
 #define HC_WIDE_STAGES 5
 #define HC_WIDE_GROUP 8
+/* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
+ * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
+ * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at
+ * most 256 rows) -- the runtime encodes the tensor map with HC_WS_BOX too */
+#define HC_WS_STAGES(toks) ((toks) > 256 ? 4 : HC_WIDE_STAGES)
+#define HC_WS_BOX(toks) ((toks) > 256 ? (toks) / 2 : (toks))
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit

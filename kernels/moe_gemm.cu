@@ -6,8 +6,9 @@
 // the expert, the rows and the outputs taken from the routing tables:
 //   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
 //   hc_moe_gemv_w8: small M over items a warp owns (gemm/gemv_items.cuh), one wave of blocks
-//   hc_moe_ws64, _96, _128, _256: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x parts,
-//                tiles); _96 has no dense twin (a tile that holds r + 2 sqrt(r) rows at r ~ 64)
+//   hc_moe_ws64, _96, _128, _256, _288: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x
+//                parts, tiles); _96 and _288 have no dense twin (a tile that holds r + 2 sqrt(r)
+//                rows at r ~ 64 and r ~ 256: one tile an expert where tiles of 64 / 256 take two)
 //   hc_moe_ws256r: tiles of 256 and each expert's remainder in a tile of 64, grid (pairs x
 //                parts, tiles of either size, 2)
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
@@ -150,6 +151,7 @@ HC_MOE_WS_KERNEL(hc_moe_ws64, 64)
 HC_MOE_WS_KERNEL(hc_moe_ws96, 96) /* (MoE only: 50-78 rows an expert in one tile; v62) */
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128)
 HC_MOE_WS_KERNEL(hc_moe_ws256, 256)
+HC_MOE_WS_KERNEL(hc_moe_ws288, 288) /* (MoE only: ~200-256 rows an expert in one tile) */
 /* tiles of 256 and an expert's remainder in a tile of 64 (v63: the route's two tile sizes) */
 extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)
     hc_moe_ws256r(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,

@@ -42,6 +42,14 @@ static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return 1024 + (size_t)v->stages * (((size_t)v->toks * 128 + 2 * (size_t)chunk + 1023) / 1024 * 1024);
 }
 
+/* warp-specialised: the same, its stages by its token tile (config.h HC_WS_STAGES: a tile past
+ * 256 tokens, moe-ws288, has fewer), so that a grouped variant at another tile sizes right */
+static size_t ws_smem(const hc_gpu_variant *v, uint64_t chunk) {
+    hc_gpu_variant w = *v;
+    w.stages = HC_WS_STAGES(v->toks);
+    return aligned_smem(&w, chunk);
+}
+
 /* skinny: 1024-byte alignment slack + the stages that fit (config.h: the kernels' rule) */
 static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return 1024 + (size_t)HC_SKINNY_STAGES_OF(v->toks, (unsigned)chunk) *
@@ -67,10 +75,10 @@ static const hc_gpu_family families[] = {
       {HC_GK_SKINNY32, "hc_skinny_gemm32", "skinny32", 32, 0, HC_SKINNY_STAGES_MAX},
       {HC_GK_SKINNY64, "hc_skinny_gemm64", "skinny64", 64, 0, HC_SKINNY_STAGES_MAX}}},
     {"warp-specialised", HC_KF_WS, HC_GPU_ARGS_GEMM, HC_WS_THREADS, "sm_90a", true, false, 17,
-     HC_GPU_M_MAX, aligned_smem, 3,
-     {{HC_GK_WS64, "hc_wgmma_gemm64", "ws64", 64, 0, HC_WIDE_STAGES},
-      {HC_GK_WS128, "hc_wgmma_gemm128", "ws128", 128, 0, HC_WIDE_STAGES},
-      {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", 256, 0, HC_WIDE_STAGES}}},
+     HC_GPU_M_MAX, ws_smem, 3,
+     {{HC_GK_WS64, "hc_wgmma_gemm64", "ws64", 64, 0, HC_WS_STAGES(64)},
+      {HC_GK_WS128, "hc_wgmma_gemm128", "ws128", 128, 0, HC_WS_STAGES(128)},
+      {HC_GK_WS256, "hc_wgmma_gemm256", "ws256", 256, 0, HC_WS_STAGES(256)}}},
     {"wgmma", HC_KF_WGMMA, HC_GPU_ARGS_GEMM, HC_GEMM_THREADS, "sm_90a", false, false, 17, HC_GPU_M_MAX,
      aligned_smem, 1, {{HC_GK_WGMMA, "hc_wgmma_gemm", "wgmma", 128, 0, HC_WGMMA_STAGES}}},
     /* (any M: the last resort where no small-M variant fits the device, e.g. t16 on sm_89) */
@@ -118,6 +126,7 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, NULL, 0, 96, 0},
     {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64},
     {HC_GMK_SKINNY96, "hc_moe_skinny96", "moe-skinny96", HC_GK_SKINNY64, NULL, 0, 96, 0},
+    {HC_GMK_WS288, "hc_moe_ws288", "moe-ws288", HC_GK_WS256, NULL, 0, 288, 0},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {

@@ -87,6 +87,7 @@ typedef enum {
                       * remainder; v63: forced only) */
     HC_GMK_SKINNY96, /* hc_moe_skinny96 (sm_90a): tiles of 96 rows, no dense twin (v64: forced
                       * only) */
+    HC_GMK_WS288,    /* hc_moe_ws288 (sm_90a): tiles of 288 rows, no dense twin (v68) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -101,7 +102,7 @@ typedef struct {
     /* its static shared memory past the few bytes every kernel has (hc__gpu_smem_fits's
      * margin): moe-w8's item descriptors, else 0 */
     size_t stat;
-    /* its token tile where it is not its dense variant's (moe-ws96, moe-skinny96: the dense
+    /* its token tile where it is not its dense variant's (moe-ws96, moe-skinny96, moe-ws288: the dense
      * family's body and stages at another tile), else 0: read it through hc__gpu_moe_like */
     unsigned toks;
     /* the route's second tile, rows (an expert's remainder past its tiles of toks: moe_args.h),

@@ -142,8 +142,9 @@ enum { HC_GPU_MOE_WHOLE, HC_GPU_MOE_ELSEWHERE, HC_GPU_MOE_SLICE };
 int hc__gpu_moe_tensor_part(hc_container *c, const char *name, uint32_t e0, uint32_t e1,
                             uint32_t *first, uint32_t *count);
 void hc__gpu_moe_free(hc_gpu_model *md);
-/* A tensor map over rows x k bf16 (row stride ld elements), box 64 x toks, 128-byte swizzle, as
- * the warp-specialised kernels read activations (gpu_linear.c); errors name `what`. */
+/* A tensor map over rows x k bf16 (row stride ld elements), box 64 x toks (x toks / 2 past 256
+ * tokens: config.h HC_WS_BOX), 128-byte swizzle, as the warp-specialised kernels read
+ * activations (gpu_linear.c); errors name `what`. */
 hc_status hc__gpu_tmap_rows(CUtensorMap *tm, const void *base, uint64_t rows, uint64_t k,
                            uint64_t ld, unsigned toks, const char *what, hc_err *err);
 /* Launches kernel k with grid, block and shared memory on s, under programmatic dependent

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "gpu_int.h"
 
 /* Grows a device buffer (contents lost) to at least `want` bytes; zeroed when `zero`. */
@@ -68,7 +69,7 @@ static hc_status launch(cudaKernel_t k, const hc_gpu_choice *ch, void **args, cu
 hc_status hc__gpu_tmap_rows(CUtensorMap *tm, const void *base, uint64_t rows, uint64_t k,
                            uint64_t ld, unsigned toks, const char *what, hc_err *err) {
     cuuint64_t dims[2] = {k, rows}, strides[1] = {ld * 2};
-    cuuint32_t box[2] = {64, toks}, estr[2] = {1, 1};
+    cuuint32_t box[2] = {64, HC_WS_BOX(toks)}, estr[2] = {1, 1}; /* (a tile past 256: two boxes) */
     CUresult r = hc__cuda.tmap_encode(tm, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)base, dims,
                                      strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

@@ -7,6 +7,7 @@
 #include "moe_args.h"
 #include "streamk_rule.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -287,6 +288,27 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
  * uniform routing, with room): r <= T and (T - r)^2 >= 4 r. */
 static bool tile_holds(uint64_t T, uint64_t r) { return r <= T && (T - r) * (T - r) >= 4 * r; }
 
+/* The warp-specialised tiles past 78 rows an expert (where moe-ws96 no longer holds r + 2
+ * sqrt(r)), each with its cost a tile in rows' worth: its rows plus what a tile costs beside
+ * its wgmma (the decode of its 128 weight rows x K, the pipeline's fill and drain). Fitted to
+ * the Qwen3-like gate_up on the H100 (bench/NOTES.md v68: ws128 / ws256 at r = 256 give 53
+ * rows; moe-ws288 -- four stages, two wgmma a k16 step -- costs 90 beside its rows). */
+static const struct {
+    hc_gpu_moe_kernel k;
+    unsigned rows, cost;
+} ws_tiles[] = {{HC_GMK_WS128, 128, 128 + 53}, {HC_GMK_WS256, 256, 256 + 53}, {HC_GMK_WS288, 288, 288 + 90}};
+
+/* The tiles an expert of about r rows takes on average in tiles of T: a touched expert's count c
+ * spreads as r +- sqrt(r) (uniform routing), so E[ceil(c / T)] = 1 + the sum over k >= 1 of
+ * P(c > k T), each a normal tail. Pure (the same r, the same answer). */
+static double ws_tiles_of(uint64_t T, uint64_t r) {
+    const double sd = sqrt((double)r), rr = (double)r;
+    double n = 1.0;
+    for (uint64_t k = 1; (double)(k * T) < rr + 8.0 * sd; k++)
+        n += 0.5 * erfc(((double)(k * T) - rr) / (sd * sqrt(2.0)));
+    return n;
+}
+
 hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
                                 uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err) {
     memset(out, 0, sizeof *out);
@@ -321,9 +343,18 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
                               * moe-ws96 182.1 us, moe-skinny64 201.7, moe-ws128 202.8) */
         else if (has_sk && r <= 64)
             k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
-        else if (has_ws && r > 16)
-            k = r <= 64 ? HC_GMK_WS64 : r <= 128 ? HC_GMK_WS128 : HC_GMK_WS256;
-        else
+        else if (has_ws && r > 16 && r <= 64)
+            k = HC_GMK_WS64;
+        else if (has_ws && r > 64) {
+            /* the tile of least expected cost: its tiles an expert x its cost a tile (v68,
+             * H100: Qwen3-like M = 4096, r = 256 -- moe-ws288 438.2 us, ws128 513.1, ws256 525.3;
+             * at r = 1024 ws256 1935.9, ws128 2052.2; at r = 128 it keeps ws128) */
+            double best = 0;
+            for (size_t i = 0; i < sizeof ws_tiles / sizeof ws_tiles[0]; i++) {
+                const double c = ws_tiles_of(ws_tiles[i].rows, r) * ws_tiles[i].cost;
+                if (i == 0 || c < best) best = c, k = ws_tiles[i].k;
+            }
+        } else
             k = HC_GMK_T16;
     }
     if (k < 0 || k >= (int)nv)

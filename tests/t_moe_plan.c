@@ -47,7 +47,14 @@ static void test_moe_plan(void) {
         {9984, HC_GMK_WS96, 96, 230},      /* r = 78: (96 - 78)^2 = 324 >= 312 */
         {10112, HC_GMK_WS128, 128, 206},   /* r = 79: 289 < 316: (10112 + 128 x 127) / 128 */
         {16384, HC_GMK_WS128, 128, 255},   /* r = 128: (16384 + 16256) / 128 */
-        {65536, HC_GMK_WS256, 256, 383},   /* r = 512: (65536 + 32640) / 256 */
+        /* past 128 the tile of least expected cost (gpu_plan.c ws_tiles): r = 256 (M = 4096)
+         * one tile of 288 (1.02 an expert) against 1.5 of 256 and 2.5 of 128; r = 300 three of
+         * 128; r = 512 two of 288 (2 x 378 against 2.5 x 309); r = 1024 4.5 of 256 (1390
+         * against 4 x 378 = 1512) */
+        {32768, HC_GMK_WS288, 288, 241},   /* (32768 + 128 x 287) / 288 */
+        {38400, HC_GMK_WS128, 128, 427},   /* (38400 + 16256) / 128 */
+        {65536, HC_GMK_WS288, 288, 355},   /* (65536 + 36736) / 288 */
+        {131072, HC_GMK_WS256, 256, 639},  /* (131072 + 32640) / 256 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, cases[i].slots, 128, HC_GPU_KERNEL_AUTO,
@@ -154,7 +161,7 @@ static void test_moe_plan(void) {
      * at r = 256 (32768 slots over 128 experts): an expert's whole tiles and one more of either
      * size, at most 32768 / 256 + 128 = 256; its pads at most 191 (a remainder of 65 in a
      * tile of 256), rows 32768 + 128 x 191; a grid plane for each size; the unforced pick
-     * there stays ws256 (one size: (32768 + 128 x 255) / 256 = 255) */
+     * there is moe-ws288 (one size: (32768 + 128 x 287) / 288 = 241) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 32768, 128, HC_GMK_WS256R, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 256);
     CHECK_EQ_INT(r.tile_small, 64);
@@ -167,12 +174,31 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[2], 2);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(256 * 128 + 2 * 2304));
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 32768, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.kernel, HC_GMK_WS256);
+    CHECK_EQ_INT(r.kernel, HC_GMK_WS288);
     CHECK_EQ_INT(r.tile_small, 0);
-    CHECK_EQ_U64(r.tiles_max, 255);
-    CHECK_EQ_U64(r.rows_max, 255 * 256);
+    CHECK_EQ_U64(r.tiles_max, 241);
+    CHECK_EQ_U64(r.rows_max, 241 * 288);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[2], 1);
+    /* moe-ws288 (v68): tiles of 288 rows at r = 256, (32768 + 128 x 287) / 288 = 241 tiles;
+     * four stages (config.h HC_WS_STAGES: five of 288 rows pass 227 KiB with 8-bit chunks) */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 32768, 128, HC_GMK_WS288, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.tile, 288);
+    CHECK_EQ_INT(r.tile_small, 0);
+    CHECK_EQ_U64(r.tiles_max, 241);
+    CHECK_EQ_U64(r.rows_max, 241 * 288);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.kernel, HC_GMK_WS288);
+    CHECK_EQ_INT(lu.grid[0], 16);
+    CHECK_EQ_INT(lu.grid[1], 241);
+    CHECK_EQ_INT(lu.block, 384);
+    CHECK_EQ_U64(lu.smem, 1024 + 4 * round1024(288 * 128 + 2 * 2304));
+    CHECK_EQ_INT(HC_WS_BOX(288), 144);
+    CHECK_EQ_INT(HC_WS_BOX(256), 256);
+    /* with 8-bit chunks (64 x 64 codes + scales) it still fits a block */
+    hc_gpu_shape down8 = layer(2048, 768, 4352);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down8, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_U64(lu.smem, 1024 + 4 * round1024(288 * 128 + 2 * 4352));
     /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles, rows
      * 8 + 8 x 191; one slot: a tile of 256's rows at least (1 + 191 < 256) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
@@ -216,8 +242,9 @@ static void test_moe_plan(void) {
     static const char *const names[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
-                                        "moe-ws96",     "moe-ws256r",   "moe-skinny96"};
-    for (int i = 0; i < 12; i++) {
+                                        "moe-ws96",     "moe-ws256r",   "moe-skinny96",
+                                        "moe-ws288"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
         CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);

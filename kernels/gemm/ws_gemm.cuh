@@ -1,6 +1,7 @@
-// ws_gemm.cuh: the warp-specialised family (hc_wgmma_gemm64, _128, _256; sm_90a, M > 16): 128
-// weight rows x 64, 128 or 256 tokens per block; one producer thread fills a pipeline of
-// HC_WIDE_STAGES (config.h) with TMA (activations) and bulk copies (chunks), two consumer
+// ws_gemm.cuh: the warp-specialised family (hc_wgmma_gemm64, _128, _256; sm_90a, M > 16; the
+// grouped MoE kernels' tiles of 96 and 288 too): 128 weight rows x TOKS tokens per block; one
+// producer thread fills a pipeline of HC_WS_STAGES(TOKS) (config.h) with TMA (activations) and
+// bulk copies (chunks), two consumer
 // warpgroups decode their rows into registers and run wgmma m64nTk16 while the copies of the
 // next tiles land.
 #ifndef HC_K_GEMM_WS_GEMM_CUH
@@ -16,7 +17,8 @@
  * warpgroup and two consumer warpgroups.
  * - Producer (one thread; the warpgroup's registers cut to 40): for each K tile, once its
  *   stage is empty, one TMA copy brings the TOKS x 64 activation tile (tmx: the host's tensor
- *   map of X, [m][ldx] bf16, box 64 x TOKS, 128-byte swizzle, zeros outside m x K) and one
+ *   map of X, [m][ldx] bf16, box 64 x TOKS, 128-byte swizzle, zeros outside m x K; past 256
+ *   tokens two copies of a box of TOKS / 2 rows, config.h HC_WS_BOX) and one
  *   bulk copy per stripe its weight chunk; the stage's full barrier completes when the bytes
  *   land.
  * - Consumer warpgroup c (registers raised to 232) owns stripe 2 b + c: each warp decodes its
@@ -26,7 +28,7 @@
  * Blocks walk the (stripe pair, token tile) grid in groups of HC_WIDE_GROUP token tiles so that
  * the weights and activations of the blocks in flight stay in L2. Arguments of hc_wgmma_gemm
  * plus tmx; grid ((tiles_n + 1) / 2, ceil(m / TOKS)); 384 threads; shared memory 1024 +
- * HC_WIDE_STAGES x round1024(TOKS x 128 + 2 chunk bytes).
+ * HC_WS_STAGES(TOKS) x round1024(TOKS x 128 + 2 chunk bytes).
  * ws_gemm_block is one block: stripes nb0 and nb0 + 1 of the weights at w (the expert's first
  * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. */
 template <int TOKS>
@@ -34,14 +36,16 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
-    __shared__ __align__(8) unsigned long long full[HC_WIDE_STAGES], empty[HC_WIDE_STAGES];
+    constexpr int NS = HC_WS_STAGES(TOKS), BOX = HC_WS_BOX(TOKS);
+    static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
+    __shared__ __align__(8) unsigned long long full[NS], empty[NS];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + 2 * cb + 1023) / 1024 * 1024;
     const bool two = nb0 + 1 < p.tiles_n;
     const hc_u64 tiles = p.tiles_k;
     if (tid == 0) {
-        for (int s = 0; s < HC_WIDE_STAGES; s++) {
+        for (int s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 1);
             mbar_init(smem_addr(&empty[s]), 8);
         }
@@ -57,13 +61,15 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned s = 0, ph = 0;
         for (hc_u64 kb = 0; kb < tiles; kb++) {
-            if (kb >= HC_WIDE_STAGES) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
+            if (kb >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
             const unsigned st = smem_addr(smem + s * stage_bytes), fb = smem_addr(&full[s]);
             mbar_arrive_expect_tx(fb, tx);
-            tma_load_2d(st, tmap, (unsigned)(kb * 64), (unsigned)tok0, fb);
+#pragma unroll
+            for (int h = 0; h < TOKS / BOX; h++) /* (boxes of 1024-byte multiples: one swizzle) */
+                tma_load_2d(st + h * BOX * 128, tmap, (unsigned)(kb * 64), (unsigned)tok0 + h * BOX, fb);
             for (unsigned q = 0; q < (two ? 2u : 1u); q++)
                 bulk_load(st + XB + q * (unsigned)cb, wsrc + q * sstride + kb * cb, (unsigned)cb, fb);
-            if (++s == HC_WIDE_STAGES) s = 0, ph ^= 1;
+            if (++s == NS) s = 0, ph ^= 1;
         }
         return;
     }
@@ -84,10 +90,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
     auto step = [&](hc_u64 kb, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
                     unsigned phn, unsigned sp) {
-        const hc_u8 *st = smem + s * stage_bytes;
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ks++) wgmma_rs<TOKS>(d, a[ks], b_desc(st + ks * 32));
+        const hc_u64 db = b_desc(smem + s * stage_bytes);
+        wgmma_tile<TOKS>(d, a, (unsigned)(db >> 32), (unsigned)db, false);
         wgmma_commit();
         wgmma_wait<1>();
         if (kb > 0) {
@@ -97,12 +101,12 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         if (kb + 1 < tiles) decode(sn, phn, an);
     };
     if (tiles > 0) decode(0, 0, a0);
-    unsigned s = 0, ph = 0, sp = HC_WIDE_STAGES - 1;
+    unsigned s = 0, ph = 0, sp = NS - 1;
     for (hc_u64 kb = 0; kb < tiles; kb += 2) {
-        unsigned s1 = s + 1 == HC_WIDE_STAGES ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
+        unsigned s1 = s + 1 == NS ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
         step(kb, s, a0, a1, s1, ph1, sp);
         if (kb + 1 >= tiles) break;
-        unsigned s2 = s1 + 1 == HC_WIDE_STAGES ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
+        unsigned s2 = s1 + 1 == NS ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
         step(kb + 1, s1, a1, a0, s2, ph2, s);
         sp = s1, s = s2, ph = ph2;
     }

@@ -65,14 +65,24 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
 }
 /* A 64-column K tile's four k16 steps, W tokens wide: A in a[4][4], B the activation tile of
  * descriptor dhi:dlo (+ 2 a k16 step: 32 bytes); first: the first K tile of a sum (its first
- * wgmma starts it). */
+ * wgmma starts it). Past 256 tokens (wgmma's widest n) a step is two wgmma: tokens 0-255 into
+ * d[0..127], the rest (their B rows 256 x 128 bytes on: + 2048 in the descriptor's 16-byte
+ * units) into d[128..]. */
 template <int W>
 __device__ __forceinline__ void wgmma_tile(float *d, unsigned (*a)[4], unsigned dhi, unsigned dlo,
                                            bool first) {
+    static_assert(W <= 512, "two wgmma a k16 step at most");
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < 4; ks++)
-        wgmma_rs<W>(d, a[ks], (hc_u64)dhi << 32 | (dlo + 2 * ks), ks > 0 || !first ? 1u : 0u);
+    for (int ks = 0; ks < 4; ks++) {
+        const unsigned acc = ks > 0 || !first ? 1u : 0u;
+        if constexpr (W <= 256) {
+            wgmma_rs<W>(d, a[ks], (hc_u64)dhi << 32 | (dlo + 2 * ks), acc);
+        } else {
+            wgmma_rs<256>(d, a[ks], (hc_u64)dhi << 32 | (dlo + 2 * ks), acc);
+            wgmma_rs<W - 256>(d + 128, a[ks], (hc_u64)dhi << 32 | (dlo + 2048 + 2 * ks), acc);
+        }
+    }
 }
 /* this warpgroup's registers per thread lowered / raised to N */
 template <int N> __device__ __forceinline__ void setmaxnreg_dec() {

@@ -10,7 +10,8 @@
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
  * per layout (moe-ws96 and moe-skinny96 also at M = 333 x top-4: two 96-row tiles an expert
  * -- the skinny one's stream-K fix-up across them; moe-ws256r where
- * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed), a
+ * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
+ * moe-ws288 at ~300 and ~166 rows an expert), a
  * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
@@ -247,7 +248,7 @@ int main(void) {
     static const char *const forced[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
-                                         "moe-ws256r",   "moe-skinny96"};
+                                         "moe-ws256r",   "moe-skinny96", "moe-ws288"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -310,6 +311,14 @@ int main(void) {
                           seed + 41, 0, all);
                     check(md, c, cf, &r, label, "moe-ws256r", 300, 8, true, seed + 42, 0, all);
                     check(md, c, cf, &r, label, "moe-ws256r", 333, 4, false, seed + 43, 0, all);
+                }
+                /* moe-ws288 (v68: k16 steps of two wgmma, activation tiles in two boxes) where
+                 * experts get ~300 rows (a full tile and a second of ~12) and ~166 (one tile,
+                 * skewed) */
+                if (ci <= 1 && md && ws) {
+                    check(md, c, cf, &r, label, "moe-ws288", ci == 0 ? 300 : 4800, 8, false,
+                          seed + 47, 0, all);
+                    check(md, c, cf, &r, label, "moe-ws288", 333, 4, true, seed + 48, 0, all);
                 }
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
