@@ -96,26 +96,26 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS)
  * rows), tile i's tokens are its rows from tok0 (moe_args.h), outputs below tok0 + live rows.
  * ---- */
 #ifdef HC_SM90A
-/* pair vp of tile i, its rows from tok0 */
-template <int TOKS>
+/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0 */
+template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                             unsigned vp, unsigned i, hc_u64 tok0) {
-    const unsigned pairs = (unsigned)((p.tiles_n + 1) / 2), part = vp / pairs;
+    const unsigned groups = (unsigned)((p.tiles_n + 2 * SPW - 1) / (2 * SPW)), part = vp / groups;
     const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    ws_gemm_block<TOKS>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe,
-                        (hc_u64)(vp - part * pairs) * 2, tok0, tok0 + (hc_u64)rows,
-                        out + part * a.ystride, tmx);
+    ws_gemm_block<TOKS, SPW>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe,
+                             (hc_u64)(vp - part * groups) * 2 * SPW, tok0, tok0 + (hc_u64)rows,
+                             out + part * a.ystride, tmx);
 }
-template <int TOKS>
+template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
                                        hc_u16 *__restrict__ out, const hc_tmap &tmx) {
     unsigned vp, mt;
     ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     if ((int)mt >= a.meta[0]) return;
-    moe_ws_tile<TOKS>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
+    moe_ws_tile<TOKS, SPW>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
 }
 /* two tile sizes (the route's T = BIG and Ts = SMALL, moe_args.h): grid z 0 the tiles of BIG
  * rows (tmx: boxes of BIG rows), z 1 those of SMALL after them (tms: boxes of SMALL); the
@@ -135,23 +135,26 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
         moe_ws_tile<SMALL>(a, p, out, tms, vp, nb + mt, (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
     }
 }
-#define HC_MOE_WS_BODY(toks) moe_ws<toks>(a, p, out, tmx)
+#define HC_MOE_WS_BODY(toks, spw) moe_ws<toks, spw>(a, p, out, tmx)
 #define HC_MOE_WS_TWO_BODY(big, small) moe_ws_two<big, small>(a, p, out, tmx, tms)
 #else
-#define HC_MOE_WS_BODY(toks) ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
+#define HC_MOE_WS_BODY(toks, spw) ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
 #define HC_MOE_WS_TWO_BODY(big, small) ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
-#define HC_MOE_WS_KERNEL(name, toks)                                                           \
+#define HC_MOE_WS_KERNEL(name, toks, spw)                                                      \
     extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)                             \
         name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
              const __grid_constant__ hc_tmap tmx) {                                            \
-        HC_MOE_WS_BODY(toks);                                                                  \
+        HC_MOE_WS_BODY(toks, spw);                                                             \
     }
-HC_MOE_WS_KERNEL(hc_moe_ws64, 64)
-HC_MOE_WS_KERNEL(hc_moe_ws96, 96) /* (MoE only: 50-78 rows an expert in one tile; v62) */
-HC_MOE_WS_KERNEL(hc_moe_ws128, 128)
-HC_MOE_WS_KERNEL(hc_moe_ws256, 256)
-HC_MOE_WS_KERNEL(hc_moe_ws288, 288) /* (MoE only: ~200-256 rows an expert in one tile) */
+HC_MOE_WS_KERNEL(hc_moe_ws64, 64, 1)
+HC_MOE_WS_KERNEL(hc_moe_ws96, 96, 1) /* (MoE only: 50-78 rows an expert in one tile; v62) */
+HC_MOE_WS_KERNEL(hc_moe_ws128, 128, 1)
+HC_MOE_WS_KERNEL(hc_moe_ws256, 256, 1)
+HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1) /* (MoE only: ~200-256 rows an expert in one tile) */
+/* four stripes a block, two a consumer warpgroup (v69: a tile's activations read once for 256
+ * weight rows, twice the independent work a warp) */
+HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
 /* tiles of 256 and an expert's remainder in a tile of 64 (v63: the route's two tile sizes) */
 extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)
     hc_moe_ws256r(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,

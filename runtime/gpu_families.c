@@ -37,17 +37,22 @@ static size_t mma_smem(const hc_gpu_variant *v, uint64_t chunk) {
 }
 
 /* wgmma and warp-specialised: 1024-byte alignment slack + stages x round1024(activation tile +
- * two chunks) (the 128-byte swizzle wants 1024-byte aligned stages) */
+ * the chunks of a stage) (the 128-byte swizzle wants 1024-byte aligned stages) */
+static size_t ring_smem(unsigned stages, unsigned toks, unsigned chunks, uint64_t chunk) {
+    return 1024 + (size_t)stages * (((size_t)toks * 128 + chunks * (size_t)chunk + 1023) / 1024 * 1024);
+}
 static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
-    return 1024 + (size_t)v->stages * (((size_t)v->toks * 128 + 2 * (size_t)chunk + 1023) / 1024 * 1024);
+    return ring_smem(v->stages, v->toks, 2, chunk);
 }
 
-/* warp-specialised: the same, its stages by its token tile (config.h HC_WS_STAGES: a tile past
- * 256 tokens, moe-ws288, has fewer), so that a grouped variant at another tile sizes right */
+/* warp-specialised: a block of `stripes` chunks a stage, its stages by its token tile (config.h
+ * HC_WS_STAGES: a tile past 256 tokens, moe-ws288, has fewer), so that a grouped variant at
+ * another tile or stripe count sizes right */
+static size_t ws_smem_of(unsigned toks, unsigned stripes, uint64_t chunk) {
+    return ring_smem(HC_WS_STAGES(toks), toks, stripes, chunk);
+}
 static size_t ws_smem(const hc_gpu_variant *v, uint64_t chunk) {
-    hc_gpu_variant w = *v;
-    w.stages = HC_WS_STAGES(v->toks);
-    return aligned_smem(&w, chunk);
+    return ws_smem_of(v->toks, 2, chunk);
 }
 
 /* skinny: 1024-byte alignment slack + the stages that fit (config.h: the kernels' rule) */
@@ -114,19 +119,20 @@ bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap)
 }
 
 static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
-    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0, 0, 0},
-    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0, 0, 0},
-    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0, 0, 0},
-    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0, 0, 0},
-    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0, 0, 0},
-    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0, 0, 0},
-    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0, 0, 0},
-    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0, 0, 0},
-    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0, 0},
-    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, NULL, 0, 96, 0},
-    {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64},
-    {HC_GMK_SKINNY96, "hc_moe_skinny96", "moe-skinny96", HC_GK_SKINNY64, NULL, 0, 96, 0},
-    {HC_GMK_WS288, "hc_moe_ws288", "moe-ws288", HC_GK_WS256, NULL, 0, 288, 0},
+    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0, 0, 0, 0},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0, 0, 0, 0},
+    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0, 0, 0, 0},
+    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0, 0, 0, 0},
+    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0, 0, 0, 0},
+    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0, 0, 0, 0},
+    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0, 0, 0, 0},
+    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0, 0, 0, 0},
+    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0, 0, 0},
+    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, NULL, 0, 96, 0, 0},
+    {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64, 0},
+    {HC_GMK_SKINNY96, "hc_moe_skinny96", "moe-skinny96", HC_GK_SKINNY64, NULL, 0, 96, 0, 0},
+    {HC_GMK_WS288, "hc_moe_ws288", "moe-ws288", HC_GK_WS256, NULL, 0, 288, 0, 0},
+    {HC_GMK_WS96W, "hc_moe_ws96w", "moe-ws96w", HC_GK_WS64, NULL, 0, 96, 0, 4},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {
@@ -141,7 +147,12 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     if (mv->smem) return mv->smem(chunk);
     hc_gpu_variant v;
     const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
+    if (mv->stripes) return ws_smem_of(v.toks, mv->stripes, chunk); /* (warp-specialised only) */
     return f->smem(&v, chunk);
+}
+
+unsigned hc__gpu_moe_stripes(const hc_gpu_moe_variant *mv) {
+    return mv->stripes ? mv->stripes : 2;
 }
 
 unsigned hc__gpu_moe_tile(const hc_gpu_moe_variant *mv) {

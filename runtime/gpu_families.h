@@ -88,6 +88,7 @@ typedef enum {
     HC_GMK_SKINNY96, /* hc_moe_skinny96 (sm_90a): tiles of 96 rows, no dense twin (v64: forced
                       * only) */
     HC_GMK_WS288,    /* hc_moe_ws288 (sm_90a): tiles of 288 rows, no dense twin (v68) */
+    HC_GMK_WS96W,    /* hc_moe_ws96w (sm_90a): tiles of 96 rows, four stripes a block (v69) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -108,6 +109,10 @@ typedef struct {
     /* the route's second tile, rows (an expert's remainder past its tiles of toks: moe_args.h),
      * 0: one tile size */
     unsigned small;
+    /* a warp-specialised block's stripes where not its dense variant's two (moe-ws96w: four,
+     * two a consumer warpgroup), else 0: read it through
+     * hc__gpu_moe_stripes */
+    unsigned stripes;
 } hc_gpu_moe_variant;
 
 /* The family of grouped kernel mv, *v its dense variant at mv's token tile. */
@@ -116,6 +121,9 @@ const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_varia
 size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk);
 /* Its token tile (rows of the routing's tiles). */
 unsigned hc__gpu_moe_tile(const hc_gpu_moe_variant *mv);
+/* The stripes a block of a warp-specialised grouped kernel mv takes (its grid's x: the
+ * projection's stripes in groups of these, per part). */
+unsigned hc__gpu_moe_stripes(const hc_gpu_moe_variant *mv);
 
 /* The grouped kernels (hc__gpu_moe_variants()[i], i < *n == HC_GMK_COUNT). */
 const hc_gpu_moe_variant *hc__gpu_moe_variants(size_t *n);

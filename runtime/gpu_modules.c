@@ -62,22 +62,22 @@ hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k
 }
 
 /* Kernel `entry` of library lib into *k, its dynamic shared memory set for the most that
- * family f's variant v (or own) needs with any layout's chunk (a multiple of 128 bytes up to
+ * family f's variant v (or the grouped kernel mv) needs with any layout's chunk (a multiple of 128 bytes up to
  * HC_CHUNK_MAX; not always the largest chunk: the skinny kernels fit fewer stages of it) that
  * fits a block of g's device beside stat static bytes (hc__gpu_smem_fits, the chooser's rule:
  * on sm_86/sm_89, 99 KiB, the larger needs of t1 and t16 are the chooser's to avoid, not a
  * failed attribute that would refuse every model). */
 static hc_status fetch(const hc_gpu *g, cudaLibrary_t lib, const char *entry,
-                       const hc_gpu_family *f, const hc_gpu_variant *v, size_t (*own)(uint64_t),
-                       size_t stat, cudaKernel_t *k, hc_err *perr) {
+                       const hc_gpu_family *f, const hc_gpu_variant *v,
+                       const hc_gpu_moe_variant *mv, cudaKernel_t *k, hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
     char what[64];
     const hc_gpu_caps dev = hc__gpu_caps_of(g);
     size_t most = 0;
     for (uint64_t chunk = 128; chunk <= HC_CHUNK_MAX; chunk += 128) {
-        size_t b = own ? own(chunk) : f->smem(v, chunk);
-        if (b > most && hc__gpu_smem_fits(&dev, b + stat)) most = b;
+        size_t b = mv ? hc__gpu_moe_smem(mv, chunk) : f->smem(v, chunk);
+        if (b > most && hc__gpu_smem_fits(&dev, b + (mv ? mv->stat : 0))) most = b;
     }
     CU(hc__cuda.lib_kernel(k, lib, entry), entry);
     snprintf(what, sizeof what, "shared memory of %s", entry);
@@ -118,7 +118,7 @@ hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *per
         const hc_gpu_family *f = &fams[i];
         if (f->arch && strcmp(f->arch, g->arch)) continue; /* (the tensor-map encoder: the chooser's) */
         for (unsigned j = 0; j < f->nvar && !st; j++)
-            st = fetch(g, M->lib, f->var[j].entry, f, &f->var[j], NULL, 0, &M->k[f->var[j].id],
+            st = fetch(g, M->lib, f->var[j].entry, f, &f->var[j], NULL, &M->k[f->var[j].id],
                        &err);
     }
     if (st) goto out;
@@ -155,7 +155,7 @@ hc_status hc__gpu_moe_module(hc_gpu *g, int mod, hc_err *perr) {
         hc_gpu_variant v;
         const hc_gpu_family *f = hc__gpu_moe_like(&mv[i], &v);
         if (!f->arch || !strcmp(f->arch, g->arch))
-            st = fetch(g, M->glib, mv[i].entry, f, &v, mv[i].smem, mv[i].stat, &M->gk[mv[i].id],
+            st = fetch(g, M->glib, mv[i].entry, f, &v, &mv[i], &M->gk[mv[i].id],
                        &err);
     }
 out:

@@ -478,10 +478,11 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         out->cnt_bytes = units * 4;
         return HC_OK;
     }
-    uint64_t pairs = (l->tiles_n + 1) / 2 * parts;
-    if (pairs > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
+    const unsigned sb = hc__gpu_moe_stripes(mv); /* (a pair, or four: moe-ws96w) */
+    uint64_t groups = (l->tiles_n + sb - 1) / sb * parts;
+    if (groups > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
     /* (two tile sizes: a grid plane each, moe_gemm.cu moe_ws_two) */
-    out->grid[0] = (unsigned)pairs, out->grid[1] = (unsigned)r->tiles_max;
+    out->grid[0] = (unsigned)groups, out->grid[1] = (unsigned)r->tiles_max;
     out->grid[2] = r->tile_small ? 2 : 1;
     return HC_OK;
 }

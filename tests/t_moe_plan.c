@@ -199,6 +199,19 @@ static void test_moe_plan(void) {
     hc_gpu_shape down8 = layer(2048, 768, 4352);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down8, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_U64(lu.smem, 1024 + 4 * round1024(288 * 128 + 2 * 4352));
+    /* moe-ws96w (v69): the route of moe-ws96, four stripes a block -- down's 32 stripes in 8
+     * groups -- and four chunks a stage */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS96W, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.tile, 96);
+    CHECK_EQ_U64(r.tiles_max, 212);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.kernel, HC_GMK_WS96W);
+    CHECK_EQ_INT(lu.grid[0], 8);
+    CHECK_EQ_INT(lu.grid[1], 212);
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(96 * 128 + 4 * 2304));
+    /* gate and up (12 stripes each: 3 groups a part) */
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 6);
     /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles, rows
      * 8 + 8 x 191; one slot: a tile of 256's rows at least (1 + 191 < 256) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
@@ -243,7 +256,7 @@ static void test_moe_plan(void) {
                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
                                         "moe-ws96",     "moe-ws256r",   "moe-skinny96",
-                                        "moe-ws288"};
+                                        "moe-ws288",    "moe-ws96w"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);

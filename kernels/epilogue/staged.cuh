@@ -8,33 +8,39 @@
 #include "memory/ptx.cuh"
 
 /* Consumer warpgroup wgc (threads 128..383: tid), lane row r0 and column pair c of its warp: its
- * TOKS / 8 C fragments d go to a [TOKS][136] bf16 block at smem (136: conflict-free for the
- * fragment layout), then each of the block's tokens from tok0 has its 128 outputs from row
- * nb0 * 64 written (the second stripe only when two). Every consumer thread calls this after
- * its last wgmma is done; the producer has nothing in flight. */
-template <int TOKS>
+ * SPW stripes' TOKS / 8 C fragments each (d: SPW x TOKS / 2, stripe nb0 + wgc SPW + j in d + j
+ * TOKS / 2) go to a [TOKS][128 SPW + 8] bf16 block at smem (the 8: conflict-free for the
+ * fragment layout), then each of the block's tokens from tok0 has its 128 SPW outputs from row
+ * nb0 * 64 written (the stripes that exist: live). Every consumer thread calls this after its
+ * last wgmma is done; the producer has nothing in flight. */
+template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void store_staged(const float *d, hc_u8 *smem, unsigned tid,
-                                             unsigned wgc, unsigned r0, unsigned c, bool two,
+                                             unsigned wgc, unsigned r0, unsigned c, unsigned live,
                                              hc_u16 *__restrict__ y, hc_u64 nb0, hc_u64 tok0,
                                              const hc_mma_params &p, hc_u64 m) {
+    constexpr unsigned RS = 128 * SPW + 8, PCS = 16 * SPW; /* a token's row; its 16-byte pieces */
     bar_sync<1, 256>();
     hc_u16 *out = (hc_u16 *)smem;
-    const unsigned nl = wgc * 64 + r0;
     /* (a stripe past N has nothing to write; ptxas also needs the accumulator reads in a
      * block of their own: straight after the wait it serialises every wgmma, warning C7514) */
-    if (wgc == 0 || two)
 #pragma unroll
-        for (int i = 0; i < TOKS / 8; i++)
+    for (int j = 0; j < SPW; j++) {
+        const unsigned st = wgc * SPW + j, nl = st * 64 + r0;
+        if (st < live)
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                out[(i * 8 + 2 * c + (e & 1)) * 136 + nl + (e >= 2 ? 8 : 0)] = bf16_of(d[i * 4 + e]);
+            for (int i = 0; i < TOKS / 8; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    out[(i * 8 + 2 * c + (e & 1)) * RS + nl + (e >= 2 ? 8 : 0)] =
+                        bf16_of(d[j * (TOKS / 2) + i * 4 + e]);
+    }
     bar_sync<1, 256>();
     const bool vec = (p.N & 7) == 0 && ((size_t)y & 15) == 0;
-    for (unsigned q = tid - 128; q < TOKS * 16; q += 256) {
-        const unsigned tl = q >> 4, pc = q & 15;
+    for (unsigned q = tid - 128; q < TOKS * PCS; q += 256) {
+        const unsigned tl = q / PCS, pc = q % PCS;
         const hc_u64 tok = tok0 + tl, n = nb0 * 64 + pc * 8;
         if (tok >= m || n >= p.N) continue;
-        const hc_u16 *src = out + tl * 136 + pc * 8;
+        const hc_u16 *src = out + tl * RS + pc * 8;
         if (vec) {
             *(uint4 *)(y + tok * p.N + n) = *(const uint4 *)src;
         } else {

@@ -31,18 +31,23 @@
  * HC_WS_STAGES(TOKS) x round1024(TOKS x 128 + 2 chunk bytes).
  * ws_gemm_block is one block: stripes nb0 and nb0 + 1 of the weights at w (the expert's first
  * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. */
-template <int TOKS>
+template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
     constexpr int NS = HC_WS_STAGES(TOKS), BOX = HC_WS_BOX(TOKS);
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
+    /* (two stripes a warpgroup at 128 tokens spill in the int8 kind with zero points: t_jit) */
+    static_assert(SPW == 1 || (SPW == 2 && TOKS <= 96), "two stripes a warpgroup up to 96 tokens");
+    constexpr unsigned NST = 2 * SPW; /* stripes a block */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + 2 * cb + 1023) / 1024 * 1024;
-    const bool two = nb0 + 1 < p.tiles_n;
+    const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + NST * cb + 1023) / 1024 * 1024;
+    /* the block's stripes that exist (the layer's last block may have fewer) */
+    const unsigned live = SPW == 1 ? (nb0 + 1 < p.tiles_n ? 2u : 1u)
+                                   : p.tiles_n - nb0 < NST ? (unsigned)(p.tiles_n - nb0) : NST;
     const hc_u64 tiles = p.tiles_k;
     if (tid == 0) {
         for (int s = 0; s < NS; s++) {
@@ -57,7 +62,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         if (tid != 0) return;
         const hc_u8 *wsrc = w + nb0 * tiles * cb;
         const hc_u64 sstride = tiles * cb;
-        const unsigned tx = XB + (two ? 2u : 1u) * (unsigned)cb;
+        const unsigned tx = XB + live * (unsigned)cb;
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned s = 0, ph = 0;
         for (hc_u64 kb = 0; kb < tiles; kb++) {
@@ -67,7 +72,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
 #pragma unroll
             for (int h = 0; h < TOKS / BOX; h++) /* (boxes of 1024-byte multiples: one swizzle) */
                 tma_load_2d(st + h * BOX * 128, tmap, (unsigned)(kb * 64), (unsigned)tok0 + h * BOX, fb);
-            for (unsigned q = 0; q < (two ? 2u : 1u); q++)
+            for (unsigned q = 0; q < live; q++)
                 bulk_load(st + XB + q * (unsigned)cb, wsrc + q * sstride + kb * cb, (unsigned)cb, fb);
             if (++s == NS) s = 0, ph ^= 1;
         }
@@ -77,21 +82,38 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     setmaxnreg_inc<232>();
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
     const unsigned r0 = wl * 16 + g;
-    float d[TOKS / 2];
+    /* SPW stripes a warpgroup: stripe nb0 + wgc SPW + j in d[j], its A fragments in a[j] (a
+     * stripe past the layer decodes what its stage holds; its sums are never stored). Two: the
+     * first K tile's wgmma start the sums (zeros written before them make ptxas serialise
+     * every wgmma, C7515) */
+    float d[SPW][TOKS / 2];
+    if constexpr (SPW == 1) {
 #pragma unroll
-    for (int i = 0; i < TOKS / 2; i++) d[i] = 0.0f;
-    unsigned a0[4][4], a1[4][4];
+        for (int i = 0; i < TOKS / 2; i++) d[0][i] = 0.0f;
+    }
+    unsigned a0[SPW][4][4], a1[SPW][4][4];
     /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
-    auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4]) {
+    auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4][4]) {
         mbar_wait(smem_addr(&full[s]), ph);
-        ws_decode(smem + s * stage_bytes + XB + wgc * cb, p, wl, lane, r0, a);
+#pragma unroll
+        for (int j = 0; j < SPW; j++)
+            ws_decode(smem + s * stage_bytes + XB + (wgc * SPW + j) * cb, p, wl, lane, r0, a[j]);
     };
     /* issues tile kb's wgmma (stage s, A in a), then decodes tile kb + 1 into an (stage sn,
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
-    auto step = [&](hc_u64 kb, unsigned s, unsigned (*a)[4], unsigned (*an)[4], unsigned sn,
+    auto step = [&](hc_u64 kb, unsigned s, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,
                     unsigned phn, unsigned sp) {
         const hc_u64 db = b_desc(smem + s * stage_bytes);
-        wgmma_tile<TOKS>(d, a, (unsigned)(db >> 32), (unsigned)db, false);
+        if constexpr (SPW == 1) {
+            wgmma_tile<TOKS>(d[0], a[0], (unsigned)(db >> 32), (unsigned)db, false);
+        } else {
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++)
+#pragma unroll
+                for (int j = 0; j < SPW; j++)
+                    wgmma_rs<TOKS>(d[j], a[j][ks], db + 2 * ks, kb > 0 || ks > 0 ? 1u : 0u);
+        }
         wgmma_commit();
         wgmma_wait<1>();
         if (kb > 0) {
@@ -111,7 +133,12 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         sp = s1, s = s2, ph = ph2;
     }
     wgmma_wait<0>();
-    store_staged<TOKS>(d, smem, tid, wgc, r0, c, two, y, nb0, tok0, p, m);
+    if (SPW > 1 && tiles == 0) /* (no K tile: no wgmma started the sums) */
+#pragma unroll
+        for (int j = 0; j < SPW; j++)
+#pragma unroll
+            for (int i = 0; i < TOKS / 2; i++) d[j][i] = 0.0f;
+    store_staged<TOKS, SPW>(&d[0][0], smem, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
 }
 
 /* The block walk of the (stripe pair, token tile) grid gx x gy: block id's pair *vp and token

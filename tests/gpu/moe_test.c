@@ -11,7 +11,7 @@
  * per layout (moe-ws96 and moe-skinny96 also at M = 333 x top-4: two 96-row tiles an expert
  * -- the skinny one's stream-K fix-up across them; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
- * moe-ws288 at ~300 and ~166 rows an expert), a
+ * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w at ~166), a
  * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
@@ -248,7 +248,8 @@ int main(void) {
     static const char *const forced[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
-                                         "moe-ws256r",   "moe-skinny96", "moe-ws288"};
+                                         "moe-ws256r",   "moe-skinny96", "moe-ws288",
+                                         "moe-ws96w"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -319,6 +320,10 @@ int main(void) {
                     check(md, c, cf, &r, label, "moe-ws288", ci == 0 ? 300 : 4800, 8, false,
                           seed + 47, 0, all);
                     check(md, c, cf, &r, label, "moe-ws288", 333, 4, true, seed + 48, 0, all);
+                    /* moe-ws96w (v69: four stripes a block; the blocks' gate_up of 2 and 3
+                     * stripes: one group, part dead) at ~166 rows an expert, uniform and skewed */
+                    check(md, c, cf, &r, label, "moe-ws96w", 333, 4, false, seed + 49, 0, all);
+                    check(md, c, cf, &r, label, "moe-ws96w", 333, 4, true, seed + 50, 0, all);
                 }
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
