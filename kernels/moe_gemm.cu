@@ -8,7 +8,9 @@
 //   hc_moe_gemv_w8: small M over items a warp owns (gemm/gemv_items.cuh), one wave of blocks
 //   hc_moe_ws64, _96, _128, _256, _288: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x
 //                parts, tiles); _96 and _288 have no dense twin (a tile that holds r + 2 sqrt(r)
-//                rows at r ~ 64 and r ~ 256: one tile an expert where tiles of 64 / 256 take two)
+//                rows at r ~ 64 and r ~ 256: one tile an expert where tiles of 64 / 256 take two);
+//                _96w: four stripes a block (two a consumer warpgroup), grid (groups of four x
+//                parts, tiles)
 //   hc_moe_ws256r: tiles of 256 and each expert's remainder in a tile of 64, grid (pairs x
 //                parts, tiles of either size, 2)
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
@@ -148,12 +150,12 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
         HC_MOE_WS_BODY(toks, spw);                                                             \
     }
 HC_MOE_WS_KERNEL(hc_moe_ws64, 64, 1)
-HC_MOE_WS_KERNEL(hc_moe_ws96, 96, 1) /* (MoE only: 50-78 rows an expert in one tile; v62) */
+HC_MOE_WS_KERNEL(hc_moe_ws96, 96, 1) /* (MoE only: ~64 rows an expert in one tile; v62) */
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws256, 256, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1) /* (MoE only: ~200-256 rows an expert in one tile) */
 /* four stripes a block, two a consumer warpgroup (v69: a tile's activations read once for 256
- * weight rows, twice the independent work a warp) */
+ * weight rows, twice the independent work a warp; the route's pick at ~50-90 rows an expert) */
 HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
 /* tiles of 256 and an expert's remainder in a tile of 64 (v63: the route's two tile sizes) */
 extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)

@@ -82,7 +82,8 @@ typedef enum {
     HC_GMK_SKINNY32, /* hc_moe_skinny32: tiles of 32 rows */
     HC_GMK_SKINNY64, /* hc_moe_skinny64 */
     HC_GMK_W8,       /* hc_moe_gemv_w8: tiles of 8 rows, items a warp owns (gemm/gemv_items.cuh) */
-    HC_GMK_WS96,     /* hc_moe_ws96 (sm_90a): tiles of 96 rows, no dense twin (50-78 rows) */
+    HC_GMK_WS96,     /* hc_moe_ws96 (sm_90a): tiles of 96 rows, no dense twin (v62; forced
+                      * only since moe-ws96w took its band) */
     HC_GMK_WS256R,   /* hc_moe_ws256r (sm_90a): tiles of 256 rows and of 64 (an expert's
                       * remainder; v63: forced only) */
     HC_GMK_SKINNY96, /* hc_moe_skinny96 (sm_90a): tiles of 96 rows, no dense twin (v64: forced

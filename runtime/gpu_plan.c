@@ -288,15 +288,21 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
  * uniform routing, with room): r <= T and (T - r)^2 >= 4 r. */
 static bool tile_holds(uint64_t T, uint64_t r) { return r <= T && (T - r) * (T - r) >= 4 * r; }
 
-/* The warp-specialised tiles past 78 rows an expert (where moe-ws96 no longer holds r + 2
- * sqrt(r)), each with its cost a tile in rows' worth: its rows plus what a tile costs beside
- * its wgmma (the decode of its 128 weight rows x K, the pipeline's fill and drain). Fitted to
- * the Qwen3-like gate_up on the H100 (bench/NOTES.md v68: ws128 / ws256 at r = 256 give 53
- * rows; moe-ws288 -- four stages, two wgmma a k16 step -- costs 90 beside its rows). */
+/* The warp-specialised tiles past what a skinny tile of 64 holds (r >= 50 rows an expert),
+ * each with its cost a tile in rows' worth: its rows plus what a tile costs beside its wgmma
+ * (the decode of its weight rows x K, the pipeline's fill and drain). Fitted on the H100
+ * (bench/NOTES.md v68, v69): ws128 / ws256 at r = 256 give 53 rows; moe-ws288 -- four stages,
+ * two wgmma a k16 step -- 90; moe-ws96w -- four stripes a block, two a consumer warpgroup --
+ * 44: between its fits at r = 64 (36) and r = 256 (51), and past what makes it the pick at r =
+ * 128, where it won on the gpt-oss-like MXFP4 gate_up (1625.5 us, ws128 1795.1) but lost on the
+ * DeepSeek-like FP8 one (1196.0, ws128 1144.4). */
 static const struct {
     hc_gpu_moe_kernel k;
     unsigned rows, cost;
-} ws_tiles[] = {{HC_GMK_WS128, 128, 128 + 53}, {HC_GMK_WS256, 256, 256 + 53}, {HC_GMK_WS288, 288, 288 + 90}};
+} ws_tiles[] = {{HC_GMK_WS96W, 96, 96 + 44},
+                {HC_GMK_WS128, 128, 128 + 53},
+                {HC_GMK_WS256, 256, 256 + 53},
+                {HC_GMK_WS288, 288, 288 + 90}};
 
 /* The tiles an expert of about r rows takes on average in tiles of T: a touched expert's count c
  * spreads as r +- sqrt(r) (uniform routing), so E[ceil(c / T)] = 1 + the sum over k >= 1 of
@@ -327,8 +333,8 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         /* the rows a tile must hold: a touched expert's count spreads around r (uniform
          * routing: about r +- sqrt(r)), so the smallest tile T of 8, 16, 32, 64 with r + 2
          * sqrt(r) <= T, i.e. r <= T and (T - r)^2 >= 4 r (bench/NOTES.md MoE v5: the tile
-         * twice r measured fastest at r = 8, 16 and 32); past 64, 96 where it holds, then the
-         * warp-specialised 128 or 256 */
+         * twice r measured fastest at r = 8, 16 and 32); past what 64 holds, the
+         * warp-specialised tile of least expected cost (ws_tiles) */
         uint64_t T = 8;
         while (T < 64 && !tile_holds(T, r)) T *= 2;
         const hc_gpu_family *ws = hc__gpu_kernel_family(HC_GK_WS64, NULL);
@@ -337,24 +343,21 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         const bool has_sk = (families & sk->kf) && hc__gpu_family_runs_on(sk, dev->arch, dev->tmap);
         if (T == 8)
             k = HC_GMK_T8;
-        else if (has_ws && !tile_holds(64, r) && tile_holds(96, r))
-            k = HC_GMK_WS96; /* 50 <= r <= 78: one tile of 96 holds an expert that tiles of 64 cut
-                              * in two (session 29, H200: Qwen3-like M = 1024, r = 64, gate_up
-                              * moe-ws96 182.1 us, moe-skinny64 201.7, moe-ws128 202.8) */
-        else if (has_sk && r <= 64)
-            k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
-        else if (has_ws && r > 16 && r <= 64)
-            k = HC_GMK_WS64;
-        else if (has_ws && r > 64) {
-            /* the tile of least expected cost: its tiles an expert x its cost a tile (v68,
-             * H100: Qwen3-like M = 4096, r = 256 -- moe-ws288 438.2 us, ws128 513.1, ws256 525.3;
-             * at r = 1024 ws256 1935.9, ws128 2052.2; at r = 128 it keeps ws128) */
+        else if (has_ws && !tile_holds(64, r)) {
+            /* r >= 50: the warp-specialised tile of least expected cost, its tiles an expert x
+             * its cost a tile (H100, Qwen3-like gate_up: r = 64 -- moe-ws96w 166.7 us, ws96
+             * 188.5, ws128 209.7, skinny64 266.2; r = 256 -- ws288 428.8, ws96w 492.8, ws256r
+             * 498.3, ws256 505.6, ws128 522.2; r = 1024 -- ws256 1935.9, ws128 2052.2) */
             double best = 0;
             for (size_t i = 0; i < sizeof ws_tiles / sizeof ws_tiles[0]; i++) {
                 const double c = ws_tiles_of(ws_tiles[i].rows, r) * ws_tiles[i].cost;
                 if (i == 0 || c < best) best = c, k = ws_tiles[i].k;
             }
-        } else
+        } else if (has_sk && r <= 64)
+            k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
+        else if (has_ws && r > 16 && r <= 64)
+            k = HC_GMK_WS64;
+        else
             k = HC_GMK_T16;
     }
     if (k < 0 || k >= (int)nv)

@@ -41,18 +41,23 @@ static void test_moe_plan(void) {
         {2944, HC_GMK_SKINNY64, 64, 172},  /* r = 23: 81 < 92: (2944 + 128 x 63) / 64 */
         {4096, HC_GMK_SKINNY64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
         {6272, HC_GMK_SKINNY64, 64, 224},  /* r = 49: 15^2 = 225 >= 196: (6272 + 8064) / 64 */
-        {6400, HC_GMK_WS96, 96, 193},      /* r = 50: 196 < 200: (6400 + 128 x 95) / 96 */
-        {8192, HC_GMK_WS96, 96, 212},      /* M = 1024: r = 64: (8192 + 12160) / 96 */
-        {8320, HC_GMK_WS96, 96, 213},      /* r = 65: (8320 + 12160) / 96 */
-        {9984, HC_GMK_WS96, 96, 230},      /* r = 78: (96 - 78)^2 = 324 >= 312 */
-        {10112, HC_GMK_WS128, 128, 206},   /* r = 79: 289 < 316: (10112 + 128 x 127) / 128 */
+        /* past what 64 holds (r >= 50) the warp-specialised tile of least expected cost
+         * (gpu_plan.c ws_tiles: its average tiles an expert x its cost a tile): r = 50-90 one
+         * tile of 96 on moe-ws96w (cost 140 against ws128's 181); r = 92 ws128 (1.34 x 140 =
+         * 187 > 181); r = 128 ws128 (1.5 x 181 against 2 x 140); r = 256 (M = 4096) one tile
+         * of 288 (1.02 x 378 against 1.5 x 309 and 3.02 x 140); r = 300 four of 96 (526
+         * against three of 128, 542); r = 512 two of 288 (757 against 2.5 x 309); r = 1024
+         * 4.5 of 256 (1390 against 4 x 378) */
+        {6400, HC_GMK_WS96W, 96, 193},     /* r = 50: (6400 + 128 x 95) / 96 */
+        {8192, HC_GMK_WS96W, 96, 212},     /* M = 1024: r = 64: (8192 + 12160) / 96 */
+        {8320, HC_GMK_WS96W, 96, 213},     /* r = 65: (8320 + 12160) / 96 */
+        {9984, HC_GMK_WS96W, 96, 230},     /* r = 78 */
+        {10112, HC_GMK_WS96W, 96, 232},    /* r = 79 */
+        {11520, HC_GMK_WS96W, 96, 246},    /* r = 90 */
+        {11776, HC_GMK_WS128, 128, 219},   /* r = 92: (11776 + 128 x 127) / 128 */
         {16384, HC_GMK_WS128, 128, 255},   /* r = 128: (16384 + 16256) / 128 */
-        /* past 128 the tile of least expected cost (gpu_plan.c ws_tiles): r = 256 (M = 4096)
-         * one tile of 288 (1.02 an expert) against 1.5 of 256 and 2.5 of 128; r = 300 three of
-         * 128; r = 512 two of 288 (2 x 378 against 2.5 x 309); r = 1024 4.5 of 256 (1390
-         * against 4 x 378 = 1512) */
         {32768, HC_GMK_WS288, 288, 241},   /* (32768 + 128 x 287) / 288 */
-        {38400, HC_GMK_WS128, 128, 427},   /* (38400 + 16256) / 128 */
+        {38400, HC_GMK_WS96W, 96, 526},    /* (38400 + 12160) / 96 */
         {65536, HC_GMK_WS288, 288, 355},   /* (65536 + 36736) / 288 */
         {131072, HC_GMK_WS256, 256, 639},  /* (131072 + 32640) / 256 */
     };
@@ -137,9 +142,9 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.part_bytes, 0);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * 2304));
-    /* moe-ws96 (the pick at 50 <= r <= 78; forced here at r = 64 -- the same route): tiles of
-     * 96 rows, (8192 + 128 x 95) / 96 = 212 tiles, (pairs x parts, tiles), the
-     * warp-specialised block and a 96-row activation tile */
+    /* moe-ws96 (forced only since v69: moe-ws96w, below, took its band): tiles of 96 rows,
+     * (8192 + 128 x 95) / 96 = 212 tiles, (pairs x parts, tiles), the warp-specialised block and
+     * a 96-row activation tile */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS96, &r, &err), HC_OK);
     CHECK(r.forced);
     CHECK_EQ_INT(r.tile, 96);
@@ -150,9 +155,10 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[1], 212);
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(96 * 128 + 2 * 2304));
-    /* unforced, r = 64 takes it (sm_80 has tiles of 16 there: the a100 case above) */
+    /* unforced, r = 64 takes moe-ws96w, the same route (sm_80 has tiles of 16 there: the a100
+     * case above) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.kernel, HC_GMK_WS96);
+    CHECK_EQ_INT(r.kernel, HC_GMK_WS96W);
     CHECK(!r.forced);
     hc_err e5 = {0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS96, &r, &e5), HC_UNSUPPORTED);
