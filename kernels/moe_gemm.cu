@@ -210,5 +210,3 @@ template <int TOKS> struct moe_skinny {
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny16, 16)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny32, 32)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny64, 64)
-/* (MoE only, no dense twin: 50-78 rows an expert in one tile, wgmma m64n96k16; v64) */
-HC_MOE_SKINNY_KERNEL(hc_moe_skinny96, 96)

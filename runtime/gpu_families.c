@@ -130,7 +130,6 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0, 0, 0},
     {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, NULL, 0, 96, 0, 0},
     {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64, 0},
-    {HC_GMK_SKINNY96, "hc_moe_skinny96", "moe-skinny96", HC_GK_SKINNY64, NULL, 0, 96, 0, 0},
     {HC_GMK_WS288, "hc_moe_ws288", "moe-ws288", HC_GK_WS256, NULL, 0, 288, 0, 0},
     {HC_GMK_WS96W, "hc_moe_ws96w", "moe-ws96w", HC_GK_WS64, NULL, 0, 96, 0, 4},
 };

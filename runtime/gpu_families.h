@@ -86,8 +86,6 @@ typedef enum {
                       * only since moe-ws96w took its band) */
     HC_GMK_WS256R,   /* hc_moe_ws256r (sm_90a): tiles of 256 rows and of 64 (an expert's
                       * remainder; v63: forced only) */
-    HC_GMK_SKINNY96, /* hc_moe_skinny96 (sm_90a): tiles of 96 rows, no dense twin (v64: forced
-                      * only) */
     HC_GMK_WS288,    /* hc_moe_ws288 (sm_90a): tiles of 288 rows, no dense twin (v68) */
     HC_GMK_WS96W,    /* hc_moe_ws96w (sm_90a): tiles of 96 rows, four stripes a block (v69) */
     HC_GMK_COUNT
@@ -104,7 +102,7 @@ typedef struct {
     /* its static shared memory past the few bytes every kernel has (hc__gpu_smem_fits's
      * margin): moe-w8's item descriptors, else 0 */
     size_t stat;
-    /* its token tile where it is not its dense variant's (moe-ws96, moe-skinny96, moe-ws288: the dense
+    /* its token tile where it is not its dense variant's (moe-ws96, moe-ws288, moe-ws96w: the dense
      * family's body and stages at another tile), else 0: read it through hc__gpu_moe_like */
     unsigned toks;
     /* the route's second tile, rows (an expert's remainder past its tiles of toks: moe_args.h),

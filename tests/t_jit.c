@@ -167,9 +167,7 @@ static bool skinny_registers_ok(const char *log, const char *const *names, int n
 
 /* The grouped MoE kernels of the same kind (moe_gemm.cu, opts as tile_mma.cu's): no wgmma
  * serialised, no spill in the warp-specialised, skinny and 8-row kernels; the skinny ones'
- * registers enough for their setmaxnreg moves (else a hang). hc_moe_skinny96 (forced only)
- * is left out: it spills 12 bytes in the int8 kind with zero points (bench/NOTES.md v64),
- * which a rule taking it must first mend. */
+ * registers enough for their setmaxnreg moves (else a hang). */
 static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why, size_t cap) {
     void *cubin = NULL;
     size_t size = 0;

@@ -236,19 +236,6 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.part_bytes, 132ull * 2 * 256 * 64 * 4);
     CHECK_EQ_U64(lu.cnt_bytes, 254ull * 8 * 4);
     CHECK_EQ_U64(lu.smem, 1024 + skinny_stages(64, 2304) * round1024(64 * 128 + 4 * 2304));
-    /* moe-skinny96 (forced only, v64): the same at tiles of 96 -- (8192 + 128 x 95) / 96 = 212
-     * tiles, segments of 256 x 96, stages of 12288 + 4 x 2304 = 21504 bytes (10 fit 224 KiB) */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_SKINNY96, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.tile, 96);
-    CHECK_EQ_U64(r.tiles_max, 212);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.kernel, HC_GMK_SKINNY96);
-    CHECK_EQ_INT(lu.grid[0], 132);
-    CHECK_EQ_INT(lu.block, 640);
-    CHECK_EQ_U64(lu.part_bytes, 132ull * 2 * 256 * 96 * 4);
-    CHECK_EQ_U64(lu.cnt_bytes, 212ull * 8 * 4);
-    CHECK_EQ_U64(lu.smem, 1024 + skinny_stages(96, 2304) * round1024(96 * 128 + 4 * 2304));
-    CHECK_EQ_U64(lu.smem, 1024 + 10 * 21504);
     /* gate and up (12 stripes each: 3 quads a part), forced tiles of 32 at r = 32: 252 tiles
      * x 2 parts x 3 */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4096, 128, HC_GMK_SKINNY32, &r, &err), HC_OK);
@@ -261,8 +248,8 @@ static void test_moe_plan(void) {
     static const char *const names[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
-                                        "moe-ws96",     "moe-ws256r",   "moe-skinny96",
-                                        "moe-ws288",    "moe-ws96w"};
+                                        "moe-ws96",     "moe-ws256r",   "moe-ws288",
+                                        "moe-ws96w"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);

@@ -30,7 +30,9 @@
  * plus tmx; grid ((tiles_n + 1) / 2, ceil(m / TOKS)); 384 threads; shared memory 1024 +
  * HC_WS_STAGES(TOKS) x round1024(TOKS x 128 + 2 chunk bytes).
  * ws_gemm_block is one block: stripes nb0 and nb0 + 1 of the weights at w (the expert's first
- * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. */
+ * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. SPW = 2 (the
+ * grouped moe-ws96w): stripes nb0 .. nb0 + 3, consumer warpgroup c owning 2 c and 2 c + 1 (its
+ * warps decode both, two wgmma a k16 step), a stage's four chunks behind one activation tile. */
 template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,

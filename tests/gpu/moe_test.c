@@ -8,8 +8,7 @@
  * {1, 2, 4, 8} on the E = 8 and E = 128 blocks (one top-k each in turn on the others; 4096 with
  * top-1 and top-8 on the GPU; 16384 x top-8 past a chunk of the workspace), uniform and skewed
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
- * per layout (moe-ws96 and moe-skinny96 also at M = 333 x top-4: two 96-row tiles an expert
- * -- the skinny one's stream-K fix-up across them; moe-ws256r where
+ * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
  * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w at ~166), a
  * rank of expert parallelism, and the same bits on a second run; the
@@ -248,7 +247,7 @@ int main(void) {
     static const char *const forced[] = {"moe-t8",       "moe-t16",      "moe-ws64",
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
-                                         "moe-ws256r",   "moe-skinny96", "moe-ws288",
+                                         "moe-ws256r",   "moe-ws288",
                                          "moe-ws96w"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
@@ -302,7 +301,6 @@ int main(void) {
                  * second part full */
                 if (ci == 0 && md && ws) {
                     check(md, c, cf, &r, label, "moe-ws96", 333, 4, false, seed + 40, 0, all);
-                    check(md, c, cf, &r, label, "moe-skinny96", 333, 4, false, seed + 44, 0, all);
                 }
                 /* moe-ws256r (v63, two tile sizes) where experts get a tile of 256 and a
                  * remainder of 64 (~300 rows: 256 + ~44, uniform and skewed), a remainder over
