@@ -15,6 +15,7 @@
 # by side they run at under half speed, so a call that must finish both takes one each).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
 # pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
+# race64q: racecheck on skinny64q alone, its ring of 4 stages and cut to 2 (bench/NOTES.md).
 # fixup: the skinny kernels at M = 16, 32, 64 with and without the stream-K fix-up (bench build).
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
 # (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too --
@@ -196,6 +197,26 @@ if has pdlrace; then
         echo "pdlrace ($pdl) rc=$?: $(grep -E 'RACECHECK SUMMARY' "$out/pdlrace.log" | tail -1)" \
             "$(tail -1 "$out/pdlrace.log")"
     done
+fi
+if has race64q; then
+    # racecheck on skinny64q alone (gpu_test's chains), in this tree (a ring of 4 stages at 64
+    # tokens) and in a copy whose skinny rings are cut to 2 (HC_SKINNY_STAGES_MAX 2): whether
+    # the hazards it reports at every read of every lap (bench/NOTES.md session 30) follow the
+    # ring's depth (a tool limit) or not, and whether the bits stay right with 2 stages
+    rc2=/tmp/hc-ring2
+    tree_copy "$rc2" &&
+        sed -i 's/^#define HC_SKINNY_STAGES_MAX .*/#define HC_SKINNY_STAGES_MAX 2/' "$rc2/kernels/config.h" &&
+        make -C "$rc2" HC_DEPS="$(pwd)/.deps" BUILD=$b -j16 $b/gpu_test >>"$out/build.log" 2>&1 ||
+        echo "race64q: the 2-stage copy does not build (build.log)"
+    : >"$out/race64q.log"
+    for t in . "$rc2"; do
+        echo "== $(grep -h '^#define HC_SKINNY_STAGES_MAX' "$t/kernels/config.h")" >>"$out/race64q.log"
+        (cd "$t" && HC_GPU_TEST_CHAIN_ONLY=1 timeout "$(lim 150)" compute-sanitizer --tool racecheck \
+            --print-limit 400 --kernel-name kns=skinny_gemm64q $b/gpu_test) >>"$out/race64q.log" 2>&1
+        echo "race64q ($t) rc=$?: $(grep -E 'RACECHECK SUMMARY' "$out/race64q.log" | tail -1)" \
+            "$(grep -E 'passed, .* failed' "$out/race64q.log" | tail -1)"
+    done
+    grep -E '^==|hazards\]' "$out/race64q.log" | sort | uniq -c | head -20
 fi
 if has bench; then
     timeout "$(lim 240)" $b/bench/gpu_bench >"$out/bench.log" 2>&1
