@@ -481,7 +481,7 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         out->cnt_bytes = units * 4;
         return HC_OK;
     }
-    const unsigned sb = hc__gpu_moe_stripes(mv); /* (a pair, or four: moe-ws96w) */
+    const unsigned sb = hc__gpu_moe_stripes(mv); /* (a pair; four: moe-ws96w; eight: ws24x8) */
     uint64_t groups = (l->tiles_n + sb - 1) / sb * parts;
     if (groups > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
     /* (two tile sizes: a grid plane each, moe_gemm.cu moe_ws_two) */

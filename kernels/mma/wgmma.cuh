@@ -15,7 +15,7 @@
  * memory, K-major rows of 128 bytes with the 128-byte swizzle; db its descriptor); acc 0: d =
  * A x B (its old values ignored: a new sum starts without writing d first, which would make
  * ptxas wait for every wgmma before the loop's next step -- its note C7517). N: a tile's tokens
- * (16-256). */
+ * (16, 24, 32, 64, 96, 128, 256). */
 template <int N>
 __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db, unsigned acc = 1u);
 
@@ -37,6 +37,8 @@ __device__ __forceinline__ void wgmma_rs(float *d, const unsigned *a, hc_u64 db,
     }
 HC_WGMMA_RS(16, "%0, %1, %2, %3, %4, %5, %6, %7",
             "%8, %9, %10, %11", 12, 13, HC_D8(0))
+HC_WGMMA_RS(24, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11",
+            "%12, %13, %14, %15", 16, 17, HC_D8(0), HC_D4(8))
 HC_WGMMA_RS(32, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15",
             "%16, %17, %18, %19", 20, 21, HC_D8(0), HC_D8(8))
 HC_WGMMA_RS(64, "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31",
