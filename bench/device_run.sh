@@ -75,6 +75,12 @@ tree_copy() {
         tar --exclude='./build*' --exclude=./.base --exclude=./.deps --exclude=./.git -cf - . |
         (cd "$1" && tar -xf -)
 }
+# a copy of this tree at $1 with kernels/config.h's #define $2 set to $3, its gpu_test built
+# (the racecheck steps' second trees)
+config_copy() {
+    tree_copy "$1" && sed -i "s|^#define $2 .*|#define $2 $3|" "$1/kernels/config.h" &&
+        make -C "$1" HC_DEPS="$(pwd)/.deps" BUILD=$b -j16 $b/gpu_test >>"$out/build.log" 2>&1
+}
 # VARIANT="NAME VALUE": the base is a copy of this tree with kernels/config.h's #define NAME
 # set to VALUE (a variant that waits on main behind a default-off constant, docs/DESIGN.md):
 # the kernels, moe and timeline steps then run it beside this tree ("base" in the logs)
@@ -184,10 +190,7 @@ if has pdlrace; then
     # only, with their programmatic dependent launch on (this tree) and off (a copy with
     # HC_SKINNY_PDL 0): whether racecheck's hazards there follow PDL (bench/NOTES.md session 23)
     np=/tmp/hc-pdl-off
-    tree_copy "$np" &&
-        sed -i 's/^#define HC_SKINNY_PDL 1$/#define HC_SKINNY_PDL 0/' "$np/kernels/config.h" &&
-        make -C "$np" HC_DEPS="$(pwd)/.deps" BUILD=$b -j16 $b/gpu_test >>"$out/build.log" 2>&1 ||
-        echo "pdlrace: the PDL-off copy does not build (build.log)"
+    config_copy "$np" HC_SKINNY_PDL 0 || echo "pdlrace: the PDL-off copy does not build (build.log)"
     : >"$out/pdlrace.log"
     for t in . "$np"; do
         pdl=$(grep -h '^#define HC_SKINNY_PDL' "$t/kernels/config.h")
@@ -204,10 +207,7 @@ if has race64q; then
     # the hazards it reports at every read of every lap (bench/NOTES.md session 30) follow the
     # ring's depth (a tool limit) or not, and whether the bits stay right with 2 stages
     rc2=/tmp/hc-ring2
-    tree_copy "$rc2" &&
-        sed -i 's/^#define HC_SKINNY_STAGES_MAX .*/#define HC_SKINNY_STAGES_MAX 2/' "$rc2/kernels/config.h" &&
-        make -C "$rc2" HC_DEPS="$(pwd)/.deps" BUILD=$b -j16 $b/gpu_test >>"$out/build.log" 2>&1 ||
-        echo "race64q: the 2-stage copy does not build (build.log)"
+    config_copy "$rc2" HC_SKINNY_STAGES_MAX 2 || echo "race64q: the 2-stage copy does not build (build.log)"
     : >"$out/race64q.log"
     for t in . "$rc2"; do
         echo "== $(grep -h '^#define HC_SKINNY_STAGES_MAX' "$t/kernels/config.h")" >>"$out/race64q.log"
