@@ -10,7 +10,8 @@
 //                parts, tiles); _96 and _288 have no dense twin (a tile that holds r + 2 sqrt(r)
 //                rows at r ~ 64 and r ~ 256: one tile an expert where tiles of 64 / 256 take two);
 //                _96w: four stripes a block (two a consumer warpgroup), grid (groups of four x
-//                parts, tiles); _24x8: eight stripes a block (four a warpgroup), tiles of 24
+//                parts, tiles), _80w the same at 80; _24x8: eight stripes a block (four a
+//                warpgroup), tiles of 24
 //   hc_moe_ws256r: tiles of 256 and each expert's remainder in a tile of 64, grid (pairs x
 //                parts, tiles of either size, 2)
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
@@ -157,6 +158,9 @@ HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1) /* (MoE only: ~200-256 rows an expert in 
 /* four stripes a block, two a consumer warpgroup (v69: a tile's activations read once for 256
  * weight rows, twice the independent work a warp; the route's pick at ~50-90 rows an expert) */
 HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
+/* the same at tiles of 80 (v71, forced only until measured: r = 64 holds r + 2 sqrt(r) = 80,
+ * Humming's tile there -- a sixth fewer padded rows than 96) */
+HC_MOE_WS_KERNEL(hc_moe_ws80w, 80, 2)
 /* eight stripes a block, four a consumer warpgroup, tiles of 24 (v70, forced only until
  * measured: ~16 rows an expert as Humming's 24 x 512 block -- weights streamed 512 rows a
  * block, four independent decodes a warp; spills with 8-bit codes) */

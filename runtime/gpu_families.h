@@ -90,6 +90,8 @@ typedef enum {
     HC_GMK_WS96W,    /* hc_moe_ws96w (sm_90a): tiles of 96 rows, four stripes a block (v69) */
     HC_GMK_WS24X8,   /* hc_moe_ws24x8 (sm_90a): tiles of 24 rows, eight stripes a block (v70:
                       * forced only) */
+    HC_GMK_WS80W,    /* hc_moe_ws80w (sm_90a): tiles of 80 rows, four stripes a block (v71:
+                      * forced only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 

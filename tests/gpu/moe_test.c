@@ -10,7 +10,8 @@
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
  * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
- * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w at ~166, moe-ws24x8 at ~16 and ~256), a
+ * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w and ws80w at ~166, moe-ws24x8 at ~16
+ * and ~256), a
  * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
@@ -248,7 +249,7 @@ int main(void) {
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
-                                         "moe-ws96w",    "moe-ws24x8"};
+                                         "moe-ws96w",    "moe-ws24x8",   "moe-ws80w"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -326,6 +327,8 @@ int main(void) {
                      * at ~16 rows an expert on the E = 128 block, ~256 (11 tiles) on E = 8 */
                     check(md, c, cf, &r, label, "moe-ws24x8", 256, 8, false,
                           seed + 51, 0, all);
+                    /* moe-ws80w (v71) at ~166 rows an expert (three tiles, the last short) */
+                    check(md, c, cf, &r, label, "moe-ws80w", 333, 4, true, seed + 52, 0, all);
                 }
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
