@@ -355,8 +355,6 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
             }
         } else if (has_sk && r <= 64)
             k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
-        else if (has_ws && r > 16 && r <= 64)
-            k = HC_GMK_WS64;
         else
             k = HC_GMK_T16;
     }

@@ -50,7 +50,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + NST * cb + 1023) / 1024 * 1024;
-    /* the block's stripes that exist (the layer's last block may have fewer) */
+    /* the block's stripes that exist (the layer's last block may have fewer; written apart for
+     * a pair so that ptxas sees at most two copies and keeps the pair kernels' code) */
     const unsigned live = SPW == 1 ? (nb0 + 1 < p.tiles_n ? 2u : 1u)
                                    : p.tiles_n - nb0 < NST ? (unsigned)(p.tiles_n - nb0) : NST;
     const hc_u64 tiles = p.tiles_k;
