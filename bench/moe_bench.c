@@ -340,16 +340,17 @@ int main(void) {
              * 16384), the forced-only ones too: moe-ws96 (v62) at 1024 -- r = 64 in one tile of
              * two stripes a block, where moe-ws96w (v69) takes four; moe-ws256r (v63) at 4096 --
              * tiles of 256 and each expert's remainder in one of 64, where moe-ws288 (v68) holds
-             * r ~ 256 in one tile; moe-ws24x8 (v70) at 256 -- r = 16 in tiles of 24, eight
-             * stripes a block; moe-ws80w (v71) at 1024 -- r = 64 in tiles of 80 */
+             * r ~ 256 in one tile; moe-ws24x6 (v72) at 256 -- r = 16 in tiles of 24, six
+             * stripes a block; moe-ws80w (v71) at 1024 and 4096 -- r = 64 in tiles of 80, r =
+             * 128 (gpt-oss-, DeepSeek-like) in two */
             static const struct {
                 const char *name;
                 unsigned at; /* 1: M = 256, 2: 1024, 4: 4096, 8: 16384 */
             } alts[] = {{"moe-t16", 3},   {"moe-skinny16", 3}, {"moe-skinny32", 3},
                         {"moe-skinny64", 3}, {"moe-ws64", 7}, {"moe-ws128", 15},
                         {"moe-ws256", 12}, {"moe-ws96", 2},     {"moe-ws256r", 4},
-                        {"moe-ws288", 12}, {"moe-ws96w", 6}, {"moe-ws24x8", 1},
-                        {"moe-ws80w", 2}};
+                        {"moe-ws288", 12}, {"moe-ws96w", 6}, {"moe-ws24x6", 1},
+                        {"moe-ws80w", 6}};
             const unsigned at = M == 256 ? 1u : M == 1024 ? 2u : M == 4096 ? 4u : M == 16384 ? 8u : 0u;
             for (size_t q = 0; sweep && q < sizeof alts / sizeof alts[0]; q++) {
                 double aus, agu;

@@ -161,10 +161,11 @@ HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
 /* the same at tiles of 80 (v71, forced only until measured: r = 64 holds r + 2 sqrt(r) = 80,
  * Humming's tile there -- a sixth fewer padded rows than 96) */
 HC_MOE_WS_KERNEL(hc_moe_ws80w, 80, 2)
-/* eight stripes a block, four a consumer warpgroup, tiles of 24 (v70, forced only until
- * measured: ~16 rows an expert as Humming's 24 x 512 block -- weights streamed 512 rows a
- * block, four independent decodes a warp; spills with 8-bit codes) */
-HC_MOE_WS_KERNEL(hc_moe_ws24x8, 24, 4)
+/* six stripes a block, three a consumer warpgroup, tiles of 24 (v72, forced only until
+ * measured: ~16 rows an expert, weights streamed 384 rows a block behind one small activation
+ * tile, three independent decodes a warp; v70's eight stripes (Humming's 24 x 512) left a
+ * third of Qwen3's gate_up blocks' stripes dead (768 rows a part) and lost to moe-t16) */
+HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
 /* tiles of 256 and an expert's remainder in a tile of 64 (v63: the route's two tile sizes) */
 extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)
     hc_moe_ws256r(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,

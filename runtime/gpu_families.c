@@ -132,7 +132,7 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64, 0},
     {HC_GMK_WS288, "hc_moe_ws288", "moe-ws288", HC_GK_WS256, NULL, 0, 288, 0, 0},
     {HC_GMK_WS96W, "hc_moe_ws96w", "moe-ws96w", HC_GK_WS64, NULL, 0, 96, 0, 4},
-    {HC_GMK_WS24X8, "hc_moe_ws24x8", "moe-ws24x8", HC_GK_WS64, NULL, 0, 24, 0, 8},
+    {HC_GMK_WS24X6, "hc_moe_ws24x6", "moe-ws24x6", HC_GK_WS64, NULL, 0, 24, 0, 6},
     {HC_GMK_WS80W, "hc_moe_ws80w", "moe-ws80w", HC_GK_WS64, NULL, 0, 80, 0, 4},
 };
 

@@ -88,7 +88,7 @@ typedef enum {
                       * remainder; v63: forced only) */
     HC_GMK_WS288,    /* hc_moe_ws288 (sm_90a): tiles of 288 rows, no dense twin (v68) */
     HC_GMK_WS96W,    /* hc_moe_ws96w (sm_90a): tiles of 96 rows, four stripes a block (v69) */
-    HC_GMK_WS24X8,   /* hc_moe_ws24x8 (sm_90a): tiles of 24 rows, eight stripes a block (v70:
+    HC_GMK_WS24X6,   /* hc_moe_ws24x6 (sm_90a): tiles of 24 rows, six stripes a block (v72:
                       * forced only) */
     HC_GMK_WS80W,    /* hc_moe_ws80w (sm_90a): tiles of 80 rows, four stripes a block (v71:
                       * forced only) */
@@ -113,7 +113,7 @@ typedef struct {
      * 0: one tile size */
     unsigned small;
     /* a warp-specialised block's stripes where not its dense variant's two (moe-ws96w: four,
-     * two a consumer warpgroup; moe-ws24x8: eight), else 0: read it through
+     * two a consumer warpgroup; moe-ws24x6: six), else 0: read it through
      * hc__gpu_moe_stripes */
     unsigned stripes;
 } hc_gpu_moe_variant;

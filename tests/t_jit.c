@@ -167,9 +167,8 @@ static bool skinny_registers_ok(const char *log, const char *const *names, int n
 
 /* The grouped MoE kernels of the same kind (moe_gemm.cu, opts as tile_mma.cu's): no wgmma
  * serialised, no spill in the warp-specialised, skinny and 8-row kernels; the skinny ones'
- * registers enough for their setmaxnreg moves (else a hang). hc_moe_ws24x8 (forced only, v70)
- * is left out: with 8-bit codes it spills (60 bytes int8 with zero points, 8 FP8), which a
- * rule taking it must mend or keep to the 4-bit layouts. */
+ * registers enough for their setmaxnreg moves (else a hang). (v70's eight stripes a block at
+ * 24 tokens spilled with 8-bit codes; v72's six do not.) */
 static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why, size_t cap) {
     void *cubin = NULL;
     size_t size = 0;
@@ -190,7 +189,8 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
                                           "hc_moe_skinny64", "hc_moe_gemv_w8",
                                           "hc_moe_gemv_t16", "hc_moe_ws96",
                                           "hc_moe_ws256r",   "hc_moe_ws288",
-                                          "hc_moe_ws96w",    "hc_moe_ws80w"};
+                                          "hc_moe_ws96w",    "hc_moe_ws80w",
+                                          "hc_moe_ws24x6"};
         for (int h = 0; h < (int)(sizeof hot / sizeof hot[0]) && ok; h++) {
             long sp = spill_stores(log, hot[h]);
             if (sp != 0) {

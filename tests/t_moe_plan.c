@@ -218,16 +218,16 @@ static void test_moe_plan(void) {
     /* gate and up (12 stripes each: 3 groups a part) */
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 6);
-    /* moe-ws24x8 (v70, forced only): tiles of 24 at r = 16, (2048 + 128 x 23) / 24 = 208;
-     * eight stripes a block -- down's 32 in 4 groups, gate and up's 12 in 2 a part -- and
-     * eight chunks a stage */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_WS24X8, &r, &err), HC_OK);
+    /* moe-ws24x6 (v72, forced only): tiles of 24 at r = 16, (2048 + 128 x 23) / 24 = 208;
+     * six stripes a block -- down's 32 in 6 groups (the last two stripes), gate and up's 12 in
+     * 2 a part -- and six chunks a stage */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_WS24X6, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 24);
     CHECK_EQ_U64(r.tiles_max, 208);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 4);
+    CHECK_EQ_INT(lu.grid[0], 6);
     CHECK_EQ_INT(lu.grid[1], 208);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 8 * 2304));
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 6 * 2304));
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 4);
     /* moe-ws80w (v71, forced only): tiles of 80 at r = 64, (8192 + 128 x 79) / 80 = 228 */
@@ -268,7 +268,7 @@ static void test_moe_plan(void) {
                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
                                         "moe-ws96",     "moe-ws256r",   "moe-ws288",
-                                        "moe-ws96w",    "moe-ws24x8",   "moe-ws80w"};
+                                        "moe-ws96w",    "moe-ws24x6",   "moe-ws80w"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);

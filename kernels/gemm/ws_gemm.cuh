@@ -33,7 +33,7 @@
  * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. SPW = 2 (the
  * grouped moe-ws96w): stripes nb0 .. nb0 + 3, consumer warpgroup c owning 2 c and 2 c + 1 (its
  * warps decode both, two wgmma a k16 step), a stage's four chunks behind one activation tile;
- * SPW = 4 (moe-ws24x8) the same with eight stripes a block. */
+ * SPW = 3 (moe-ws24x6) the same with six stripes a block. */
 template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
@@ -42,9 +42,9 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     constexpr int NS = HC_WS_STAGES(TOKS), BOX = HC_WS_BOX(TOKS);
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
     /* (two stripes a warpgroup at 128 tokens spill in the int8 kind with zero points: t_jit;
-     * four hold 4 x 4 x 4 x 2 A registers, so a tile of at most 24) */
-    static_assert(SPW == 1 || (SPW == 2 && TOKS <= 96) || (SPW == 4 && TOKS <= 24),
-                  "two stripes a warpgroup up to 96 tokens, four up to 24");
+     * three hold 3 x 4 x 4 x 2 A registers, so a tile of at most 24) */
+    static_assert(SPW == 1 || (SPW == 2 && TOKS <= 96) || (SPW == 3 && TOKS <= 24),
+                  "two stripes a warpgroup up to 96 tokens, three up to 24");
     constexpr unsigned NST = 2 * SPW; /* stripes a block */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
     hc_u8 *smem = smem_1024();

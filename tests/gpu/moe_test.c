@@ -10,7 +10,7 @@
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
  * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
- * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w and ws80w at ~166, moe-ws24x8 at ~16
+ * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w and ws80w at ~166, moe-ws24x6 at ~16
  * and ~256), a
  * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
@@ -249,7 +249,7 @@ int main(void) {
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
-                                         "moe-ws96w",    "moe-ws24x8",   "moe-ws80w"};
+                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80w"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -323,9 +323,9 @@ int main(void) {
                      * stripes: one group, part dead) at ~166 rows an expert, uniform and skewed */
                     check(md, c, cf, &r, label, "moe-ws96w", 333, 4, false, seed + 49, 0, all);
                     check(md, c, cf, &r, label, "moe-ws96w", 333, 4, true, seed + 50, 0, all);
-                    /* moe-ws24x8 (v70: eight stripes a block, 4 to 6 of them dead in these blocks)
+                    /* moe-ws24x6 (v72: six stripes a block, some dead in these blocks)
                      * at ~16 rows an expert on the E = 128 block, ~256 (11 tiles) on E = 8 */
-                    check(md, c, cf, &r, label, "moe-ws24x8", 256, 8, false,
+                    check(md, c, cf, &r, label, "moe-ws24x6", 256, 8, false,
                           seed + 51, 0, all);
                     /* moe-ws80w (v71) at ~166 rows an expert (three tiles, the last short) */
                     check(md, c, cf, &r, label, "moe-ws80w", 333, 4, true, seed + 52, 0, all);
