@@ -197,7 +197,7 @@ static bool forced_us(hc_gpu_model *md, ours_ctx *oc, cudaStream_t s, const char
     if (*block > 0) {
         hc__gpu_diag_moe_stages(md, 1);
         double a1 = ours_us(oc, s);
-        hc__gpu_diag_moe_stages(md, 2);
+        hc__gpu_diag_moe_stages(md, 3); /* (gate_up with its expand, as the peers gather) */
         *gate_up = ours_us(oc, s) - a1;
         hc__gpu_diag_moe_stages(md, 0);
     }
@@ -311,15 +311,16 @@ int main(void) {
                 CK(cudaMemcpy(oc.w[i], hw, S * 4, cudaMemcpyHostToDevice));
             }
             touched = touched / NR * per_expert;
-            double us = ours_us(&oc, s), gu = 0, st[5] = {0};
+            double us = ours_us(&oc, s), gu = 0, st[6] = {0};
 #ifdef HC_BENCH_DIAG
-            /* the stages by difference: the block stopped after route, gate_up, act, down */
-            for (unsigned q = 1; q <= 4; q++) {
+            /* the stages by difference: the block stopped after route, expand, gate_up, act,
+             * down; "gate_up" is the GEMM with its expand (Humming's gathers its rows) */
+            for (unsigned q = 1; q <= 5; q++) {
                 hc__gpu_diag_moe_stages(md, q);
                 st[q] = ours_us(&oc, s);
             }
             hc__gpu_diag_moe_stages(md, 0);
-            gu = st[2] - st[1];
+            gu = st[3] - st[1];
 #endif
             double pus = peer_us(&lc, b, wgu, wd, x, hb, yb, hids, M, s);
             double fl = 2.0 * (double)S * 3.0 * (double)H * (double)I;
@@ -330,9 +331,9 @@ int main(void) {
                    100.0 * touched / us * 1e-3 / stream, fl / us * 1e-6, pus, fl / pus * 1e-6,
                    pus / us);
             if (st[1] > 0)
-                printf("    stages: route %.1f, [expand +] gate_up %.1f, act %.1f, down %.1f, "
+                printf("    stages: route %.1f, expand %.1f, gate_up %.1f, act %.1f, down %.1f, "
                        "finalize %.1f us\n", st[1], st[2] - st[1], st[3] - st[2], st[4] - st[3],
-                       us - st[4]);
+                       st[5] - st[4], us - st[5]);
             if (b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);

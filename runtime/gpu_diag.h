@@ -33,9 +33,9 @@ hc_status hc__gpu_diag_set(hc_gpu *g, hc_gpu_diag_mode mode, char *msg, size_t m
  * a synchronisation) into rec (cap words), *n blocks. */
 hc_status hc__gpu_diag_timeline(hc_gpu_model *m, uint64_t *rec, size_t cap, size_t *n, char *msg,
                                size_t msg_len);
-/* hc_gpu_moe of model m stops after stage `last` (1 route, 2 gate_up with its gather, 3 the
- * activation, 4 down; 0: the whole block), so that a benchmark times the stages by difference
- * (y is then not written). */
+/* hc_gpu_moe of model m stops after stage `last` (1 route, 2 the expand of x's rows where
+ * gate_up reads them sorted, 3 gate_up, 4 the activation, 5 down; 0: the whole block), so that
+ * a benchmark times the stages by difference (y is then not written). */
 void hc__gpu_diag_moe_stages(hc_gpu_model *m, unsigned last);
 #endif
 

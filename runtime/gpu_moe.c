@@ -105,10 +105,11 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         HC_TRY(hc__gpu_launch(g->moe_expand, rgrid, 256, 0, true, args, s, "hc_moe_expand", err));
         xin = w->xs, ldx = ml->ldx, rdiv = 0;
     }
+    if (HC_GPU_MOE_STOP(md, 2)) return HC_OK;
     const uint64_t ystride = rows * ml->up.mp.N;
     HC_TRY(grouped(md, &ml->up, ml->parts, ml->El, &r, &lu, xin, ldx, rdiv, w->g, ystride, rows,
                    s, err));
-    if (HC_GPU_MOE_STOP(md, 2)) return HC_OK;
+    if (HC_GPU_MOE_STOP(md, 3)) return HC_OK;
     { /* act */
         const uint16_t *gp = w->g, *up;
         unsigned long long ldg, cs, I = ml->I, ldh = ml->ldh;
@@ -122,10 +123,10 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
                         &alpha, &limit, &w->h, &ldh};
         HC_TRY(hc__gpu_launch(g->moe_act, rgrid, 256, 0, true, args, s, "hc_moe_act", err));
     }
-    if (HC_GPU_MOE_STOP(md, 3)) return HC_OK;
+    if (HC_GPU_MOE_STOP(md, 4)) return HC_OK;
     /* down: into xs's memory, rows of H */
     HC_TRY(grouped(md, &ml->down, 1, ml->El, &r, &ld, w->h, ml->ldh, 0, w->xs, 0, rows, s, err));
-    if (HC_GPU_MOE_STOP(md, 4)) return HC_OK;
+    if (HC_GPU_MOE_STOP(md, 5)) return HC_OK;
     { /* finalize */
         unsigned long long H = ml->H, tk = topk, mm = m;
         /* column blocks of HC_MOE_FIN_THREADS x 8 x tokens (the kernel strides over both) */

@@ -295,11 +295,15 @@ static bool tile_holds(uint64_t T, uint64_t r) { return r <= T && (T - r) * (T -
  * two wgmma a k16 step -- 90; moe-ws96w -- four stripes a block, two a consumer warpgroup --
  * 44: between its fits at r = 64 (36) and r = 256 (51), and past what makes it the pick at r =
  * 128, where it won on the gpt-oss-like MXFP4 gate_up (1625.5 us, ws128 1795.1) but lost on the
- * DeepSeek-like FP8 one (1196.0, ws128 1144.4). */
+ * DeepSeek-like FP8 one (1196.0, ws128 1144.4). moe-ws80w -- moe-ws96w at tiles of 80 -- 50:
+ * one tile an expert at r = 64 it took 161.7 us to ws96w's 173.0 on the Qwen3-like gate_up
+ * (a fit of 48) and 805.2 to 840.7 on the gpt-oss-like one (54; v71), so it is the pick up to
+ * r ~ 68, where ws96w's fewer second tiles take over. */
 static const struct {
     hc_gpu_moe_kernel k;
     unsigned rows, cost;
-} ws_tiles[] = {{HC_GMK_WS96W, 96, 96 + 44},
+} ws_tiles[] = {{HC_GMK_WS80W, 80, 80 + 50},
+                {HC_GMK_WS96W, 96, 96 + 44},
                 {HC_GMK_WS128, 128, 128 + 53},
                 {HC_GMK_WS256, 256, 256 + 53},
                 {HC_GMK_WS288, 288, 288 + 90}};
@@ -345,8 +349,8 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
             k = HC_GMK_T8;
         else if (has_ws && !tile_holds(64, r)) {
             /* r >= 50: the warp-specialised tile of least expected cost, its tiles an expert x
-             * its cost a tile (H100, Qwen3-like gate_up: r = 64 -- moe-ws96w 166.7 us, ws96
-             * 188.5, ws128 209.7, skinny64 266.2; r = 256 -- ws288 428.8, ws96w 492.8, ws256r
+             * its cost a tile (H100, Qwen3-like gate_up: r = 64 -- moe-ws80w 161.7 us, ws96w
+             * 166.7-173.0, ws96 188.5, ws128 209.7, skinny64 266.2; r = 256 -- ws288 428.8, ws96w 492.8, ws256r
              * 498.3, ws256 505.6, ws128 522.2; r = 1024 -- ws256 1935.9, ws128 2052.2) */
             double best = 0;
             for (size_t i = 0; i < sizeof ws_tiles / sizeof ws_tiles[0]; i++) {
@@ -479,7 +483,7 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         out->cnt_bytes = units * 4;
         return HC_OK;
     }
-    const unsigned sb = hc__gpu_moe_stripes(mv); /* (a pair; four: moe-ws96w; eight: ws24x8) */
+    const unsigned sb = hc__gpu_moe_stripes(mv); /* (a pair; four: moe-ws96w; six: ws24x6) */
     uint64_t groups = (l->tiles_n + sb - 1) / sb * parts;
     if (groups > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
     /* (two tile sizes: a grid plane each, moe_gemm.cu moe_ws_two) */

@@ -42,20 +42,22 @@ static void test_moe_plan(void) {
         {4096, HC_GMK_SKINNY64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
         {6272, HC_GMK_SKINNY64, 64, 224},  /* r = 49: 15^2 = 225 >= 196: (6272 + 8064) / 64 */
         /* past what 64 holds (r >= 50) the warp-specialised tile of least expected cost
-         * (gpu_plan.c ws_tiles: its average tiles an expert x its cost a tile): r = 50-90 one
-         * tile of 96 on moe-ws96w (cost 140 against ws128's 181); r = 92 ws128 (1.34 x 140 =
-         * 187 > 181); r = 128 ws128 (1.5 x 181 against 2 x 140); r = 256 (M = 4096) one tile
+         * (gpu_plan.c ws_tiles: its average tiles an expert x its cost a tile): r = 50-68 one
+         * tile of 80 on moe-ws80w (1.02 x 130 at r = 64 against ws96w's 140); r = 70-90 one
+         * tile of 96 on moe-ws96w (at r = 78 1.4 x 130 = 183 for tiles of 80, 1.02 x 140 for
+         * 96, 181 for ws128); r = 92 ws128 (1.34 x 140 = 187 > 181); r = 128 two of 80 (2 x
+         * 130 against 1.5 x 181 and 2 x 140); r = 256 (M = 4096) one tile
          * of 288 (1.02 x 378 against 1.5 x 309 and 3.02 x 140); r = 300 four of 96 (526
          * against three of 128, 542); r = 512 two of 288 (757 against 2.5 x 309); r = 1024
          * 4.5 of 256 (1390 against 4 x 378) */
-        {6400, HC_GMK_WS96W, 96, 193},     /* r = 50: (6400 + 128 x 95) / 96 */
-        {8192, HC_GMK_WS96W, 96, 212},     /* M = 1024: r = 64: (8192 + 12160) / 96 */
-        {8320, HC_GMK_WS96W, 96, 213},     /* r = 65: (8320 + 12160) / 96 */
+        {6400, HC_GMK_WS80W, 80, 206},     /* r = 50: (6400 + 128 x 79) / 80 */
+        {8192, HC_GMK_WS80W, 80, 228},     /* M = 1024: r = 64: (8192 + 10112) / 80 */
+        {8320, HC_GMK_WS80W, 80, 230},     /* r = 65: (8320 + 10112) / 80 */
         {9984, HC_GMK_WS96W, 96, 230},     /* r = 78 */
         {10112, HC_GMK_WS96W, 96, 232},    /* r = 79 */
         {11520, HC_GMK_WS96W, 96, 246},    /* r = 90 */
         {11776, HC_GMK_WS128, 128, 219},   /* r = 92: (11776 + 128 x 127) / 128 */
-        {16384, HC_GMK_WS128, 128, 255},   /* r = 128: (16384 + 16256) / 128 */
+        {16384, HC_GMK_WS80W, 80, 331},    /* r = 128: (16384 + 10112) / 80 */
         {32768, HC_GMK_WS288, 288, 241},   /* (32768 + 128 x 287) / 288 */
         {38400, HC_GMK_WS96W, 96, 526},    /* (38400 + 12160) / 96 */
         {65536, HC_GMK_WS288, 288, 355},   /* (65536 + 36736) / 288 */
@@ -133,15 +135,17 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.part_bytes, 192ull * 2 * 64 * 8 * 4);
     CHECK_EQ_U64(lu.cnt_bytes, 192ull * 4);
     CHECK_EQ_U64(lu.smem, 4 * (HC_GEMV_STAGES * (2304 + 8 * 128)));
-    /* down (H = 2048 rows: 16 pairs, K = 768) at r = 128: (pairs x parts, tiles), no split */
+    /* down (H = 2048 rows: 32 stripes, K = 768) at r = 128 (two tiles of 80 an expert, four
+     * stripes a block): (groups x parts, tiles), no split; a stage one 80-row activation tile
+     * and four chunks */
     hc_gpu_shape down = layer(2048, 768, 2304);
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 16384, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 16);
-    CHECK_EQ_INT(lu.grid[1], 255);
+    CHECK_EQ_INT(lu.grid[0], 8);
+    CHECK_EQ_INT(lu.grid[1], 331);
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.part_bytes, 0);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * 2304));
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304));
     /* moe-ws96 (forced only since v69: moe-ws96w, below, took its band): tiles of 96 rows,
      * (8192 + 128 x 95) / 96 = 212 tiles, (pairs x parts, tiles), the warp-specialised block and
      * a 96-row activation tile */
@@ -155,10 +159,9 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[1], 212);
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(96 * 128 + 2 * 2304));
-    /* unforced, r = 64 takes moe-ws96w, the same route (sm_80 has tiles of 16 there: the a100
-     * case above) */
+    /* unforced, r = 64 takes moe-ws80w (sm_80 has tiles of 16 there: the a100 case above) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.kernel, HC_GMK_WS96W);
+    CHECK_EQ_INT(r.kernel, HC_GMK_WS80W);
     CHECK(!r.forced);
     hc_err e5 = {0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS96, &r, &e5), HC_UNSUPPORTED);
