@@ -359,12 +359,12 @@ int main(void) {
                     printf("    sweep M=%llu: %-12s block %7.1f us, gate_up %7.1f us\n",
                            (unsigned long long)M, alts[q].name, aus, agu);
             }
-            if (!sweep) { /* 8 < rows per expert <= 64: the kernel the chooser did not take beside (t16 |
-                 * skinny16 at 9-16, ws64 | skinny32 at 17-32, skinny64 | ws64 at 33-64) */
+            if (!sweep) { /* 8 < rows per expert <= 64: the kernel the chooser did not take beside
+                 * (skinny16 | skinny32 at 9, ws24x6 | skinny32 at 10-16, skinny32 | ws64 at 17-32,
+                 * skinny64 | ws64 at 33-64) */
                 const uint64_t tch = S < E ? S : E, rpe = (S + tch - 1) / tch;
                 const char *alt = rpe <= 8    ? NULL
-                                  : rpe <= 16 ? "moe-skinny16"
-                                  : rpe <= 32 ? "moe-skinny32"
+                                  : rpe <= 16 ? "moe-skinny32"
                                   : rpe <= 64 ? "moe-ws64"
                                               : NULL;
                 double aus, agu;

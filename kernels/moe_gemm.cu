@@ -158,13 +158,13 @@ HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1) /* (MoE only: ~200-256 rows an expert in 
 /* four stripes a block, two a consumer warpgroup (v69: a tile's activations read once for 256
  * weight rows, twice the independent work a warp; the route's pick at ~50-90 rows an expert) */
 HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
-/* the same at tiles of 80 (v71, forced only until measured: r = 64 holds r + 2 sqrt(r) = 80,
- * Humming's tile there -- a sixth fewer padded rows than 96) */
+/* the same at tiles of 80 (v71: the route's pick at r = 50-68 and 128-146 -- r = 64 holds
+ * r + 2 sqrt(r) = 80, Humming's tile there, a sixth fewer padded rows than 96) */
 HC_MOE_WS_KERNEL(hc_moe_ws80w, 80, 2)
-/* six stripes a block, three a consumer warpgroup, tiles of 24 (v72, forced only until
- * measured: ~16 rows an expert, weights streamed 384 rows a block behind one small activation
- * tile, three independent decodes a warp; v70's eight stripes (Humming's 24 x 512) left a
- * third of Qwen3's gate_up blocks' stripes dead (768 rows a part) and lost to moe-t16) */
+/* six stripes a block, three a consumer warpgroup, tiles of 24 (v72: the route's pick at r =
+ * 10-16 -- weights streamed 384 rows a block behind one small activation tile, three
+ * independent decodes a warp; v70's eight stripes (Humming's 24 x 512) left a third of Qwen3's
+ * gate_up blocks' stripes dead (768 rows a part) and lost to moe-t16) */
 HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
 /* tiles of 256 and an expert's remainder in a tile of 64 (v63: the route's two tile sizes) */
 extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)

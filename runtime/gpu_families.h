@@ -88,10 +88,8 @@ typedef enum {
                       * remainder; v63: forced only) */
     HC_GMK_WS288,    /* hc_moe_ws288 (sm_90a): tiles of 288 rows, no dense twin (v68) */
     HC_GMK_WS96W,    /* hc_moe_ws96w (sm_90a): tiles of 96 rows, four stripes a block (v69) */
-    HC_GMK_WS24X6,   /* hc_moe_ws24x6 (sm_90a): tiles of 24 rows, six stripes a block (v72:
-                      * forced only) */
-    HC_GMK_WS80W,    /* hc_moe_ws80w (sm_90a): tiles of 80 rows, four stripes a block (v71:
-                      * forced only) */
+    HC_GMK_WS24X6,   /* hc_moe_ws24x6 (sm_90a): tiles of 24 rows, six stripes a block (v72) */
+    HC_GMK_WS80W,    /* hc_moe_ws80w (sm_90a): tiles of 80 rows, four stripes a block (v71) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 

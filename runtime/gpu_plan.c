@@ -357,6 +357,11 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
                 const double c = ws_tiles_of(ws_tiles[i].rows, r) * ws_tiles[i].cost;
                 if (i == 0 || c < best) best = c, k = ws_tiles[i].k;
             }
+        } else if (has_ws && T == 32 && tile_holds(24, r)) {
+            /* r = 10-16: one tile of 24 on moe-ws24x6, six stripes a block (H100, Qwen3-like
+             * gate_up at r = 16 with its expand: 110.7 us against moe-t16's 116.4 and
+             * skinny32's 128.8; bench/NOTES.md v72) */
+            k = HC_GMK_WS24X6;
         } else if (has_sk && r <= 64)
             k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
         else

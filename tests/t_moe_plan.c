@@ -12,10 +12,10 @@
 #include "test.h"
 
 /* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
- * touched expert; the tile T the smallest of 8, 16, 32, 64, 96 with r + 2 sqrt(r) <= T: T = 8
+ * touched expert; the tile T the smallest of 8, 16, 32, 64 with r + 2 sqrt(r) <= T: T = 8
  * the small-M tiles of 8 (r <= 4), else on sm_90a the skinny kernel of T rows (16: r <= 9, 32:
- * r <= 22, 64: r <= 49), the warp-specialised 96 (r <= 78), past it the warp-specialised 128 or
- * 256; without those tiles of 16), the
+ * r <= 22 -- but a tile of 24 on moe-ws24x6 where it holds r, r <= 16 -- 64: r <= 49), past
+ * it the warp-specialised tile of least expected cost (ws_tiles); without those tiles of 16), the
  * tile bound (slots + touched (T - 1)) / T worked by hand, the launches' grids and K split, the
  * forced names and their refusals. */
 static void test_moe_plan(void) {
@@ -35,8 +35,10 @@ static void test_moe_plan(void) {
         {640, HC_GMK_SKINNY16, 16, 160},   /* r = 5: 5 + 2 x 2.2 > 8: (640 + 128 x 15) / 16 */
         {1024, HC_GMK_SKINNY16, 16, 184},  /* M = 128: r = 8: (1024 + 1920) / 16 */
         {1152, HC_GMK_SKINNY16, 16, 192},  /* r = 9: (16 - 9)^2 = 49 >= 36 */
-        {1280, HC_GMK_SKINNY32, 32, 164},  /* r = 10: 36 < 40: (1280 + 128 x 31) / 32 */
-        {2048, HC_GMK_SKINNY32, 32, 188},  /* M = 256: r = 16: (2048 + 3968) / 32 */
+        /* r = 10-16: past 16, within a tile of 24 ((24 - r)^2 >= 4 r): moe-ws24x6 */
+        {1280, HC_GMK_WS24X6, 24, 176},    /* r = 10: 36 < 40: (1280 + 128 x 23) / 24 */
+        {2048, HC_GMK_WS24X6, 24, 208},    /* M = 256: r = 16: 64 >= 64: (2048 + 2944) / 24 */
+        {2176, HC_GMK_SKINNY32, 32, 192},  /* r = 17: 49 < 68: (2176 + 3968) / 32 */
         {2816, HC_GMK_SKINNY32, 32, 212},  /* r = 22: 100 >= 88 */
         {2944, HC_GMK_SKINNY64, 64, 172},  /* r = 23: 81 < 92: (2944 + 128 x 63) / 64 */
         {4096, HC_GMK_SKINNY64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
