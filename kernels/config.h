@@ -60,6 +60,10 @@
  * group of the block walk (keeps the blocks in flight in L2) */
 #define HC_WIDE_STAGES 5
 #define HC_WIDE_GROUP 8
+/* the MoE activation in the warp-specialised gate_up kernels' epilogue (epilogue/moe_act.cuh,
+ * runtime gpu_plan.c hc__gpu_moe_fuse_plan): 0 (today, until measured: bench/NOTES.md v74) the
+ * separate hc_moe_act launch unless a test forces "moe-act-fused"; 1 wherever it can */
+#define HC_MOE_ACT_FUSED 0
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at

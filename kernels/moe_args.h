@@ -53,6 +53,18 @@ typedef struct {
     const float *gdiv;
     unsigned long long el, ystride, rdiv;
     unsigned parts, tile;
+    /* the activation in gate_up's epilogue (the warp-specialised kernels; epilogue/moe_act.cuh):
+     * fuse 0, none (the outputs go to out, hc_moe_act follows); 1, halves -- a block's first
+     * stripes are gate's, its next the same rows of up: parts 2, up is part 1; parts 1, up's
+     * stripes are ustripes past gate's (stacked, I a multiple of 64); the grid's groups count
+     * one half's stripes; 2, pairs -- rows 2 j, 2 j + 1 are gate and up of output j
+     * (interleaved). Outputs h[row][j], j < I, ldh a row; bias [el][2][I] float32 or 0; act,
+     * alpha, limit as hc_moe_act's. */
+    unsigned fuse, act;
+    float alpha, limit;
+    const float *bias;
+    unsigned short *h;
+    unsigned long long ldh, I, ustripes;
 } hc_moe_args;
 
 #endif

@@ -99,18 +99,55 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS)
  * rows), tile i's tokens are its rows from tok0 (moe_args.h), outputs below tok0 + live rows.
  * ---- */
 #ifdef HC_SM90A
+/* gate_up's activation for ws_gemm_block (moe_args.h fuse; epilogue/moe_act.cuh ws_act), built
+ * where it is used from the launch's arguments, the block's first stripe nb0 and its expert:
+ * halves -- up's stripes at part 1's table (parts 2) or ustripes past gate's (stacked), SPW of
+ * each or what is left of ceil(I / 64), outputs from nb0 x 64; pairs -- outputs from nb0 x 32 */
+template <int SPW> struct moe_act_of {
+    const hc_moe_args *a;
+    const hc_mma_params *p;
+    hc_u64 nb0;
+    unsigned e;
+    __device__ __forceinline__ bool on() const { return a->fuse != 0; }
+    __device__ __forceinline__ ws_act operator()() const {
+        ws_act f;
+        const hc_u64 ss = p->tiles_k * HC_CHUNK_BYTES; /* a stripe's bytes */
+        if (a->fuse == 1) {
+            const hc_u64 half = a->parts == 2 ? p->tiles_n : a->ustripes;
+            const hc_u8 *up = a->parts == 2 ? (const hc_u8 *)a->wtab[a->el + e]
+                                            : (const hc_u8 *)a->wtab[e] + a->ustripes * ss;
+            f.wup = up + nb0 * ss, f.mode = 1, f.j0 = nb0 * 64;
+            f.live = (unsigned)(half - nb0 < (hc_u64)SPW ? half - nb0 : (hc_u64)SPW);
+        } else {
+            f.wup = nullptr, f.mode = 2, f.j0 = nb0 * 32, f.live = 0;
+        }
+        f.h = a->h, f.ldh = a->ldh, f.I = a->I;
+        f.bias = a->bias ? a->bias + (hc_u64)e * 2 * a->I : nullptr;
+        f.act = a->act, f.alpha = a->alpha, f.limit = a->limit;
+        return f;
+    }
+};
 /* stripe group vp (2 SPW stripes) of tile i, its rows from tok0 */
 template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                             unsigned vp, unsigned i, hc_u64 tok0) {
-    const unsigned groups = (unsigned)((p.tiles_n + 2 * SPW - 1) / (2 * SPW)), part = vp / groups;
     const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
+    /* the block's first stripe: of its part's groups of 2 SPW, or (halves of a fused gate_up,
+     * moe_args.h) of gate's groups of SPW, up's the same rows */
+    unsigned part = 0;
+    hc_u64 nb0;
+    if (a.fuse == 1) {
+        nb0 = (hc_u64)vp * SPW;
+    } else {
+        const unsigned groups = (unsigned)((p.tiles_n + 2 * SPW - 1) / (2 * SPW));
+        part = vp / groups, nb0 = (hc_u64)(vp - part * groups) * 2 * SPW;
+    }
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    ws_gemm_block<TOKS, SPW>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe,
-                             (hc_u64)(vp - part * groups) * 2 * SPW, tok0, tok0 + (hc_u64)rows,
-                             out + part * a.ystride, tmx);
+    ws_gemm_block<TOKS, SPW>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0,
+                             tok0 + (hc_u64)rows, out + part * a.ystride, tmx,
+                             moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
 }
 template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,

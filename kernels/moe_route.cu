@@ -4,10 +4,9 @@
 // sum. One module per device, whatever the layers' kinds. No atomics on results: the same
 // inputs give the same bits on every run.
 #include "codec/bf16.cuh"
+#include "epilogue/moe_act.cuh"
 #include "memory/ptx.cuh"
 #include "moe_args.h"
-
-__device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((unsigned)v << 16); }
 
 /* ---- the routing sort: moe_args.h's tables for S slots of ids (int32; local expert id - e0 in
  * [0, El)), tiles T and Ts (0: one size). A block of HC_MOE_ROUTE_THREADS sorts a contiguous
@@ -304,15 +303,8 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
  * row's expert (ptab[e][c]); biases float32 bias[e][2][I] (gate, up) or 0. act 0: silu(gate) x
  * up; 1 (gpt-oss): gate clamped to <= limit, up to [-limit, limit], gate x sigmoid(alpha x
  * gate) x (up + 1). A block per row, grid-stride; a thread takes 8 columns, with 16-byte loads
- * and stores where no permutation and the strides allow (bench/NOTES.md MoE v3). ---- */
-__device__ __forceinline__ float moe_act(float g, float u, unsigned act, float alpha, float limit) {
-    if (act == 1) {
-        g = fminf(g, limit);
-        u = fminf(fmaxf(u, -limit), limit);
-        return g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
-    }
-    return g / (1.0f + expf(-g)) * u;
-}
+ * and stores where no permutation and the strides allow (bench/NOTES.md MoE v3; the function
+ * itself: epilogue/moe_act.cuh, which gate_up's epilogue applies instead where it can). ---- */
 extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 ldg, hc_u64 cs,
                                       hc_u64 I, const int *sorted, const int *tail, const int *ids,
                                       int e0, const float *bias, const hc_u64 *ptab, unsigned act,

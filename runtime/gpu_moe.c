@@ -9,19 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "gpu_moe.h"
 #include "moe_args.h"
 
 /* One grouped GEMM: projection pr over route r, activations x (ldx; rdiv as moe_args.h),
- * outputs at out (part q at out + q x ystride). */
+ * outputs at out (part q at out + q x ystride), or through the activation (moe_args.h's fuse
+ * fields from fz: gate_up only) into the workspace's h. */
 static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, uint32_t el,
                          const hc_gpu_moe_route *r, const hc_gpu_moe_launch *lp, const void *x,
                          uint64_t ldx, uint64_t rdiv, void *out, uint64_t ystride,
-                         uint64_t rows, cudaStream_t s, hc_err *err) {
+                         uint64_t rows, const hc_moe_args *fz, cudaStream_t s, hc_err *err) {
     struct hc_gpu_moe_ws *w = md->mws;
-    hc_moe_args a = {(const unsigned long long *)pr->wtab, (const int *)w->sorted,
-                     (const int *)w->meta, hc__gpu_moe_tail(w), (const float *)pr->gdiv, el,
-                     ystride, rdiv, parts, r->tile};
+    hc_moe_args a = {0};
+    if (fz) a = *fz;
+    a.wtab = (const unsigned long long *)pr->wtab, a.sorted = (const int *)w->sorted;
+    a.meta = (const int *)w->meta, a.tail = hc__gpu_moe_tail(w), a.gdiv = (const float *)pr->gdiv;
+    a.el = el, a.ystride = ystride, a.rdiv = rdiv, a.parts = parts, a.tile = r->tile;
     hc_mma_params mp = pr->mp;
     mp.ldx = ldx;
     cudaKernel_t k = md->g->mods[pr->mod].gk[lp->kernel];
@@ -107,10 +111,23 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     }
     if (HC_GPU_MOE_STOP(md, 2)) return HC_OK;
     const uint64_t ystride = rows * ml->up.mp.N;
+    /* the activation in gate_up's epilogue where the plan allows (config.h HC_MOE_ACT_FUSED, or
+     * forced by a test), straight into h: then no act launch */
+    hc_moe_args fz = {0};
+    uint64_t ust = 0;
+    if (HC_MOE_ACT_FUSED || md->moe_act)
+        fz.fuse = hc__gpu_moe_fuse_plan(&r, &lu, ml->parts, ml->order == HC_MOE_INTERLEAVED, ml->I,
+                                        ml->parts == 2 && ml->up.gdiv, ml->down.ptab != NULL, &ust);
+    if (fz.fuse) {
+        fz.ustripes = ust;
+        fz.act = ml->act == HC_MOE_SWIGLU_CLAMP, fz.alpha = ml->alpha, fz.limit = ml->limit;
+        fz.bias = (const float *)ml->bias_gu, fz.h = (unsigned short *)w->h;
+        fz.ldh = ml->ldh, fz.I = ml->I;
+    }
     HC_TRY(grouped(md, &ml->up, ml->parts, ml->El, &r, &lu, xin, ldx, rdiv, w->g, ystride, rows,
-                   s, err));
+                   fz.fuse ? &fz : NULL, s, err));
     if (HC_GPU_MOE_STOP(md, 3)) return HC_OK;
-    { /* act */
+    if (!fz.fuse) { /* act */
         const uint16_t *gp = w->g, *up;
         unsigned long long ldg, cs, I = ml->I, ldh = ml->ldh;
         if (ml->parts == 2) up = gp + ystride, ldg = ml->I, cs = 1;
@@ -125,7 +142,8 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     }
     if (HC_GPU_MOE_STOP(md, 4)) return HC_OK;
     /* down: into xs's memory, rows of H */
-    HC_TRY(grouped(md, &ml->down, 1, ml->El, &r, &ld, w->h, ml->ldh, 0, w->xs, 0, rows, s, err));
+    HC_TRY(grouped(md, &ml->down, 1, ml->El, &r, &ld, w->h, ml->ldh, 0, w->xs, 0, rows, NULL, s,
+                   err));
     if (HC_GPU_MOE_STOP(md, 5)) return HC_OK;
     { /* finalize */
         unsigned long long H = ml->H, tk = topk, mm = m;

@@ -36,11 +36,17 @@ hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
         int w = snprintf(names + len, sizeof names - len, ", %s", mv[k].forced);
         if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     }
+    if (!strcmp(name, "moe-act-fused")) {
+        *forced = HC_GPU_MOE_ACT_FORCED;
+        return HC_OK;
+    }
+    int w = snprintf(names + len, sizeof names - len, ", moe-act-fused");
+    if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     return hc__fail(err, HC_USAGE, "hc_gpu_model_force_kernel: '%s' is none of %s", name, names);
 }
 
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err) {
-    if (forced == HC_GPU_KERNEL_AUTO) return HC_OK;
+    if (forced == HC_GPU_KERNEL_AUTO || forced == HC_GPU_MOE_ACT_FORCED) return HC_OK;
     if (forced >= HC_GPU_MOE_FORCED) { /* a grouped kernel: its dense twin's family decides */
         size_t nv = 0;
         const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
@@ -495,4 +501,18 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     out->grid[0] = (unsigned)groups, out->grid[1] = (unsigned)r->tiles_max;
     out->grid[2] = r->tile_small ? 2 : 1;
     return HC_OK;
+}
+
+unsigned hc__gpu_moe_fuse_plan(const hc_gpu_moe_route *r, hc_gpu_moe_launch *lu, unsigned parts,
+                               bool interleaved, uint64_t I, bool part_divisors, bool down_perm,
+                               uint64_t *ustripes) {
+    *ustripes = 0;
+    if (lu->args != HC_GPU_ARGS_GEMM || r->tile_small || down_perm || !I) return 0;
+    if (interleaved) return parts == 1 ? 2u : 0u;
+    if (parts == 2 ? part_divisors : parts != 1 || I % 64 != 0) return 0;
+    if (parts == 1) *ustripes = I / 64;
+    size_t nv = 0;
+    const unsigned half = hc__gpu_moe_stripes(&hc__gpu_moe_variants(&nv)[lu->kernel]) / 2;
+    lu->grid[0] = (unsigned)hc__cdiv_u64(hc__cdiv_u64(I, 64), half);
+    return 1;
 }

@@ -73,14 +73,17 @@ typedef struct {
     unsigned tmap_toks;      /* GEMM by TMA: the tensor map's box of tokens; 0: no tensor map */
 } hc_gpu_choice;
 
-/* Forced grouped MoE kernels are HC_GPU_MOE_FORCED + their hc_gpu_moe_kernel. */
+/* Forced grouped MoE kernels are HC_GPU_MOE_FORCED + their hc_gpu_moe_kernel; "moe-act-fused"
+ * (the MoE activation in gate_up's epilogue wherever hc__gpu_moe_fuse_plan allows, beside
+ * whichever kernel runs) is HC_GPU_MOE_ACT_FORCED. */
 #define HC_GPU_MOE_FORCED 1000
+#define HC_GPU_MOE_ACT_FORCED 2000
 /* The forced kernel (HC_GPU_KERNEL_AUTO, an hc_gpu_kernel or HC_GPU_MOE_FORCED + an
  * hc_gpu_moe_kernel) a name stands for: NULL, "" or "auto", "t8", "t16", "mma", "wgmma",
  * "ws64", "ws128", "ws256", "skinny16", "skinny32", "skinny64", "skinny16q", "skinny32q",
  * "skinny64q", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256", "moe-skinny16",
  * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96", "moe-ws256r", "moe-ws288",
- * "moe-ws96w", "moe-ws24x6", "moe-ws80w". HC_USAGE naming it for any other. */
+ * "moe-ws96w", "moe-ws24x6", "moe-ws80w", "moe-act-fused". HC_USAGE naming it for any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);
@@ -150,5 +153,16 @@ typedef struct {
 } hc_gpu_moe_launch;
 hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                                const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err);
+
+/* The MoE activation in gate_up's epilogue (moe_args.h fuse; kernels/epilogue/moe_act.cuh)
+ * for launch lu of route r, a layer of `parts` gate_up parts (interleaved rows where
+ * interleaved), intermediate size I: 0 where it cannot (not a warp-specialised launch, two tile
+ * sizes, an act-order down -- hc_moe_act permutes its columns --, gate and up with NVFP4
+ * divisors of their own, stacked halves not on a stripe boundary); 2 (pairs) for interleaved
+ * rows; else 1 (halves), *ustripes up's first stripe past gate's where stacked (I / 64, else 0)
+ * and lu's grid.x made the groups of half a block's stripes over one half's ceil(I / 64). */
+unsigned hc__gpu_moe_fuse_plan(const hc_gpu_moe_route *r, hc_gpu_moe_launch *lu, unsigned parts,
+                               bool interleaved, uint64_t I, bool part_divisors, bool down_perm,
+                               uint64_t *ustripes);
 
 #endif

@@ -405,6 +405,72 @@ static void test_moe_w8_pick(void) {
  * else: the record is found by name, and the tensors it owns are the per-expert gate/up/down
  * (any expert) or the fused gate_up and down -- not the router, not the biases, not another
  * name that merely starts like one (moe_synth.h's names, written here by hand). */
+/* The activation in gate_up's epilogue (hc__gpu_moe_fuse_plan), worked from the rule as
+ * gpu_plan.h states it: which launches take it, in which mode, and the halves' grid -- groups of
+ * half a block's stripes over ceil(I / 64) stripes of one half. */
+static void test_moe_fuse_plan(void) {
+    hc_err err = {0};
+    hc_gpu_moe_route r;
+    hc_gpu_moe_launch lu;
+    uint64_t us = 99;
+    hc_gpu_shape gate = layer(768, 2048, 2304); /* Qwen3-like gate (or up): I = 768, 12 stripes */
+    /* r = 64: moe-ws80w, four stripes a block: two of gate and two of up, 12 / 2 = 6 groups
+     * (unfused: 3 groups a part x 2 parts, the same count) */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err),
+                 HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 6);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 1);
+    CHECK_EQ_U64(us, 0);
+    CHECK_EQ_INT(lu.grid[0], 6);
+    CHECK_EQ_INT(lu.grid[1], 228); /* (the tiles: unchanged) */
+    /* NVFP4 gate and up, each with its own divisor: not fused; an act-order down (hc_moe_act
+     * permutes the columns): not fused */
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, true, false, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, true, &us), 0);
+    /* stacked in one tensor (1536 rows): up's first stripe 768 / 64 = 12 past gate's; I = 720
+     * (not a stripe boundary): not fused */
+    hc_gpu_shape gu = layer(1536, 2048, 2304);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 1, false, 768, false, false, &us), 1);
+    CHECK_EQ_U64(us, 12);
+    CHECK_EQ_INT(lu.grid[0], 6);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 1, false, 720, false, false, &us), 0);
+    /* interleaved (gpt-oss-like, 2 x 2880 rows = 90 stripes): pairs, the grid as unfused --
+     * ceil(90 / 4) = 23 -- whatever the divisors */
+    hc_gpu_shape il = layer(5760, 2880, 2304);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &il, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 23);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 1, true, 2880, true, false, &us), 2);
+    CHECK_EQ_INT(lu.grid[0], 23);
+    /* r = 16: moe-ws24x6, six stripes a block: 12 / 3 = 4 groups; r = 128: two tiles of 80 */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 2048, 128, HC_GPU_KERNEL_AUTO, &r, &err),
+                 HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 1);
+    CHECK_EQ_INT(lu.grid[0], 4);
+    /* a tile of 128 (forced): two stripes a block, one of each: 12 groups */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 16384, 128, HC_GMK_WS128, &r, &err),
+                 HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 1);
+    CHECK_EQ_INT(lu.grid[0], 12);
+    /* small M (tiles of 8), the skinny kernels (r = 32) and two tile sizes (moe-ws256r): not
+     * fused (the separate activation launch) */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err),
+                 HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 4096, 128, HC_GPU_KERNEL_AUTO, &r, &err),
+                 HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 32768, 128, HC_GMK_WS256R, &r, &err),
+                 HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 0);
+}
+
 static void test_moe_layer_tensors(void) {
     char path[600], msg[512];
     snprintf(path, sizeof path, "%s/moe-only.hconvert", test_tmpdir());
@@ -442,5 +508,6 @@ void suite_moeplan(void) {
     RUN(test_moe_plan);
     RUN(test_moe_w8_plan);
     RUN(test_moe_w8_pick);
+    RUN(test_moe_fuse_plan);
     RUN(test_moe_layer_tensors);
 }

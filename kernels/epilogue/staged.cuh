@@ -7,26 +7,24 @@
 #include "codec/bf16.cuh"
 #include "memory/ptx.cuh"
 
-/* Consumer warpgroup wgc (threads 128..383: tid), lane row r0 and column pair c of its warp: its
- * SPW stripes' TOKS / 8 C fragments each (d: SPW x TOKS / 2, stripe nb0 + wgc SPW + j in d + j
- * TOKS / 2) go to a [TOKS][128 SPW + 8] bf16 block at smem (the 8: conflict-free for the
- * fragment layout), then each of the block's tokens from tok0 has its 128 SPW outputs from row
- * nb0 * 64 written (the stripes that exist: live). Every consumer thread calls this after its
- * last wgmma is done; the producer has nothing in flight. */
-template <int TOKS, int SPW = 1>
-__device__ __forceinline__ void store_staged(const float *d, hc_u8 *smem, unsigned tid,
-                                             unsigned wgc, unsigned r0, unsigned c, unsigned live,
-                                             hc_u16 *__restrict__ y, hc_u64 nb0, hc_u64 tok0,
-                                             const hc_mma_params &p, hc_u64 m) {
-    constexpr unsigned RS = 128 * SPW + 8, PCS = 16 * SPW; /* a token's row; its 16-byte pieces */
+/* Consumer warpgroup wgc, lane row r0 and column pair c of its warp: its SPW stripes' TOKS / 8
+ * C fragments each (d: SPW x TOKS / 2, stripe wgc SPW + j in d + j TOKS / 2) to a
+ * [TOKS][128 SPW + 8] bf16 block at smem (the 8: conflict-free for the fragment layout), its
+ * stripes j < lw only (the block's stripes that exist: lw of the warpgroup's). Every consumer
+ * thread calls this after its last wgmma is done (the producer has nothing in flight), and the
+ * block is read after it returns. */
+template <int TOKS, int SPW>
+__device__ __forceinline__ hc_u16 *stage_sums(const float *d, hc_u8 *smem, unsigned wgc,
+                                              unsigned r0, unsigned c, unsigned lw) {
+    constexpr unsigned RS = 128 * SPW + 8; /* a token's row */
     bar_sync<1, 256>();
     hc_u16 *out = (hc_u16 *)smem;
     /* (a stripe past N has nothing to write; ptxas also needs the accumulator reads in a
      * block of their own: straight after the wait it serialises every wgmma, warning C7514) */
 #pragma unroll
     for (int j = 0; j < SPW; j++) {
-        const unsigned st = wgc * SPW + j, nl = st * 64 + r0;
-        if (st < live)
+        const unsigned nl = (wgc * SPW + j) * 64 + r0;
+        if ((unsigned)j < lw)
 #pragma unroll
             for (int i = 0; i < TOKS / 8; i++)
 #pragma unroll
@@ -35,6 +33,20 @@ __device__ __forceinline__ void store_staged(const float *d, hc_u8 *smem, unsign
                         bf16_of(d[j * (TOKS / 2) + i * 4 + e]);
     }
     bar_sync<1, 256>();
+    return out;
+}
+
+/* The sums staged (stripe nb0 + wgc SPW + j of the block's first `live`), then each of the
+ * block's tokens from tok0 below m has its 128 SPW outputs from row nb0 x 64 written as
+ * 16-byte stores (threads 128..383: tid). */
+template <int TOKS, int SPW = 1>
+__device__ __forceinline__ void store_staged(const float *d, hc_u8 *smem, unsigned tid,
+                                             unsigned wgc, unsigned r0, unsigned c, unsigned live,
+                                             hc_u16 *__restrict__ y, hc_u64 nb0, hc_u64 tok0,
+                                             const hc_mma_params &p, hc_u64 m) {
+    constexpr unsigned RS = 128 * SPW + 8, PCS = 16 * SPW; /* a token's row; its 16-byte pieces */
+    const unsigned lw = wgc ? (live > SPW ? live - SPW : 0u) : (live < SPW ? live : SPW);
+    const hc_u16 *out = stage_sums<TOKS, SPW>(d, smem, wgc, r0, c, lw);
     const bool vec = (p.N & 7) == 0 && ((size_t)y & 15) == 0;
     for (unsigned q = tid - 128; q < TOKS * PCS; q += 256) {
         const unsigned tl = q / PCS, pc = q % PCS;

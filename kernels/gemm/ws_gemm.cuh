@@ -8,6 +8,7 @@
 #define HC_K_GEMM_WS_GEMM_CUH
 
 #include "gemm/ws_decode.cuh"
+#include "epilogue/moe_act.cuh"
 #include "epilogue/staged.cuh"
 #include "memory/tma.cuh"
 #include "mma/wgmma.cuh"
@@ -33,11 +34,15 @@
  * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. SPW = 2 (the
  * grouped moe-ws96w): stripes nb0 .. nb0 + 3, consumer warpgroup c owning 2 c and 2 c + 1 (its
  * warps decode both, two wgmma a k16 step), a stage's four chunks behind one activation tile;
- * SPW = 3 (moe-ws24x6) the same with six stripes a block. */
-template <int TOKS, int SPW = 1>
+ * SPW = 3 (moe-ws24x6) the same with six stripes a block. actf (the grouped gate_up with the
+ * activation in its epilogue, epilogue/moe_act.cuh; ws_no_act otherwise): where actf.on(), in
+ * halves mode the stage's chunks are gate's stripes nb0 .. (from w) and up's same rows (from
+ * wup), live of each, and the outputs go through the activation into h instead of y. */
+template <int TOKS, int SPW = 1, class ACTF = ws_no_act>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
-                                              hc_u16 *__restrict__ y, const hc_tmap &tmx) {
+                                              hc_u16 *__restrict__ y, const hc_tmap &tmx,
+                                              const ACTF &actf = ACTF()) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
     constexpr int NS = HC_WS_STAGES(TOKS), BOX = HC_WS_BOX(TOKS);
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
@@ -68,7 +73,12 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         if (tid != 0) return;
         const hc_u8 *wsrc = w + nb0 * tiles * cb;
         const hc_u64 sstride = tiles * cb;
-        const unsigned tx = XB + live * (unsigned)cb;
+        /* chunks a stage: the block's live stripes, or in halves mode live of gate's (slots 0 ..)
+         * and as many of up's (slots SPW ..) */
+        const ws_act fa = actf.on() ? actf() : ws_act{};
+        const bool halves = fa.mode == 1;
+        const unsigned nld = halves ? 2 * fa.live : live, hl = halves ? fa.live : NST;
+        const unsigned tx = XB + nld * (unsigned)cb;
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned s = 0, ph = 0;
         for (hc_u64 kb = 0; kb < tiles; kb++) {
@@ -78,8 +88,12 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
 #pragma unroll
             for (int h = 0; h < TOKS / BOX; h++) /* (boxes of 1024-byte multiples: one swizzle) */
                 tma_load_2d(st + h * BOX * 128, tmap, (unsigned)(kb * 64), (unsigned)tok0 + h * BOX, fb);
-            for (unsigned q = 0; q < live; q++)
-                bulk_load(st + XB + q * (unsigned)cb, wsrc + q * sstride + kb * cb, (unsigned)cb, fb);
+            for (unsigned q = 0; q < nld; q++) {
+                const bool up = q >= hl; /* (halves mode only) */
+                const hc_u8 *src = up ? fa.wup + (q - hl) * sstride : wsrc + q * sstride;
+                bulk_load(st + XB + (up ? SPW + q - hl : q) * (unsigned)cb, src + kb * cb,
+                          (unsigned)cb, fb);
+            }
             if (++s == NS) s = 0, ph ^= 1;
         }
         return;
@@ -144,6 +158,15 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         for (int j = 0; j < SPW; j++)
 #pragma unroll
             for (int i = 0; i < TOKS / 2; i++) d[j][i] = 0.0f;
+    if (actf.on()) {
+        const ws_act fa = actf();
+        const unsigned lw = fa.mode == 1 ? fa.live
+                            : wgc        ? (live > SPW ? live - SPW : 0u)
+                                         : (live < SPW ? live : (unsigned)SPW);
+        store_act<TOKS, SPW>(stage_sums<TOKS, SPW>(&d[0][0], smem, wgc, r0, c, lw), tid, fa, tok0,
+                             m);
+        return;
+    }
     store_staged<TOKS, SPW>(&d[0][0], smem, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
 }
 

@@ -11,7 +11,8 @@
  * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
  * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w and ws80w at ~166, moe-ws24x6 at ~16
- * and ~256), a
+ * and ~256), the activation in gate_up's epilogue forced ("moe-act-fused") on the picks and
+ * each warp-specialised tile, a
  * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
@@ -29,6 +30,9 @@
 #include "moe_synth.h"
 
 static int passed, failed;
+/* check() forces "moe-act-fused" too: the activation in gate_up's epilogue wherever the plan
+ * allows (runtime/gpu_plan.c hc__gpu_moe_fuse_plan; elsewhere the separate launch runs) */
+static bool act_fused;
 
 static float bf16_round(float f) {
     uint32_t u;
@@ -144,10 +148,11 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
         }
         memcpy(y2, y, M * H * 4);
     } else if (hc_gpu_model_force_kernel(md, kern, msg, sizeof msg) ||
+               (act_fused && hc_gpu_model_force_kernel(md, "moe-act-fused", msg, sizeof msg)) ||
                hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y, msg, sizeof msg) ||
                hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y2, msg, sizeof msg)) {
-        printf("FAIL %s M=%llu top-%llu %s: %s\n", label, (unsigned long long)M,
-               (unsigned long long)k, kern ? kern : "auto", msg);
+        printf("FAIL %s M=%llu top-%llu %s%s: %s\n", label, (unsigned long long)M,
+               (unsigned long long)k, kern ? kern : "auto", act_fused ? " act-fused" : "", msg);
         failed++;
         goto done;
     }
@@ -179,14 +184,14 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
     double rel = den > 0 ? sqrt(num / den) : 0;
     ok = ok && !bad && !cbad && same && rel < 0.1; /* (the bound decides; rel: gross errors) */
     if (ok) {
-        printf("ok   %s M=%llu top-%llu %s %s (rel %.1e)\n", label, (unsigned long long)M,
+        printf("ok   %s M=%llu top-%llu %s %s%s (rel %.1e)\n", label, (unsigned long long)M,
                (unsigned long long)k, skew ? "skewed" : "uniform",
-               md ? kern ? kern : "auto" : "CPU twin", rel);
+               md ? kern ? kern : "auto" : "CPU twin", act_fused ? " act-fused" : "", rel);
     } else {
-        printf("FAIL %s M=%llu top-%llu %s %s: %llu of %llu beyond the bound (worst y[%llu][%llu] "
-               "%g vs %g, bound %g), CPU twin %llu beyond, rel %.2e%s\n", label,
+        printf("FAIL %s M=%llu top-%llu %s %s%s: %llu of %llu beyond the bound (worst "
+               "y[%llu][%llu] %g vs %g, bound %g), CPU twin %llu beyond, rel %.2e%s\n", label,
                (unsigned long long)M, (unsigned long long)k, skew ? "skewed" : "uniform",
-               kern ? kern : "auto", (unsigned long long)bad, (unsigned long long)(M * H),
+               kern ? kern : "auto", act_fused ? " act-fused" : "", (unsigned long long)bad, (unsigned long long)(M * H),
                (unsigned long long)(worst / H), (unsigned long long)(worst % H), (double)y[worst],
                ref[worst], bnd[worst], (unsigned long long)cbad, rel, same ? "" : ", two runs differ");
     }
@@ -330,6 +335,23 @@ int main(void) {
                     /* moe-ws80w (v71) at ~166 rows an expert (three tiles, the last short) */
                     check(md, c, cf, &r, label, "moe-ws80w", 333, 4, true, seed + 52, 0, all);
                 }
+                /* the activation in gate_up's epilogue (v74, forced "moe-act-fused"): halves on
+                 * the per-expert block (I = 80: a half's second stripe short; the integer kinds'
+                 * act-order down keeps the separate launch) and the stacked one (I = 64), pairs
+                 * on the interleaved one (144 rows, gpt-oss's clamped SwiGLU and biases; NVFP4's
+                 * gate and up divisors keep the per-expert block apart) -- the pick at ~166 and
+                 * ~10 rows an expert, and each warp-specialised tile forced */
+                if (ci <= 2 && md && ws) {
+                    static const char *const fk[] = {"moe-ws64",  "moe-ws128",  "moe-ws288",
+                                                     "moe-ws96w", "moe-ws24x6", "moe-ws80w"};
+                    act_fused = true;
+                    check(md, c, cf, &r, label, NULL, 333, 4, false, seed + 60, 0, all);
+                    check(md, c, cf, &r, label, NULL, 256, 8, true, seed + 61, 0, all);
+                    for (size_t f = 0; f < sizeof fk / sizeof fk[0]; f++)
+                        check(md, c, cf, &r, label, fk[f], 333, 4, f % 2 == 1, seed + 62 + f, 0,
+                              all);
+                    act_fused = false;
+                }
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
                  * slot), at 1-3 and ~16-128 rows a tile of 8 */
@@ -350,6 +372,9 @@ int main(void) {
                     } else {
                         check(ep, c, cf, &r, el, NULL, 64, 4, false, seed + 31, q0, q1);
                         check(ep, c, cf, &r, el, NULL, 333, 8, true, seed + 32, q0, q1);
+                        act_fused = g && !strcmp(hc_gpu_arch(g), "sm_90a");
+                        check(ep, c, cf, &r, el, NULL, 333, 8, false, seed + 33, q0, q1);
+                        act_fused = false;
                     }
                 }
                 hc_gpu_model_free(ep);

@@ -1,0 +1,81 @@
+// moe_act.cuh: a mixture-of-experts block's activation between its projections, in one place
+// for both of its uses -- hc_moe_act (moe_route.cu), the launch of its own after gate_up, and
+// the warp-specialised gate_up kernels' epilogue that applies it before anything leaves the
+// block (store_act, below: gpu_moe.c decides which runs). Both read gate and up as bf16 (the
+// GEMM's outputs rounded once), add the biases and compute in float32, so the two give the same
+// bits.
+#ifndef HC_K_EPILOGUE_MOE_ACT_CUH
+#define HC_K_EPILOGUE_MOE_ACT_CUH
+
+#include "codec/bf16.cuh"
+#include "memory/ptx.cuh"
+
+__device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((unsigned)v << 16); }
+
+/* act 0: silu(g) x u; 1 (gpt-oss): g clamped to <= limit, u to [-limit, limit],
+ * g x sigmoid(alpha x g) x (u + 1) */
+__device__ __forceinline__ float moe_act(float g, float u, unsigned act, float alpha, float limit) {
+    if (act == 1) {
+        g = fminf(g, limit);
+        u = fminf(fmaxf(u, -limit), limit);
+        return g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+    }
+    return g / (1.0f + expf(-g)) * u;
+}
+
+/* What a gate_up block needs to apply the activation itself (the grouped kernels' hc_moe_args
+ * carry it; moe_gemm.cu moe_ws_tile fills it per block). mode 1, halves: the block's first SPW
+ * stripes are gate's stripes j0 .., its next SPW the same rows of up (wup: up's first such
+ * stripe; live of each half); mode 2, pairs: rows 2 j and 2 j + 1 of the block's 2 SPW stripes
+ * are gate and up of output j (interleaved, gpt-oss), outputs from j0 = nb0 x 32. Outputs
+ * h[row][j] for j < I (ldh a row), biases bias[j] (gate) and bias[I + j] (up), or none. */
+struct ws_act {
+    const hc_u8 *wup;
+    hc_u16 *h;
+    const float *bias;
+    hc_u64 ldh, I, j0;
+    unsigned mode, live, act;
+    float alpha, limit;
+};
+/* The dense kernels' (and an unfused launch's) stand-in: ws_gemm_block asks on() and, only
+ * where it is true, builds the ws_act where it uses it (the producer's chunks, the epilogue),
+ * so that nothing of it stays in registers across the main loop. */
+struct ws_no_act {
+    __device__ __forceinline__ bool on() const { return false; }
+    __device__ __forceinline__ ws_act operator()() const { return ws_act{}; }
+};
+
+/* The block's staged bf16 sums (epilogue/staged.cuh stage_sums: [TOKS][RS], stripe st at
+ * columns st x 64 ..) through the activation into h: each of the block's tokens below m has its
+ * 64 SPW outputs from column j0 written, 8 a thread at a time (16-byte stores where the row and
+ * I allow). Consumer threads only (tid 128..383), after stage_sums. */
+template <int TOKS, int SPW>
+__device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const ws_act &fa,
+                                          hc_u64 tok0, hc_u64 m) {
+    constexpr unsigned RS = 128 * SPW + 8, PCS = 8 * SPW; /* a token's staged row; its pieces */
+    const bool vec = (fa.ldh & 7) == 0 && ((size_t)fa.h & 15) == 0;
+    for (unsigned q = tid - 128; q < TOKS * PCS; q += 256) {
+        const unsigned tl = q / PCS, pc = q % PCS;
+        const hc_u64 tok = tok0 + tl, j = fa.j0 + pc * 8;
+        if (tok >= m || j >= fa.I) continue;
+        const hc_u16 *row = out + tl * RS;
+        float v[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const unsigned c = pc * 8 + k;
+            float g = f_of_bf16(fa.mode == 1 ? row[c] : row[2 * c]);
+            float u = f_of_bf16(fa.mode == 1 ? row[64 * SPW + c] : row[2 * c + 1]);
+            if (fa.bias && j + k < fa.I) g += fa.bias[j + k], u += fa.bias[fa.I + j + k];
+            v[k] = moe_act(g, u, fa.act, fa.alpha, fa.limit);
+        }
+        hc_u16 *dst = fa.h + tok * fa.ldh + j;
+        if (vec && j + 8 <= fa.I) {
+            *(uint4 *)dst = make_uint4(bf2_pack(v[0], v[1]), bf2_pack(v[2], v[3]),
+                                       bf2_pack(v[4], v[5]), bf2_pack(v[6], v[7]));
+        } else {
+            for (int k = 0; k < 8 && j + k < fa.I; k++) dst[k] = bf16_of(v[k]);
+        }
+    }
+}
+
+#endif
