@@ -127,8 +127,8 @@ template <int SPW> struct moe_act_of {
         return f;
     }
 };
-/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0 */
-template <int TOKS, int SPW = 1>
+/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM */
+template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                             unsigned vp, unsigned i, hc_u64 tok0) {
@@ -145,17 +145,17 @@ __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_p
     }
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    ws_gemm_block<TOKS, SPW>((const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0,
-                             tok0 + (hc_u64)rows, out + part * a.ystride, tmx,
-                             moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
+    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS>(
+        (const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0, tok0 + (hc_u64)rows,
+        out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
 }
-template <int TOKS, int SPW = 1>
+template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
                                        hc_u16 *__restrict__ out, const hc_tmap &tmx) {
     unsigned vp, mt;
     ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     if ((int)mt >= a.meta[0]) return;
-    moe_ws_tile<TOKS, SPW>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
+    moe_ws_tile<TOKS, SPW, BPS>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
 }
 /* two tile sizes (the route's T = BIG and Ts = SMALL, moe_args.h): grid z 0 the tiles of BIG
  * rows (tmx: boxes of BIG rows), z 1 those of SMALL after them (tms: boxes of SMALL); the
@@ -175,18 +175,20 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
         moe_ws_tile<SMALL>(a, p, out, tms, vp, nb + mt, (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
     }
 }
-#define HC_MOE_WS_BODY(toks, spw) moe_ws<toks, spw>(a, p, out, tmx)
+#define HC_MOE_WS_BODY(toks, spw, bps) moe_ws<toks, spw, bps>(a, p, out, tmx)
 #define HC_MOE_WS_TWO_BODY(big, small) moe_ws_two<big, small>(a, p, out, tmx, tms)
 #else
-#define HC_MOE_WS_BODY(toks, spw) ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
+#define HC_MOE_WS_BODY(toks, spw, bps) ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
 #define HC_MOE_WS_TWO_BODY(big, small) ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
-#define HC_MOE_WS_KERNEL(name, toks, spw)                                                      \
-    extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)                             \
+/* (bps: blocks an SM, the launch bounds and config.h HC_WS_PREGS / HC_WS_CREGS) */
+#define HC_MOE_WS_KERNEL_N(name, toks, spw, bps)                                               \
+    extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, bps)                           \
         name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
              const __grid_constant__ hc_tmap tmx) {                                            \
-        HC_MOE_WS_BODY(toks, spw);                                                             \
+        HC_MOE_WS_BODY(toks, spw, bps);                                                        \
     }
+#define HC_MOE_WS_KERNEL(name, toks, spw) HC_MOE_WS_KERNEL_N(name, toks, spw, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws64, 64, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws96, 96, 1) /* (MoE only: ~64 rows an expert in one tile; v62) */
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128, 1)
@@ -203,6 +205,10 @@ HC_MOE_WS_KERNEL(hc_moe_ws80w, 80, 2)
  * independent decodes a warp; v70's eight stripes (Humming's 24 x 512) left a third of Qwen3's
  * gate_up blocks' stripes dead (768 rows a part) and lost to moe-t16) */
 HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
+/* two stripes a block, tiles of 24, two blocks an SM (v75, forced only until measured: ncu put
+ * ws24x8 at 0.85 eligible warps a scheduler with 8 consumer warps an SM, Humming's 24-token
+ * kernel at 1.68 with 16-20; this one has 16, each with one stripe's decode, at 104 registers) */
+HC_MOE_WS_KERNEL_N(hc_moe_ws24d, 24, 1, 2)
 /* tiles of 256 and an expert's remainder in a tile of 64 (v63: the route's two tile sizes) */
 extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)
     hc_moe_ws256r(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,

@@ -119,21 +119,22 @@ bool hc__gpu_family_runs_on(const hc_gpu_family *f, const char *arch, bool tmap)
 }
 
 static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
-    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0, 0, 0, 0},
-    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0, 0, 0, 0},
-    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0, 0, 0, 0},
-    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0, 0, 0, 0},
-    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0, 0, 0, 0},
-    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0, 0, 0, 0},
-    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0, 0, 0, 0},
-    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0, 0, 0, 0},
-    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0, 0, 0},
-    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, NULL, 0, 96, 0, 0},
-    {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64, 0},
-    {HC_GMK_WS288, "hc_moe_ws288", "moe-ws288", HC_GK_WS256, NULL, 0, 288, 0, 0},
-    {HC_GMK_WS96W, "hc_moe_ws96w", "moe-ws96w", HC_GK_WS64, NULL, 0, 96, 0, 4},
-    {HC_GMK_WS24X6, "hc_moe_ws24x6", "moe-ws24x6", HC_GK_WS64, NULL, 0, 24, 0, 6},
-    {HC_GMK_WS80W, "hc_moe_ws80w", "moe-ws80w", HC_GK_WS64, NULL, 0, 80, 0, 4},
+    {HC_GMK_T8, "hc_moe_gemv_t8", "moe-t8", HC_GK_GEMV_T8, NULL, 0, 0, 0, 0, 0},
+    {HC_GMK_T16, "hc_moe_gemv_t16", "moe-t16", HC_GK_GEMV_T16, moe_gemv16_smem, 0, 0, 0, 0, 0},
+    {HC_GMK_WS64, "hc_moe_ws64", "moe-ws64", HC_GK_WS64, NULL, 0, 0, 0, 0, 0},
+    {HC_GMK_WS128, "hc_moe_ws128", "moe-ws128", HC_GK_WS128, NULL, 0, 0, 0, 0, 0},
+    {HC_GMK_WS256, "hc_moe_ws256", "moe-ws256", HC_GK_WS256, NULL, 0, 0, 0, 0, 0},
+    {HC_GMK_SKINNY16, "hc_moe_skinny16", "moe-skinny16", HC_GK_SKINNY16, NULL, 0, 0, 0, 0, 0},
+    {HC_GMK_SKINNY32, "hc_moe_skinny32", "moe-skinny32", HC_GK_SKINNY32, NULL, 0, 0, 0, 0, 0},
+    {HC_GMK_SKINNY64, "hc_moe_skinny64", "moe-skinny64", HC_GK_SKINNY64, NULL, 0, 0, 0, 0, 0},
+    {HC_GMK_W8, "hc_moe_gemv_w8", "moe-w8", HC_GK_GEMV_T8, gemv_items_smem, HC_GEMVW_DESC_BYTES, 0, 0, 0, 0},
+    {HC_GMK_WS96, "hc_moe_ws96", "moe-ws96", HC_GK_WS64, NULL, 0, 96, 0, 0, 0},
+    {HC_GMK_WS256R, "hc_moe_ws256r", "moe-ws256r", HC_GK_WS256, NULL, 0, 0, 64, 0, 0},
+    {HC_GMK_WS288, "hc_moe_ws288", "moe-ws288", HC_GK_WS256, NULL, 0, 288, 0, 0, 0},
+    {HC_GMK_WS96W, "hc_moe_ws96w", "moe-ws96w", HC_GK_WS64, NULL, 0, 96, 0, 4, 0},
+    {HC_GMK_WS24X6, "hc_moe_ws24x6", "moe-ws24x6", HC_GK_WS64, NULL, 0, 24, 0, 6, 0},
+    {HC_GMK_WS80W, "hc_moe_ws80w", "moe-ws80w", HC_GK_WS64, NULL, 0, 80, 0, 4, 0},
+    {HC_GMK_WS24D, "hc_moe_ws24d", "moe-ws24d", HC_GK_WS64, NULL, 0, 24, 0, 0, 2},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {

@@ -90,6 +90,8 @@ typedef enum {
     HC_GMK_WS96W,    /* hc_moe_ws96w (sm_90a): tiles of 96 rows, four stripes a block (v69) */
     HC_GMK_WS24X6,   /* hc_moe_ws24x6 (sm_90a): tiles of 24 rows, six stripes a block (v72) */
     HC_GMK_WS80W,    /* hc_moe_ws80w (sm_90a): tiles of 80 rows, four stripes a block (v71) */
+    HC_GMK_WS24D,    /* hc_moe_ws24d (sm_90a): tiles of 24 rows, two blocks an SM (v75: forced
+                      * only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -114,6 +116,10 @@ typedef struct {
      * two a consumer warpgroup; moe-ws24x6: six), else 0: read it through
      * hc__gpu_moe_stripes */
     unsigned stripes;
+    /* blocks an SM where more than one (moe-ws24d: two; its launch bounds and registers,
+     * config.h HC_WS_PREGS / HC_WS_CREGS; the runtime asks for the shared-memory carveout that
+     * holds them), else 0 */
+    unsigned bps;
 } hc_gpu_moe_variant;
 
 /* The family of grouped kernel mv, *v its dense variant at mv's token tile. */

@@ -84,6 +84,9 @@ static hc_status fetch(const hc_gpu *g, cudaLibrary_t lib, const char *entry,
     if (most) /* (none fits: the chooser never launches it here) */
         CU(hc__cuda.func_attr((const void *)*k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              (int)most), what);
+    if (mv && mv->bps > 1) /* (its blocks an SM side by side: all the shared memory there is) */
+        CU(hc__cuda.func_attr((const void *)*k, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             cudaSharedmemCarveoutMaxShared), what);
 out:
     if (st) *perr = err;
     return st;

@@ -1,7 +1,8 @@
 /* gpu_moe.c: hc_gpu_moe -- a mixture-of-experts block on the GPU, as the container's MoE record
  * describes it, over what gpu_moe_load.c prepared at load: per call, in chunks of at most the
- * workspace's slots, five or six launches on the caller's stream: route (device-side sort),
- * [expand], gate_up (grouped), act, down (grouped), finalize (the top-k weighted sum). Nothing
+ * workspace's slots, four to six launches on the caller's stream: route (device-side sort),
+ * [expand], gate_up (grouped), [act: unless gate_up's epilogue applies it], down (grouped),
+ * finalize (the top-k weighted sum). Nothing
  * goes back to the host, so a call is CUDA-graph capturable; the same inputs give the same
  * bits. The choice of kernel and tile is gpu_plan.c's (pure). docs/gpu.md, "Mixture of
  * experts". */

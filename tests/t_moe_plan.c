@@ -235,6 +235,16 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 6 * 2304));
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 4);
+    /* moe-ws24d (v75, forced only): tiles of 24 at r = 16 as ws24x6's, two stripes a block
+     * (down's 32 in 16 pairs, gate and up's 12 in 6 a part), two chunks a stage */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_WS24D, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.tile, 24);
+    CHECK_EQ_U64(r.tiles_max, 208);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 16);
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 2 * 2304));
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 12);
     /* moe-ws80w (v71, forced only): tiles of 80 at r = 64, (8192 + 128 x 79) / 80 = 228 */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80W, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 80);
@@ -273,7 +283,8 @@ static void test_moe_plan(void) {
                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
                                         "moe-ws96",     "moe-ws256r",   "moe-ws288",
-                                        "moe-ws96w",    "moe-ws24x6",   "moe-ws80w"};
+                                        "moe-ws96w",    "moe-ws24x6",   "moe-ws80w",
+                                        "moe-ws24d"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);

@@ -38,7 +38,7 @@
  * activation in its epilogue, epilogue/moe_act.cuh; ws_no_act otherwise): where actf.on(), in
  * halves mode the stage's chunks are gate's stripes nb0 .. (from w) and up's same rows (from
  * wup), live of each, and the outputs go through the activation into h instead of y. */
-template <int TOKS, int SPW = 1, class ACTF = ws_no_act>
+template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx,
@@ -69,7 +69,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     }
     __syncthreads();
     if (warp < 4) { /* ---- producer ---- */
-        setmaxnreg_dec<40>();
+        setmaxnreg_dec<HC_WS_PREGS(BPS)>();
         if (tid != 0) return;
         const hc_u8 *wsrc = w + nb0 * tiles * cb;
         const hc_u64 sstride = tiles * cb;
@@ -99,7 +99,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         return;
     }
     /* ---- consumers ---- */
-    setmaxnreg_inc<232>();
+    setmaxnreg_inc<HC_WS_CREGS(BPS)>();
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
     const unsigned r0 = wl * 16 + g;
     /* SPW stripes a warpgroup: stripe nb0 + wgc SPW + j in d[j], its A fragments in a[j] (a

@@ -254,7 +254,8 @@ int main(void) {
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
-                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80w"};
+                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80w",
+                                         "moe-ws24d"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -332,6 +333,8 @@ int main(void) {
                      * at ~16 rows an expert on the E = 128 block, ~256 (11 tiles) on E = 8 */
                     check(md, c, cf, &r, label, "moe-ws24x6", 256, 8, false,
                           seed + 51, 0, all);
+                    /* moe-ws24d (v75: two blocks an SM, registers cut to 24 / 104) the same */
+                    check(md, c, cf, &r, label, "moe-ws24d", 256, 8, true, seed + 53, 0, all);
                     /* moe-ws80w (v71) at ~166 rows an expert (three tiles, the last short) */
                     check(md, c, cf, &r, label, "moe-ws80w", 333, 4, true, seed + 52, 0, all);
                 }
@@ -342,8 +345,9 @@ int main(void) {
                  * gate and up divisors keep the per-expert block apart) -- the pick at ~166 and
                  * ~10 rows an expert, and each warp-specialised tile forced */
                 if (ci <= 2 && md && ws) {
-                    static const char *const fk[] = {"moe-ws64",  "moe-ws128",  "moe-ws288",
-                                                     "moe-ws96w", "moe-ws24x6", "moe-ws80w"};
+                    static const char *const fk[] = {"moe-ws64",   "moe-ws128",  "moe-ws288",
+                                                     "moe-ws96w",  "moe-ws24x6", "moe-ws80w",
+                                                     "moe-ws24d"};
                     act_fused = true;
                     check(md, c, cf, &r, label, NULL, 333, 4, false, seed + 60, 0, all);
                     check(md, c, cf, &r, label, NULL, 256, 8, true, seed + 61, 0, all);
