@@ -4,6 +4,7 @@
 #include "gpu_plan.h"
 
 #include "config.h"
+#include "layouts.h"
 #include "moe_args.h"
 #include "streamk_rule.h"
 
@@ -507,12 +508,16 @@ unsigned hc__gpu_moe_fuse_plan(const hc_gpu_moe_route *r, hc_gpu_moe_launch *lu,
                                bool interleaved, uint64_t I, bool part_divisors, bool down_perm,
                                uint64_t *ustripes) {
     *ustripes = 0;
-    if (lu->args != HC_GPU_ARGS_GEMM || r->tile_small || down_perm || !I) return 0;
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&nv)[lu->kernel];
+    /* (the warp-specialised body only: moe_gemm.cu moe_ws_tile) */
+    const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, NULL);
+    if (lu->args != HC_GPU_ARGS_GEMM || f->kf != HC_KF_WS || r->tile_small || down_perm || !I)
+        return 0;
     if (interleaved) return parts == 1 ? 2u : 0u;
     if (parts == 2 ? part_divisors : parts != 1 || I % 64 != 0) return 0;
     if (parts == 1) *ustripes = I / 64;
-    size_t nv = 0;
-    const unsigned half = hc__gpu_moe_stripes(&hc__gpu_moe_variants(&nv)[lu->kernel]) / 2;
+    const unsigned half = hc__gpu_moe_stripes(mv) / 2;
     lu->grid[0] = (unsigned)hc__cdiv_u64(hc__cdiv_u64(I, 64), half);
     return 1;
 }

@@ -201,6 +201,34 @@ done:
     free(x), free(y), free(y2), free(yc), free(w), free(ids), free(ref), free(bnd);
 }
 
+/* The activation in gate_up's epilogue gives the separate launch's bits (the same function,
+ * the same rounding of gate and up): one call with kernel kern (NULL: the pick), unfused, then
+ * fused ("moe-act-fused"), y compared bit for bit. */
+static void act_same_bits(hc_gpu_model *md, const mcfg *cf, const char *label, const char *kern,
+                          uint64_t M, uint64_t k, uint64_t seed) {
+    const uint64_t H = cf->H;
+    char msg[1024] = "";
+    float *x = malloc(M * H * 4), *y0 = malloc(M * H * 4), *y1 = malloc(M * H * 4);
+    float *w = malloc(M * k * 4);
+    int32_t *ids = malloc(M * k * 4);
+    uint64_t rng = seed + 5;
+    for (uint64_t i = 0; i < M * H; i++)
+        x[i] = bf16_round((float)((double)(rng_next(&rng) % 2000) / 1000.0 - 1.0));
+    route(cf->E, M, k, true, seed, ids, w);
+    const bool ran =
+        !hc_gpu_model_force_kernel(md, kern, msg, sizeof msg) &&
+        !hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y0, msg, sizeof msg) &&
+        !hc_gpu_model_force_kernel(md, "moe-act-fused", msg, sizeof msg) &&
+        !hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y1, msg, sizeof msg);
+    const bool ok = ran && memcmp(y0, y1, M * H * 4) == 0;
+    printf("%s %s M=%llu top-%llu %s: act fused %s\n", ok ? "ok  " : "FAIL", label,
+           (unsigned long long)M, (unsigned long long)k, kern ? kern : "auto",
+           !ran ? msg : ok ? "gives the separate launch's bits" : "differs from the separate launch");
+    passed += ok, failed += !ok;
+    hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
+    free(x), free(y0), free(y1), free(w), free(ids);
+}
+
 /* Two MoE blocks of one model with different expert counts (128 and 100) share the model's
  * workspace: calls alternate between them, each past 2048 slots (the routing sort over several
  * blocks, whose table and ticket the layers share), each against the CPU twin and the float64
@@ -355,6 +383,9 @@ int main(void) {
                         check(md, c, cf, &r, label, fk[f], 333, 4, f % 2 == 1, seed + 62 + f, 0,
                               all);
                     act_fused = false;
+                    act_same_bits(md, cf, label, NULL, 256, 8, seed + 70);
+                    for (size_t f = 0; f < sizeof fk / sizeof fk[0]; f++)
+                        act_same_bits(md, cf, label, fk[f], 333, 4, seed + 71 + f);
                 }
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
