@@ -178,7 +178,8 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
 #define HC_MOE_WS_BODY(toks, spw, bps) moe_ws<toks, spw, bps>(a, p, out, tmx)
 #define HC_MOE_WS_TWO_BODY(big, small) moe_ws_two<big, small>(a, p, out, tmx, tms)
 #else
-#define HC_MOE_WS_BODY(toks, spw, bps) ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
+#define HC_MOE_WS_BODY(toks, spw, bps)                                                         \
+    ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
 #define HC_MOE_WS_TWO_BODY(big, small) ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
 /* (bps: blocks an SM, the launch bounds and config.h HC_WS_PREGS / HC_WS_CREGS) */

@@ -230,7 +230,8 @@ hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *m
         pthread_mutex_lock(&m->mu);
         if (forced == HC_GPU_MOE_ACT_FORCED) m->moe_act = true;
         else if (forced >= HC_GPU_MOE_FORCED) m->moe_forced = forced - HC_GPU_MOE_FORCED;
-        else if (forced == HC_GPU_KERNEL_AUTO) m->forced = m->moe_forced = forced, m->moe_act = false;
+        else if (forced == HC_GPU_KERNEL_AUTO)
+            m->forced = m->moe_forced = forced, m->moe_act = false;
         else m->forced = forced;
         pthread_mutex_unlock(&m->mu);
     } else if (msg && msg_len) snprintf(msg, msg_len, "%s", err.msg);

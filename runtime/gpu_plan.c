@@ -357,8 +357,9 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
         else if (has_ws && !tile_holds(64, r)) {
             /* r >= 50: the warp-specialised tile of least expected cost, its tiles an expert x
              * its cost a tile (H100, Qwen3-like gate_up: r = 64 -- moe-ws80w 161.7 us, ws96w
-             * 166.7-173.0, ws96 188.5, ws128 209.7, skinny64 266.2; r = 256 -- ws288 428.8, ws96w 492.8, ws256r
-             * 498.3, ws256 505.6, ws128 522.2; r = 1024 -- ws256 1935.9, ws128 2052.2) */
+             * 166.7-173.0, ws96 188.5, ws128 209.7, skinny64 266.2; r = 256 -- ws288 428.8,
+             * ws96w 492.8, ws256r 498.3, ws256 505.6, ws128 522.2; r = 1024 -- ws256 1935.9,
+             * ws128 2052.2) */
             double best = 0;
             for (size_t i = 0; i < sizeof ws_tiles / sizeof ws_tiles[0]; i++) {
                 const double c = ws_tiles_of(ws_tiles[i].rows, r) * ws_tiles[i].cost;

@@ -191,7 +191,8 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
         printf("FAIL %s M=%llu top-%llu %s %s%s: %llu of %llu beyond the bound (worst "
                "y[%llu][%llu] %g vs %g, bound %g), CPU twin %llu beyond, rel %.2e%s\n", label,
                (unsigned long long)M, (unsigned long long)k, skew ? "skewed" : "uniform",
-               kern ? kern : "auto", act_fused ? " act-fused" : "", (unsigned long long)bad, (unsigned long long)(M * H),
+               kern ? kern : "auto", act_fused ? " act-fused" : "",
+               (unsigned long long)bad, (unsigned long long)(M * H),
                (unsigned long long)(worst / H), (unsigned long long)(worst % H), (double)y[worst],
                ref[worst], bnd[worst], (unsigned long long)cbad, rel, same ? "" : ", two runs differ");
     }
@@ -223,7 +224,9 @@ static void act_same_bits(hc_gpu_model *md, const mcfg *cf, const char *label, c
     const bool ok = ran && memcmp(y0, y1, M * H * 4) == 0;
     printf("%s %s M=%llu top-%llu %s: act fused %s\n", ok ? "ok  " : "FAIL", label,
            (unsigned long long)M, (unsigned long long)k, kern ? kern : "auto",
-           !ran ? msg : ok ? "gives the separate launch's bits" : "differs from the separate launch");
+           !ran  ? msg
+           : ok ? "gives the separate launch's bits"
+                : "differs from the separate launch");
     passed += ok, failed += !ok;
     hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg);
     free(x), free(y0), free(y1), free(w), free(ids);
