@@ -15,7 +15,7 @@
 # by side they run at under half speed, so a call that must finish both takes one each).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
 # pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
-# race64q: racecheck on skinny64q alone, its ring of 4 stages and cut to 2 (bench/NOTES.md).
+# race64q: racecheck on skinny64q alone: its ring of 4 stages, cut to 2, every lane arriving (NOTES).
 # fixup: the skinny kernels at M = 16, 32, 64 with and without the stream-K fix-up (bench build).
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
 # (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too --
@@ -206,11 +206,14 @@ if has race64q; then
     # tokens) and in a copy whose skinny rings are cut to 2 (HC_SKINNY_STAGES_MAX 2): whether
     # the hazards it reports at every read of every lap (bench/NOTES.md session 30) follow the
     # ring's depth (a tool limit) or not, and whether the bits stay right with 2 stages
-    rc2=/tmp/hc-ring2
+    # -- and a copy where every lane of a consumer warp arrives on the empty barrier
+    # (HC_SKINNY_EMPTY_LANES 32): no hazard there means the tool, not the ring (session 31)
+    rc2=/tmp/hc-ring2 rc3=/tmp/hc-lanes32
     config_copy "$rc2" HC_SKINNY_STAGES_MAX 2 || echo "race64q: the 2-stage copy does not build (build.log)"
+    config_copy "$rc3" HC_SKINNY_EMPTY_LANES 32 || echo "race64q: the all-lanes copy does not build (build.log)"
     : >"$out/race64q.log"
-    for t in . "$rc2"; do
-        echo "== $(grep -h '^#define HC_SKINNY_STAGES_MAX' "$t/kernels/config.h")" >>"$out/race64q.log"
+    for t in . "$rc2" "$rc3"; do
+        echo "== $(grep -h '^#define HC_SKINNY_STAGES_MAX\|^#define HC_SKINNY_EMPTY_LANES' "$t/kernels/config.h" | tr '\n' ' ')" >>"$out/race64q.log"
         (cd "$t" && HC_GPU_TEST_CHAIN_ONLY=1 timeout "$(lim 150)" compute-sanitizer --tool racecheck \
             --print-limit 400 --kernel-name kns=skinny_gemm64q $b/gpu_test) >>"$out/race64q.log" 2>&1
         echo "race64q ($t) rc=$?: $(grep -E 'RACECHECK SUMMARY' "$out/race64q.log" | tail -1)" \

@@ -89,6 +89,11 @@
  * macros); a block's K range is at least HC_SKINNY_MIN_TILES tiles */
 #define HC_SKINNY_THREADS 640
 #define HC_SKINNY_STAGES_MAX 12
+/* the lanes of a skinny consumer warp that arrive on a stage's empty barrier: 1 (lane 0 after
+ * __syncwarp: the kernels' rule) or 32 (racecheck only, bench/device_run.sh race64q: whether
+ * its reports on skinny64q's refills -- one lane a warp short of every read, bench/NOTES.md
+ * session 31 -- are the tool not carrying __syncwarp's order into lane 0's arrive) */
+#define HC_SKINNY_EMPTY_LANES 1
 #define HC_SKINNY_SMEM (224u * 1024u)
 #define HC_SKINNY_MIN_TILES 8
 /* the dense skinny kernels start under programmatic dependent launch: a block's first stages
