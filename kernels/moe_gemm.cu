@@ -10,8 +10,8 @@
 //                parts, tiles); _96 and _288 have no dense twin (a tile that holds r + 2 sqrt(r)
 //                rows at r ~ 64 and r ~ 256: one tile an expert where tiles of 64 / 256 take two);
 //                _96w: four stripes a block (two a consumer warpgroup), grid (groups of four x
-//                parts, tiles), _80w the same at 80; _24x8: eight stripes a block (four a
-//                warpgroup), tiles of 24
+//                parts, tiles), _80w the same at 80; _24x6: six stripes a block (three a
+//                warpgroup), tiles of 24; _24d: a pair at tiles of 24, two blocks an SM
 //   hc_moe_ws256r: tiles of 256 and each expert's remainder in a tile of 64, grid (pairs x
 //                parts, tiles of either size, 2)
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one

@@ -138,10 +138,10 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
 }
 
 /* The skinny-q family and variant in place of skinny variant *pv (16 or 32 tokens; skinny64q,
- * v60, is forced only: faster on 8192^2 at M = 33-64, but racecheck reports a hazard in it that
- * is not yet understood -- bench/NOTES.md session 29) where a
- * layer's output tiles of one stripe, stripes x token tiles, fill the SMs once -- at most one
- * a block, at least three quarters of the SMs busy -- and each tile has HC_SKINNY_MIN_TILES
+ * v60, is forced only: faster on 8192^2 at M = 33-64, but racecheck reports hazards in it --
+ * read off the code as the tool's, bench/NOTES.md session 31, not yet settled on the device)
+ * where a layer's output tiles of one stripe, stripes x token tiles, fill the SMs once -- at
+ * most one a block, at least three quarters of the SMs busy -- and each tile has HC_SKINNY_MIN_TILES
  * quads of K tiles: whole tiles a block, the K split among its warpgroups, no cross-block
  * fix-up (v59: 8192^2 at M <= 32, 128 tiles; the fix-up was a fifth of its time,
  * bench/NOTES.md session 25); else *pf and *pv stay. */

@@ -7,6 +7,12 @@
 #include "codec/bf16.cuh"
 #include "memory/ptx.cuh"
 
+/* Of a block's first `live` stripes (2 SPW a block, SPW a consumer warpgroup), how many are
+ * warpgroup wgc's */
+template <int SPW> __device__ __forceinline__ unsigned wg_stripes(unsigned live, unsigned wgc) {
+    return wgc ? (live > SPW ? live - SPW : 0u) : (live < SPW ? live : (unsigned)SPW);
+}
+
 /* Consumer warpgroup wgc, lane row r0 and column pair c of its warp: its SPW stripes' TOKS / 8
  * C fragments each (d: SPW x TOKS / 2, stripe wgc SPW + j in d + j TOKS / 2) to a
  * [TOKS][128 SPW + 8] bf16 block at smem (the 8: conflict-free for the fragment layout), its
@@ -45,8 +51,7 @@ __device__ __forceinline__ void store_staged(const float *d, hc_u8 *smem, unsign
                                              hc_u16 *__restrict__ y, hc_u64 nb0, hc_u64 tok0,
                                              const hc_mma_params &p, hc_u64 m) {
     constexpr unsigned RS = 128 * SPW + 8, PCS = 16 * SPW; /* a token's row; its 16-byte pieces */
-    const unsigned lw = wgc ? (live > SPW ? live - SPW : 0u) : (live < SPW ? live : SPW);
-    const hc_u16 *out = stage_sums<TOKS, SPW>(d, smem, wgc, r0, c, lw);
+    const hc_u16 *out = stage_sums<TOKS, SPW>(d, smem, wgc, r0, c, wg_stripes<SPW>(live, wgc));
     const bool vec = (p.N & 7) == 0 && ((size_t)y & 15) == 0;
     for (unsigned q = tid - 128; q < TOKS * PCS; q += 256) {
         const unsigned tl = q / PCS, pc = q % PCS;

@@ -16,14 +16,15 @@
 #ifdef HC_SM90A
 /* A block computes 128 weight rows (stripes 2 b and 2 b + 1) x TOKS tokens with one producer
  * warpgroup and two consumer warpgroups.
- * - Producer (one thread; the warpgroup's registers cut to 40): for each K tile, once its
+ * - Producer (one thread; the warpgroup's registers cut to 40, config.h HC_WS_PREGS -- 24 at
+ *   two blocks an SM): for each K tile, once its
  *   stage is empty, one TMA copy brings the TOKS x 64 activation tile (tmx: the host's tensor
  *   map of X, [m][ldx] bf16, box 64 x TOKS, 128-byte swizzle, zeros outside m x K; past 256
  *   tokens two copies of a box of TOKS / 2 rows, config.h HC_WS_BOX) and one
  *   bulk copy per stripe its weight chunk; the stage's full barrier completes when the bytes
  *   land.
- * - Consumer warpgroup c (registers raised to 232) owns stripe 2 b + c: each warp decodes its
- *   16 rows of tile kb + 1 (scaled, rounded to bf16) into registers while the wgmma
+ * - Consumer warpgroup c (registers raised to 232, HC_WS_CREGS) owns stripe 2 b + c: each warp
+ *   decodes its 16 rows of tile kb + 1 (scaled, rounded to bf16) into registers while the wgmma
  *   m64 x TOKS x k16 of tile kb run, A from those registers, B the activation tile; after tile
  *   kb's wgmma are issued it waits for tile kb - 1's and releases that stage (empty barrier).
  * Blocks walk the (stripe pair, token tile) grid in groups of HC_WIDE_GROUP token tiles so that
@@ -160,9 +161,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             for (int i = 0; i < TOKS / 2; i++) d[j][i] = 0.0f;
     if (actf.on()) {
         const ws_act fa = actf();
-        const unsigned lw = fa.mode == 1 ? fa.live
-                            : wgc        ? (live > SPW ? live - SPW : 0u)
-                                         : (live < SPW ? live : (unsigned)SPW);
+        /* (halves: live of gate's and as many of up's -- each warpgroup its half's) */
+        const unsigned lw = fa.mode == 1 ? fa.live : wg_stripes<SPW>(live, wgc);
         store_act<TOKS, SPW>(stage_sums<TOKS, SPW>(&d[0][0], smem, wgc, r0, c, lw), tid, fa, tok0,
                              m);
         return;
