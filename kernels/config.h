@@ -60,15 +60,6 @@
  * group of the block walk (keeps the blocks in flight in L2) */
 #define HC_WIDE_STAGES 5
 #define HC_WIDE_GROUP 8
-/* hc_moe_expand's pad rows (moe_route.cu): 1 (today) written as zeros; 0 (until measured and
- * tested: VARIANT="HC_MOE_EXPAND_PADS 0") left as they are -- no grouped GEMM stores a pad
- * row's outputs and a token's outputs read its own row only; 12-34% of the expand's writes at
- * the route's tiles (bench/NOTES.md session 31) */
-#define HC_MOE_EXPAND_PADS 1
-/* the MoE activation in the warp-specialised gate_up kernels' epilogue (epilogue/moe_act.cuh,
- * runtime gpu_plan.c hc__gpu_moe_fuse_plan): 0 (today, until measured: bench/NOTES.md v74) the
- * separate hc_moe_act launch unless a test forces "moe-act-fused"; 1 wherever it can */
-#define HC_MOE_ACT_FUSED 0
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at

@@ -4,7 +4,6 @@
 // sum. One module per device, whatever the layers' kinds. No atomics on results: the same
 // inputs give the same bits on every run.
 #include "codec/bf16.cuh"
-#include "config.h"
 #include "epilogue/moe_act.cuh"
 #include "memory/ptx.cuh"
 #include "moe_args.h"
@@ -281,7 +280,6 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
     const hc_u64 rows = (hc_u64)tail[1];
     for (hc_u64 p = blockIdx.x; p < rows; p += gridDim.x) {
         const int s = sorted[p];
-        if (s < 0 && !HC_MOE_EXPAND_PADS) continue; /* (a pad, config.h; block-uniform) */
         const int *perm = ptab && s >= 0 ? (const int *)ptab[route_local(ids, s, e0)] : nullptr;
         const hc_u16 *src = s >= 0 ? x + (hc_u64)s / topk * ldx : nullptr;
         hc_u16 *dst = xs + p * ldxs;

@@ -72,7 +72,7 @@ struct hc_gpu_model {
     size_t ws_bytes, cnt_n, xg_bytes;
     uint32_t e0, e1; /* the experts of the MoE layers it holds: [e0, e1) */
     int moe_forced; /* a grouped MoE kernel (hc_gpu_moe_kernel) or HC_GPU_KERNEL_AUTO */
-    bool moe_act;   /* "moe-act-fused" forced: the activation in gate_up's epilogue where it can */
+    bool act_apart; /* "moe-act-apart" forced: the MoE activation in its own launch */
     struct hc_gpu_moe_layer *moe; /* gpu_moe.h: the record's layers, sorted by name */
     size_t nmoe;
     struct hc_gpu_moe_ws *mws;    /* their workspace, sized at load */

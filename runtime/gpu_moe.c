@@ -112,15 +112,14 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     }
     if (HC_GPU_MOE_STOP(md, 2)) return HC_OK;
     const uint64_t ystride = rows * ml->up.mp.N;
-    /* the activation in gate_up's epilogue where the plan allows (config.h HC_MOE_ACT_FUSED, or
-     * forced by a test), straight into h: then no act launch. It writes h's live rows and
-     * columns below I only (hc_moe_act also zeroes the pads and [I, ldh)): enough because down
-     * then runs the same warp-specialised kernel, whose tensor map over h has K = I (zeros
-     * past it) and which stores live rows only -- a down kernel reading h another way would
-     * need them written */
+    /* the activation in gate_up's epilogue where the plan allows (unless a test forces
+     * "moe-act-apart"), straight into h: then no act launch. It writes h's rows of its
+     * tiles, pads as zeros, and columns below I only (hc_moe_act also zeroes [I, ldh)): enough
+     * because down then runs the same warp-specialised kernel, whose tensor map over h has K =
+     * I (zeros past it) -- a down kernel reading h's columns past I would need them written */
     hc_moe_args fz = {0};
     uint64_t ust = 0;
-    if (HC_MOE_ACT_FUSED || md->moe_act)
+    if (!md->act_apart)
         fz.fuse = hc__gpu_moe_fuse_plan(&r, &lu, ml->parts, ml->order == HC_MOE_INTERLEAVED, ml->I,
                                         ml->parts == 2 && ml->up.gdiv, ml->down.ptab != NULL, &ust);
     if (fz.fuse) {

@@ -37,17 +37,17 @@ hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
         int w = snprintf(names + len, sizeof names - len, ", %s", mv[k].forced);
         if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     }
-    if (!strcmp(name, "moe-act-fused")) {
-        *forced = HC_GPU_MOE_ACT_FORCED;
+    if (!strcmp(name, "moe-act-apart")) {
+        *forced = HC_GPU_MOE_ACT_APART;
         return HC_OK;
     }
-    int w = snprintf(names + len, sizeof names - len, ", moe-act-fused");
+    int w = snprintf(names + len, sizeof names - len, ", moe-act-apart");
     if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     return hc__fail(err, HC_USAGE, "hc_gpu_model_force_kernel: '%s' is none of %s", name, names);
 }
 
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err) {
-    if (forced == HC_GPU_KERNEL_AUTO || forced == HC_GPU_MOE_ACT_FORCED) return HC_OK;
+    if (forced == HC_GPU_KERNEL_AUTO || forced == HC_GPU_MOE_ACT_APART) return HC_OK;
     if (forced >= HC_GPU_MOE_FORCED) { /* a grouped kernel: its dense twin's family decides */
         size_t nv = 0;
         const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);

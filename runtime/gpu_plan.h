@@ -73,17 +73,18 @@ typedef struct {
     unsigned tmap_toks;      /* GEMM by TMA: the tensor map's box of tokens; 0: no tensor map */
 } hc_gpu_choice;
 
-/* Forced grouped MoE kernels are HC_GPU_MOE_FORCED + their hc_gpu_moe_kernel; "moe-act-fused"
- * (the MoE activation in gate_up's epilogue wherever hc__gpu_moe_fuse_plan allows, beside
- * whichever kernel runs) is HC_GPU_MOE_ACT_FORCED. */
+/* Forced grouped MoE kernels are HC_GPU_MOE_FORCED + their hc_gpu_moe_kernel; "moe-act-apart"
+ * (the MoE activation in a launch of its own, hc_moe_act, where hc__gpu_moe_fuse_plan would
+ * put it in gate_up's epilogue; beside whichever kernel runs: the tests' reference for the
+ * fused epilogue) is HC_GPU_MOE_ACT_APART. */
 #define HC_GPU_MOE_FORCED 1000
-#define HC_GPU_MOE_ACT_FORCED 2000
+#define HC_GPU_MOE_ACT_APART 2000
 /* The forced kernel (HC_GPU_KERNEL_AUTO, an hc_gpu_kernel or HC_GPU_MOE_FORCED + an
  * hc_gpu_moe_kernel) a name stands for: NULL, "" or "auto", "t8", "t16", "mma", "wgmma",
  * "ws64", "ws128", "ws256", "skinny16", "skinny32", "skinny64", "skinny16q", "skinny32q",
  * "skinny64q", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256", "moe-skinny16",
  * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96", "moe-ws256r", "moe-ws288",
- * "moe-ws96w", "moe-ws24x6", "moe-ws80w", "moe-ws24d", "moe-act-fused". HC_USAGE naming it
+ * "moe-ws96w", "moe-ws24x6", "moe-ws80w", "moe-ws24d", "moe-act-apart". HC_USAGE naming it
  * for any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */

@@ -13,14 +13,18 @@
 __device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((unsigned)v << 16); }
 
 /* act 0: silu(g) x u; 1 (gpt-oss): g clamped to <= limit, u to [-limit, limit],
- * g x sigmoid(alpha x g) x (u + 1) */
+ * g x sigmoid(alpha x g) x (u + 1). The exponential and the division are the approximate ones
+ * (ex2.approx, rcp.approx: a few float32 ulp, far below the bf16 rounding that follows; a very
+ * negative g gives 0 where the exact form gives a denormal): the accurate expf and IEEE
+ * division made the activation compute-bound, in the fused epilogue and its own launch alike
+ * (bench/NOTES.md v77) */
 __device__ __forceinline__ float moe_act(float g, float u, unsigned act, float alpha, float limit) {
     if (act == 1) {
         g = fminf(g, limit);
         u = fminf(fmaxf(u, -limit), limit);
-        return g / (1.0f + expf(-alpha * g)) * (u + 1.0f);
+        return __fdividef(g, 1.0f + __expf(-alpha * g)) * (u + 1.0f);
     }
-    return g / (1.0f + expf(-g)) * u;
+    return __fdividef(g, 1.0f + __expf(-g)) * u;
 }
 
 /* What a gate_up block needs to apply the activation itself (the grouped kernels' hc_moe_args
@@ -48,7 +52,9 @@ struct ws_no_act {
 /* The block's staged bf16 sums (epilogue/staged.cuh stage_sums: [TOKS][RS], stripe st at
  * columns st x 64 ..) through the activation into h: each of the block's tokens below m has its
  * 64 SPW outputs from column j0 written, 8 a thread at a time (16-byte stores where the row and
- * I allow). Consumer threads only (tid 128..383), after stage_sums. */
+ * I allow), and each of its pad rows (m and past, within the tile) zeros there -- h as the
+ * separate launch leaves it, so that down's pad rows multiply zeros, not a stale workspace.
+ * Consumer threads only (tid 128..383), after stage_sums. */
 template <int TOKS, int SPW>
 __device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const ws_act &fa,
                                           hc_u64 tok0, hc_u64 m) {
@@ -57,18 +63,33 @@ __device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const
     for (unsigned q = tid - 128; q < TOKS * PCS; q += 256) {
         const unsigned tl = q / PCS, pc = q % PCS;
         const hc_u64 tok = tok0 + tl, j = fa.j0 + pc * 8;
-        if (tok >= m || j >= fa.I) continue;
-        const hc_u16 *row = out + tl * RS;
+        if (j >= fa.I) continue;
+        hc_u16 *dst = fa.h + tok * fa.ldh + j;
+        if (tok >= m) { /* a pad row of the tile: zeros, as hc_moe_act writes them */
+            if (vec && j + 8 <= fa.I) *(uint4 *)dst = make_uint4(0, 0, 0, 0);
+            else for (int k = 0; k < 8 && j + k < fa.I; k++) dst[k] = 0;
+            continue;
+        }
+        /* two 16-byte reads of the staged row: halves -- gate's 8 at column c = 8 pc, up's at
+         * 64 SPW + c; pairs -- the 16 interleaved (gate, up) from 2 c */
+        const hc_u16 *row = out + tl * RS + (fa.mode == 1 ? pc * 8 : pc * 16);
+        const uint4 a = *(const uint4 *)row, b = *(const uint4 *)(row + (fa.mode == 1 ? 64 * SPW : 8));
+        const unsigned wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
         float v[8];
 #pragma unroll
         for (int k = 0; k < 8; k++) {
-            const unsigned c = pc * 8 + k;
-            float g = f_of_bf16(fa.mode == 1 ? row[c] : row[2 * c]);
-            float u = f_of_bf16(fa.mode == 1 ? row[64 * SPW + c] : row[2 * c + 1]);
+            const unsigned w0 = k < 4 ? wa[k] : wb[k - 4]; /* pairs: (gate, up) of output k */
+            float g, u;
+            if (fa.mode == 1) {
+                const unsigned gw = wa[k / 2], uw = wb[k / 2];
+                g = f_of_bf16((hc_u16)(k % 2 ? gw >> 16 : gw & 0xFFFFu));
+                u = f_of_bf16((hc_u16)(k % 2 ? uw >> 16 : uw & 0xFFFFu));
+            } else {
+                g = f_of_bf16((hc_u16)(w0 & 0xFFFFu)), u = f_of_bf16((hc_u16)(w0 >> 16));
+            }
             if (fa.bias && j + k < fa.I) g += fa.bias[j + k], u += fa.bias[fa.I + j + k];
             v[k] = moe_act(g, u, fa.act, fa.alpha, fa.limit);
         }
-        hc_u16 *dst = fa.h + tok * fa.ldh + j;
         if (vec && j + 8 <= fa.I) {
             *(uint4 *)dst = make_uint4(bf2_pack(v[0], v[1]), bf2_pack(v[2], v[3]),
                                        bf2_pack(v[4], v[5]), bf2_pack(v[6], v[7]));

@@ -11,8 +11,8 @@
  * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
  * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w and ws80w at ~166, moe-ws24x6 at ~16
- * and ~256), the activation in gate_up's epilogue forced ("moe-act-fused") on the picks and
- * each warp-specialised tile, a
+ * and ~256), the activation in gate_up's epilogue (the default wherever the plan allows) and
+ * in its own launch (forced "moe-act-apart") on the picks and each warp-specialised tile, a
  * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
@@ -30,9 +30,9 @@
 #include "moe_synth.h"
 
 static int passed, failed;
-/* check() forces "moe-act-fused" too: the activation in gate_up's epilogue wherever the plan
- * allows (runtime/gpu_plan.c hc__gpu_moe_fuse_plan; elsewhere the separate launch runs) */
-static bool act_fused;
+/* check() forces "moe-act-apart" too: the activation in a launch of its own where the plan
+ * (runtime/gpu_plan.c hc__gpu_moe_fuse_plan) would put it in gate_up's epilogue */
+static bool act_apart;
 
 static float bf16_round(float f) {
     uint32_t u;
@@ -148,11 +148,11 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
         }
         memcpy(y2, y, M * H * 4);
     } else if (hc_gpu_model_force_kernel(md, kern, msg, sizeof msg) ||
-               (act_fused && hc_gpu_model_force_kernel(md, "moe-act-fused", msg, sizeof msg)) ||
+               (act_apart && hc_gpu_model_force_kernel(md, "moe-act-apart", msg, sizeof msg)) ||
                hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y, msg, sizeof msg) ||
                hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y2, msg, sizeof msg)) {
         printf("FAIL %s M=%llu top-%llu %s%s: %s\n", label, (unsigned long long)M,
-               (unsigned long long)k, kern ? kern : "auto", act_fused ? " act-fused" : "", msg);
+               (unsigned long long)k, kern ? kern : "auto", act_apart ? " act-apart" : "", msg);
         failed++;
         goto done;
     }
@@ -186,12 +186,12 @@ static void check(hc_gpu_model *md, hc_container *c, const mcfg *cf, const mref 
     if (ok) {
         printf("ok   %s M=%llu top-%llu %s %s%s (rel %.1e)\n", label, (unsigned long long)M,
                (unsigned long long)k, skew ? "skewed" : "uniform",
-               md ? kern ? kern : "auto" : "CPU twin", act_fused ? " act-fused" : "", rel);
+               md ? kern ? kern : "auto" : "CPU twin", act_apart ? " act-apart" : "", rel);
     } else {
         printf("FAIL %s M=%llu top-%llu %s %s%s: %llu of %llu beyond the bound (worst "
                "y[%llu][%llu] %g vs %g, bound %g), CPU twin %llu beyond, rel %.2e%s\n", label,
                (unsigned long long)M, (unsigned long long)k, skew ? "skewed" : "uniform",
-               kern ? kern : "auto", act_fused ? " act-fused" : "",
+               kern ? kern : "auto", act_apart ? " act-apart" : "",
                (unsigned long long)bad, (unsigned long long)(M * H),
                (unsigned long long)(worst / H), (unsigned long long)(worst % H), (double)y[worst],
                ref[worst], bnd[worst], (unsigned long long)cbad, rel, same ? "" : ", two runs differ");
@@ -203,8 +203,9 @@ done:
 }
 
 /* The activation in gate_up's epilogue gives the separate launch's bits (the same function,
- * the same rounding of gate and up): one call with kernel kern (NULL: the pick), unfused, then
- * fused ("moe-act-fused"), y compared bit for bit. */
+ * the same rounding of gate and up): one call with kernel kern (NULL: the pick) as it runs,
+ * fused where the plan allows, then with the activation apart ("moe-act-apart"), y compared bit
+ * for bit. */
 static void act_same_bits(hc_gpu_model *md, const mcfg *cf, const char *label, const char *kern,
                           uint64_t M, uint64_t k, uint64_t seed) {
     const uint64_t H = cf->H;
@@ -219,7 +220,7 @@ static void act_same_bits(hc_gpu_model *md, const mcfg *cf, const char *label, c
     const bool ran =
         !hc_gpu_model_force_kernel(md, kern, msg, sizeof msg) &&
         !hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y0, msg, sizeof msg) &&
-        !hc_gpu_model_force_kernel(md, "moe-act-fused", msg, sizeof msg) &&
+        !hc_gpu_model_force_kernel(md, "moe-act-apart", msg, sizeof msg) &&
         !hc_gpu_moe_host(md, mcfg_name(cf), x, M, ids, w, k, y1, msg, sizeof msg);
     const bool ok = ran && memcmp(y0, y1, M * H * 4) == 0;
     printf("%s %s M=%llu top-%llu %s: act fused %s\n", ok ? "ok  " : "FAIL", label,
@@ -369,7 +370,8 @@ int main(void) {
                     /* moe-ws80w (v71) at ~166 rows an expert (three tiles, the last short) */
                     check(md, c, cf, &r, label, "moe-ws80w", 333, 4, true, seed + 52, 0, all);
                 }
-                /* the activation in gate_up's epilogue (v74, forced "moe-act-fused"): halves on
+                /* the activation in its own launch (forced "moe-act-apart"; everything else here
+                 * runs it in gate_up's epilogue where the plan allows, v74): halves on
                  * the per-expert block (I = 80: a half's second stripe short; the integer kinds'
                  * act-order down keeps the separate launch) and the stacked one (I = 64), pairs
                  * on the interleaved one (144 rows, gpt-oss's clamped SwiGLU and biases; NVFP4's
@@ -379,13 +381,13 @@ int main(void) {
                     static const char *const fk[] = {"moe-ws64",   "moe-ws128",  "moe-ws288",
                                                      "moe-ws96w",  "moe-ws24x6", "moe-ws80w",
                                                      "moe-ws24d"};
-                    act_fused = true;
+                    act_apart = true;
                     check(md, c, cf, &r, label, NULL, 333, 4, false, seed + 60, 0, all);
                     check(md, c, cf, &r, label, NULL, 256, 8, true, seed + 61, 0, all);
                     for (size_t f = 0; f < sizeof fk / sizeof fk[0]; f++)
                         check(md, c, cf, &r, label, fk[f], 333, 4, f % 2 == 1, seed + 62 + f, 0,
                               all);
-                    act_fused = false;
+                    act_apart = false;
                     act_same_bits(md, cf, label, NULL, 256, 8, seed + 70);
                     for (size_t f = 0; f < sizeof fk / sizeof fk[0]; f++)
                         act_same_bits(md, cf, label, fk[f], 333, 4, seed + 71 + f);
@@ -410,9 +412,9 @@ int main(void) {
                     } else {
                         check(ep, c, cf, &r, el, NULL, 64, 4, false, seed + 31, q0, q1);
                         check(ep, c, cf, &r, el, NULL, 333, 8, true, seed + 32, q0, q1);
-                        act_fused = g && !strcmp(hc_gpu_arch(g), "sm_90a");
+                        act_apart = true; /* (the default, fused where it can, just above) */
                         check(ep, c, cf, &r, el, NULL, 333, 8, false, seed + 33, q0, q1);
-                        act_fused = false;
+                        act_apart = false;
                     }
                 }
                 hc_gpu_model_free(ep);
