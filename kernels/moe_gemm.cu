@@ -159,8 +159,9 @@ __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params
 }
 /* two tile sizes (the route's T = BIG and Ts = SMALL, moe_args.h): grid z 0 the tiles of BIG
  * rows (tmx: boxes of BIG rows), z 1 those of SMALL after them (tms: boxes of SMALL); the
- * branch is on blockIdx.z, uniform, so each body keeps its own wgmma pipeline */
-template <int BIG, int SMALL>
+ * branch is on blockIdx.z, uniform, so each body keeps its own wgmma pipeline; SPW stripes a
+ * consumer warpgroup in both */
+template <int BIG, int SMALL, int SPW = 1>
 __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_params &p,
                                            hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                            const hc_tmap &tms) {
@@ -169,18 +170,19 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
     const unsigned nb = (unsigned)a.tail[0];
     if (blockIdx.z == 0) {
         if (mt >= nb) return;
-        moe_ws_tile<BIG>(a, p, out, tmx, vp, mt, (hc_u64)mt * BIG);
+        moe_ws_tile<BIG, SPW>(a, p, out, tmx, vp, mt, (hc_u64)mt * BIG);
     } else {
         if ((int)(nb + mt) >= a.meta[0]) return;
-        moe_ws_tile<SMALL>(a, p, out, tms, vp, nb + mt, (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
+        moe_ws_tile<SMALL, SPW>(a, p, out, tms, vp, nb + mt, (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
     }
 }
 #define HC_MOE_WS_BODY(toks, spw, bps) moe_ws<toks, spw, bps>(a, p, out, tmx)
-#define HC_MOE_WS_TWO_BODY(big, small) moe_ws_two<big, small>(a, p, out, tmx, tms)
+#define HC_MOE_WS_TWO_BODY(big, small, spw) moe_ws_two<big, small, spw>(a, p, out, tmx, tms)
 #else
 #define HC_MOE_WS_BODY(toks, spw, bps)                                                         \
     ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
-#define HC_MOE_WS_TWO_BODY(big, small) ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
+#define HC_MOE_WS_TWO_BODY(big, small, spw)                                                    \
+    ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
 /* (bps: blocks an SM, the launch bounds and config.h HC_WS_PREGS / HC_WS_CREGS) */
 #define HC_MOE_WS_KERNEL_N(name, toks, spw, bps)                                               \
@@ -210,12 +212,21 @@ HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
  * ws24x8 at 0.85 eligible warps a scheduler with 8 consumer warps an SM, Humming's 24-token
  * kernel at 1.68 with 16-20; this one has 16, each with one stripe's decode, at 104 registers) */
 HC_MOE_WS_KERNEL_N(hc_moe_ws24d, 24, 1, 2)
-/* tiles of 256 and an expert's remainder in a tile of 64 (v63: the route's two tile sizes) */
-extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)
-    hc_moe_ws256r(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,
-                  const __grid_constant__ hc_tmap tmx, const __grid_constant__ hc_tmap tms) {
-    HC_MOE_WS_TWO_BODY(256, 64);
-}
+/* two tile sizes: an expert's whole tiles of big rows and its remainder in one of small where
+ * it fits (moe_route.cu route_split), spw stripes a consumer warpgroup */
+#define HC_MOE_WS_TWO_KERNEL(name, big, small, spw)                                            \
+    extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)                             \
+        name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
+             const __grid_constant__ hc_tmap tmx, const __grid_constant__ hc_tmap tms) {       \
+        HC_MOE_WS_TWO_BODY(big, small, spw);                                                   \
+    }
+/* tiles of 256 and an expert's remainder in a tile of 64 (v63) */
+HC_MOE_WS_TWO_KERNEL(hc_moe_ws256r, 256, 64, 1)
+/* ws80w's four stripes a block with tiles of 80 and of 64 (v78, forced only until measured):
+ * at r = 64 (Qwen3-like M = 1024) an expert of at most 64 rows -- about half of them -- takes a
+ * tile of 64, a fifth less wgmma work where ws80w's blocks run near the tensor cores' rate on
+ * padded rows; at r = 128 (gpt-oss-, DeepSeek-like M = 4096) 80 + 64 where ws80w takes 80 + 80 */
+HC_MOE_WS_TWO_KERNEL(hc_moe_ws80r, 80, 64, 2)
 
 /* ---- skinny (sm_90a): the dense skinny body (gemm/skinny_gemm.cuh) over output tiles (tile i,
  * part, quad) of the routing's meta[0] tiles of TOKS rows, K tiles fastest; the tensor map and

@@ -92,6 +92,8 @@ typedef enum {
     HC_GMK_WS80W,    /* hc_moe_ws80w (sm_90a): tiles of 80 rows, four stripes a block (v71) */
     HC_GMK_WS24D,    /* hc_moe_ws24d (sm_90a): tiles of 24 rows, two blocks an SM (v75: forced
                       * only) */
+    HC_GMK_WS80R,    /* hc_moe_ws80r (sm_90a): tiles of 80 rows and of 64, four stripes a
+                      * block (v78: forced only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 

@@ -505,15 +505,14 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     return HC_OK;
 }
 
-unsigned hc__gpu_moe_fuse_plan(const hc_gpu_moe_route *r, hc_gpu_moe_launch *lu, unsigned parts,
-                               bool interleaved, uint64_t I, bool part_divisors, bool down_perm,
-                               uint64_t *ustripes) {
+unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, unsigned parts, bool interleaved, uint64_t I,
+                               bool part_divisors, bool down_perm, uint64_t *ustripes) {
     *ustripes = 0;
     size_t nv = 0;
     const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&nv)[lu->kernel];
     /* (the warp-specialised body only: moe_gemm.cu moe_ws_tile) */
     const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, NULL);
-    if (lu->args != HC_GPU_ARGS_GEMM || f->kf != HC_KF_WS || r->tile_small || down_perm || !I)
+    if (lu->args != HC_GPU_ARGS_GEMM || f->kf != HC_KF_WS || down_perm || !I)
         return 0;
     if (interleaved) return parts == 1 ? 2u : 0u;
     if (parts == 2 ? part_divisors : parts != 1 || I % 64 != 0) return 0;

@@ -84,7 +84,7 @@ typedef struct {
  * "ws64", "ws128", "ws256", "skinny16", "skinny32", "skinny64", "skinny16q", "skinny32q",
  * "skinny64q", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256", "moe-skinny16",
  * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96", "moe-ws256r", "moe-ws288",
- * "moe-ws96w", "moe-ws24x6", "moe-ws80w", "moe-ws24d", "moe-act-apart". HC_USAGE naming it
+ * "moe-ws96w", "moe-ws24x6", "moe-ws80w", "moe-ws24d", "moe-ws80r", "moe-act-apart". HC_USAGE naming it
  * for any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
@@ -157,14 +157,14 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
                                const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err);
 
 /* The MoE activation in gate_up's epilogue (moe_args.h fuse; kernels/epilogue/moe_act.cuh)
- * for launch lu of route r, a layer of `parts` gate_up parts (interleaved rows where
- * interleaved), intermediate size I: 0 where it cannot (not a warp-specialised launch, two tile
- * sizes, an act-order down -- hc_moe_act permutes its columns --, gate and up with NVFP4
- * divisors of their own, stacked halves not on a stripe boundary); 2 (pairs) for interleaved
- * rows; else 1 (halves), *ustripes up's first stripe past gate's where stacked (I / 64, else 0)
- * and lu's grid.x made the groups of half a block's stripes over one half's ceil(I / 64). */
-unsigned hc__gpu_moe_fuse_plan(const hc_gpu_moe_route *r, hc_gpu_moe_launch *lu, unsigned parts,
-                               bool interleaved, uint64_t I, bool part_divisors, bool down_perm,
-                               uint64_t *ustripes);
+ * for launch lu, a layer of `parts` gate_up parts (interleaved rows where interleaved),
+ * intermediate size I: 0 where it cannot (not a warp-specialised launch, an act-order down --
+ * hc_moe_act permutes its columns --, gate and up with NVFP4 divisors of their own, stacked
+ * halves not on a stripe boundary; a route of one tile size or two alike); 2 (pairs) for
+ * interleaved rows; else 1 (halves), *ustripes up's first stripe past gate's where stacked
+ * (I / 64, else 0) and lu's grid.x made the groups of half a block's stripes over one half's
+ * ceil(I / 64). */
+unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, unsigned parts, bool interleaved, uint64_t I,
+                               bool part_divisors, bool down_perm, uint64_t *ustripes);
 
 #endif

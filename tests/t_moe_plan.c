@@ -252,6 +252,20 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 8);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304));
+    /* moe-ws80r (v78, forced only): tiles of 80 and an expert's remainder in one of 64 where
+     * it fits, at r = 64: at most 8192 / 80 + 128 = 230 tiles; rows 8192 + 128 x 63 (the
+     * larger pad: a tile of 64 holding one row, against 80 - 64 - 1 in a tile of 80); four
+     * stripes a block as ws80w's, a grid plane a tile size, ws80w's shared memory */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80R, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.tile, 80);
+    CHECK_EQ_INT(r.tile_small, 64);
+    CHECK_EQ_U64(r.tiles_max, 230);
+    CHECK_EQ_U64(r.rows_max, 8192 + 128 * 63);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 8);
+    CHECK_EQ_INT(lu.grid[1], 230);
+    CHECK_EQ_INT(lu.grid[2], 2);
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304));
     /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles, rows
      * 8 + 8 x 191; one slot: a tile of 256's rows at least (1 + 191 < 256) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
@@ -284,7 +298,7 @@ static void test_moe_plan(void) {
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
                                         "moe-ws96",     "moe-ws256r",   "moe-ws288",
                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80w",
-                                        "moe-ws24d"};
+                                        "moe-ws24d",    "moe-ws80r"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
@@ -431,55 +445,65 @@ static void test_moe_fuse_plan(void) {
                  HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 6);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 1);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
     CHECK_EQ_U64(us, 0);
     CHECK_EQ_INT(lu.grid[0], 6);
     CHECK_EQ_INT(lu.grid[1], 228); /* (the tiles: unchanged) */
     /* NVFP4 gate and up, each with its own divisor: not fused; an act-order down (hc_moe_act
      * permutes the columns): not fused */
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, true, false, &us), 0);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, true, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, true, false, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, true, &us), 0);
     /* stacked in one tensor (1536 rows): up's first stripe 768 / 64 = 12 past gate's; I = 720
      * (not a stripe boundary): not fused */
     hc_gpu_shape gu = layer(1536, 2048, 2304);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 1, false, 768, false, false, &us), 1);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 1, false, 768, false, false, &us), 1);
     CHECK_EQ_U64(us, 12);
     CHECK_EQ_INT(lu.grid[0], 6);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 1, false, 720, false, false, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 1, false, 720, false, false, &us), 0);
     /* interleaved (gpt-oss-like, 2 x 2880 rows = 90 stripes): pairs, the grid as unfused --
      * ceil(90 / 4) = 23 -- whatever the divisors */
     hc_gpu_shape il = layer(5760, 2880, 2304);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &il, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 23);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 1, true, 2880, true, false, &us), 2);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 1, true, 2880, true, false, &us), 2);
     CHECK_EQ_INT(lu.grid[0], 23);
     /* r = 16: moe-ws24x6, six stripes a block: 12 / 3 = 4 groups; r = 128: two tiles of 80 */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 2048, 128, HC_GPU_KERNEL_AUTO, &r, &err),
                  HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 1);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
     CHECK_EQ_INT(lu.grid[0], 4);
     /* a tile of 128 (forced): two stripes a block, one of each: 12 groups */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 16384, 128, HC_GMK_WS128, &r, &err),
                  HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 1);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
     CHECK_EQ_INT(lu.grid[0], 12);
-    /* small M (tiles of 8), the skinny kernels (r = 32) and two tile sizes (moe-ws256r): not
-     * fused (the separate activation launch) */
+    /* small M (tiles of 8) and the skinny kernels (r = 32): not fused (the separate
+     * activation launch) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err),
                  HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 0);
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 4096, 128, HC_GPU_KERNEL_AUTO, &r, &err),
                  HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 0);
+    /* two tile sizes (moe-ws256r: a pair of stripes; moe-ws80r: four) fused as one: the
+     * grid's x as above, its planes unchanged */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 32768, 128, HC_GMK_WS256R, &r, &err),
                  HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&r, &lu, 2, false, 768, false, false, &us), 0);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
+    CHECK_EQ_INT(lu.grid[0], 12);
+    CHECK_EQ_INT(lu.grid[2], 2);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 8192, 128, HC_GMK_WS80R, &r, &err),
+                 HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
+    CHECK_EQ_INT(lu.grid[0], 6);
+    CHECK_EQ_INT(lu.grid[2], 2);
 }
 
 static void test_moe_layer_tensors(void) {
