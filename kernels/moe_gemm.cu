@@ -212,6 +212,11 @@ HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
  * ws24x8 at 0.85 eligible warps a scheduler with 8 consumer warps an SM, Humming's 24-token
  * kernel at 1.68 with 16-20; this one has 16, each with one stripe's decode, at 104 registers) */
 HC_MOE_WS_KERNEL_N(hc_moe_ws24d, 24, 1, 2)
+/* the same at tiles of 80 (v79, forced only until measured): at r = 64 the two blocks an SM
+ * overlap one's fill, drain and epilogue (the fused activation's too) with the other's main
+ * loop -- what a persistent body would buy -- and double the consumer warps; each block's
+ * activation tile serves two stripes instead of ws80w's four */
+HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2)
 /* two tile sizes: an expert's whole tiles of big rows and its remainder in one of small where
  * it fits (moe_route.cu route_split), spw stripes a consumer warpgroup */
 #define HC_MOE_WS_TWO_KERNEL(name, big, small, spw)                                            \

@@ -149,6 +149,8 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 24, .bps = 2},
     {.id = HC_GMK_WS80R, .entry = "hc_moe_ws80r", .forced = "moe-ws80r", .like = HC_GK_WS64,
      .toks = 80, .stripes = 4, .small = 64},
+    {.id = HC_GMK_WS80D, .entry = "hc_moe_ws80d", .forced = "moe-ws80d", .like = HC_GK_WS64,
+     .toks = 80, .bps = 2},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {

@@ -94,6 +94,8 @@ typedef enum {
                       * only) */
     HC_GMK_WS80R,    /* hc_moe_ws80r (sm_90a): tiles of 80 rows and of 64, four stripes a
                       * block (v78: forced only) */
+    HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79: forced
+                      * only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
