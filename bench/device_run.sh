@@ -14,6 +14,8 @@
 # gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~215 s on an H100; side
 # by side they run at under half speed, so a call that must finish both takes one each).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
+# hdense: bench/humming_dense.py (Humming's dense GEMM on the issue's four dense layers, M = 1-8192;
+# carry .whl): with `bench` in the same call ours and cuBLASLt print beside it on the same GPU.
 # pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
 # race64q: racecheck on skinny64q alone: its ring of 4 stages, cut to 2, every lane arriving (NOTES).
 # fixup: the skinny kernels at M = 16, 32, 64 with and without the stream-K fix-up (bench build).
@@ -44,19 +46,27 @@ has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 # (at most 8 files come back from the device: the GPU's state goes into build.log)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv \
     >"$out/build.log" 2>&1
-# humming: the peer's MoE GEMM measured beside ours (bench/humming_moe.py: Humming from PyPI, its
-# wheels carried in .whl -- the script's header says which and how to download them; it needs no
-# build of ours, so it runs first and a call of this step alone builds nothing)
-if has humming; then
+# humming / hdense: the peer's MoE GEMM / dense GEMM measured beside ours (bench/humming_moe.py,
+# bench/humming_dense.py: Humming from PyPI, its wheels carried in .whl -- humming_moe.py's header
+# says which and how to download them; they need no build of ours, so they run first and a call of
+# these steps alone builds nothing)
+if has humming || has hdense; then
     if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl >"$out/humming.log" 2>&1; then
-        PYTHONPATH=/tmp/site timeout "$(lim 200)" python3 bench/humming_moe.py >>"$out/humming.log" 2>&1
-        echo "humming rc=$?"
+        if has humming; then
+            PYTHONPATH=/tmp/site timeout "$(lim 200)" python3 bench/humming_moe.py >>"$out/humming.log" 2>&1
+            echo "humming rc=$?"
+        fi
+        if has hdense; then
+            PYTHONPATH=/tmp/site timeout "$(lim 260)" python3 bench/humming_dense.py >>"$out/humming.log" 2>&1
+            echo "hdense rc=$?"
+        fi
     else
         echo "humming: the wheels in .whl did not install (carry .whl)"
     fi
     cat "$out/humming.log"
-    [ "$steps" = humming ] && exit 0
+    rest=$(echo " $steps " | sed 's/ humming / /; s/ hdense / /' | tr -d ' ')
+    [ -z "$rest" ] && exit 0
 fi
 if ! make HC_DEPS=.deps BUILD=$b -j16 $b/gpu_test $b/gpu_moe_test $b/hconvert $b/bench/gpu_bench >>"$out/build.log" 2>&1; then
     tail -30 "$out/build.log"

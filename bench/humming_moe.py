@@ -56,28 +56,13 @@
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
+from humming_common import fmt_us, interval_index, keep_caches_in_tmp, log, one_line, parse_ms, time_graph
+
 T0 = time.time()
-
-# Humming JIT-compiles with NVRTC and caches under ~/.humming by default; keep everything under /tmp.
-for _var, _path in (
-    ("HUMMING_CACHE_DIR", "/tmp/humming-cache"),
-    ("HUMMING_TMP_DIR", "/tmp/humming-tmp"),
-    ("TRITON_CACHE_DIR", "/tmp/triton-cache"),
-):
-    os.environ.setdefault(_var, _path)
-    try:
-        os.makedirs(os.environ[_var], exist_ok=True)
-    except OSError:
-        pass
-
-try:
-    sys.stdout.reconfigure(line_buffering=True)
-except Exception:
-    pass
+keep_caches_in_tmp()
 
 NUM_EXPERTS = 128
 TOP_K = 8
@@ -86,41 +71,11 @@ SHAPE_K = 2048
 GROUP = 128
 PER_EXPERT_BYTES = SHAPE_N * SHAPE_K // 2 + SHAPE_N * (SHAPE_K // GROUP) * 2  # int4 codes + bf16 scales
 CHECK_TOL = 2e-2
-GRAPH_CALLS = 20
-GRAPH_REPLAYS = 10
 COMPUTE_CONFIG = json.dumps({"use_f16_accum": False, "gemm_type": "indexed"})  # as the old bench's
 
 
-def log(*args):
-    print(*args, flush=True)
-
-
-def one_line(exc):
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}"[:400]
-
-
-def fmt_us(value):
-    return f"{value:.1f} us" if value is not None else "n/a"
-
-
-def interval_index(tuning_list, shape_m):
-    """The launcher's rule (launcher.cpp find_kernel_configs_target_index): min < shape_m <= max,
-    a max <= 0 meaning no upper bound."""
-    for i, (lo, hi, _cfg) in enumerate(tuning_list):
-        hi = hi if hi > 0 else (1 << 30)
-        if lo < shape_m <= hi:
-            return i
-    return None
-
-
-def parse_ms():
-    raw = os.environ.get("HUMMING_MOE_MS", "1,16,64,256,1024,4096")
-    return [int(x) for x in raw.replace(" ", "").split(",") if x]
-
-
 def main():
-    ms_list = parse_ms()
+    ms_list = parse_ms("HUMMING_MOE_MS", "1,16,64,256,1024,4096")
     deadline = float(os.environ.get("HUMMING_MOE_DEADLINE", "140"))
     use_full_list = os.environ.get("HUMMING_MOE_TUNING", "") == "full"
 
@@ -330,32 +285,6 @@ def main():
         except Exception as exc:
             return f"n/a ({one_line(exc)[:80]})"
 
-    def time_graph(fn):
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(GRAPH_CALLS):
-                fn()
-        graph.replay()
-        torch.cuda.synchronize()
-        per_call = []
-        for _ in range(GRAPH_REPLAYS):
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            per_call.append(start.elapsed_time(end) * 1000.0 / GRAPH_CALLS)
-        del graph
-        return statistics.median(per_call)
-
     def time_do_bench(fn):
         # triton.testing.do_bench zeroes a 256 MB buffer (L2 flush) before each call and returns
         # the mean in ms (its default return_mode), as the old bench used it.
@@ -438,7 +367,7 @@ def main():
         out.zero_()
         err_c, check_c = checked(fn_correct, lambda: out, ref, m, "check")
         try:
-            t_graph = time_graph(fn_correct)
+            t_graph = time_graph(torch, lambda _i: fn_correct())
         except Exception as exc:
             log(f"humming-moe M={m} graph FAILED (capture or replay; graph timing skipped): {one_line(exc)}")
             try:
