@@ -2,6 +2,7 @@
 # its dense GEMM) share -- Humming's caches kept under /tmp, one-line logging, the launcher's interval
 # rule and the CUDA-graph timing -- so that both time Humming the same way as bench/gpu_bench.c and
 # bench/moe_bench.c time ours (a graph of back-to-back calls, the median of its replays a call).
+import json
 import os
 import statistics
 import sys
@@ -44,6 +45,28 @@ def fmt_us(value):
 def parse_ms(var, default):
     raw = os.environ.get(var, default)
     return [int(x) for x in raw.replace(" ", "").split(",") if x]
+
+
+def device_of(torch, humming):
+    """the current CUDA device and a header's words for it: torch, Humming, the GPU"""
+    dev = torch.device("cuda", torch.cuda.current_device())
+    props = torch.cuda.get_device_properties(dev)
+    return dev, (
+        f"torch {torch.__version__} humming {getattr(humming, '__version__', '?')} GPU {props.name} "
+        f"({props.multi_processor_count} SMs, sm{props.major}{props.minor})"
+    )
+
+
+def heuristics_list(get_heuristics_config, layer_cfg_str, gemm_type, device_index):
+    """Humming's own tuning list for a layer, as its forward path builds it when given none
+    (kernel/humming.py HummingKernel._resolve_configs -> get_heuristics_config), as a private copy
+    (the result is lru-cached) in the JSON form forward would serialise it to"""
+    full = get_heuristics_config(
+        json.loads(layer_cfg_str), use_f16_accum=False, gemm_type=gemm_type, device=device_index
+    )
+    return json.loads(
+        json.dumps(full, default=lambda o: o.item() if hasattr(o, "item") else getattr(o, "value", str(o)))
+    )
 
 
 def interval_index(tuning_list, shape_m):

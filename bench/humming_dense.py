@@ -35,7 +35,17 @@ import os
 import sys
 import time
 
-from humming_common import fmt_us, interval_index, keep_caches_in_tmp, log, one_line, parse_ms, time_graph
+from humming_common import (
+    device_of,
+    fmt_us,
+    heuristics_list,
+    interval_index,
+    keep_caches_in_tmp,
+    log,
+    one_line,
+    parse_ms,
+    time_graph,
+)
 
 T0 = time.time()
 keep_caches_in_tmp()
@@ -70,12 +80,10 @@ def main():
         from humming.layer import HummingLayer
         from humming.tune import get_heuristics_config
 
-        dev = torch.device("cuda", torch.cuda.current_device())
-        props = torch.cuda.get_device_properties(dev)
+        dev, words = device_of(torch, humming)
         log(
-            f"humming-dense header: torch {torch.__version__} humming {getattr(humming, '__version__', '?')} "
-            f"GPU {props.name} ({props.multi_processor_count} SMs, sm{props.major}{props.minor}); bf16 "
-            f"activations; weights rotated through copies of >= {ROTATE_BYTES >> 20} MB; CUDA graph timing"
+            f"humming-dense header: {words}; bf16 activations; weights rotated through copies of >= "
+            f"{ROTATE_BYTES >> 20} MB; CUDA graph timing"
         )
     except Exception as exc:
         log(f"humming-dense header FAILED: {one_line(exc)}")
@@ -148,10 +156,7 @@ def main():
             for c in range(1, copies):
                 layers.append(build(kind, n, k, 1000 + li + 17 * c)[0])
             cfg_str = first.humming_config.to_str()
-            full = get_heuristics_config(json.loads(cfg_str), use_f16_accum=False, gemm_type="dense", device=dev.index)
-            full = json.loads(
-                json.dumps(full, default=lambda o: o.item() if hasattr(o, "item") else getattr(o, "value", str(o)))
-            )
+            full = heuristics_list(get_heuristics_config, cfg_str, "dense", dev.index)
             needed = {interval_index(full, m) for m in ms_list + [1, CHECK_M]}
             needed.discard(None)
             tuning = [full[i] for i in sorted(needed)]

@@ -59,7 +59,17 @@ import os
 import sys
 import time
 
-from humming_common import fmt_us, interval_index, keep_caches_in_tmp, log, one_line, parse_ms, time_graph
+from humming_common import (
+    device_of,
+    fmt_us,
+    heuristics_list,
+    interval_index,
+    keep_caches_in_tmp,
+    log,
+    one_line,
+    parse_ms,
+    time_graph,
+)
 
 T0 = time.time()
 keep_caches_in_tmp()
@@ -89,13 +99,10 @@ def main():
         from humming.layer import HummingLayer
         from humming.tune import get_heuristics_config
 
-        dev = torch.device("cuda", torch.cuda.current_device())
-        props = torch.cuda.get_device_properties(dev)
+        dev, words = device_of(torch, humming)
         log(
-            f"humming-moe header: torch {torch.__version__} humming {getattr(humming, '__version__', '?')} "
-            f"triton {getattr(triton, '__version__', '?')} GPU {props.name} ({props.multi_processor_count} SMs, "
-            f"sm{props.major}{props.minor}) layer E={NUM_EXPERTS} top_k={TOP_K} N={SHAPE_N} K={SHAPE_K} "
-            f"int4 g{GROUP} bf16 scales, bf16 activations"
+            f"humming-moe header: {words} triton {getattr(triton, '__version__', '?')} layer E={NUM_EXPERTS} "
+            f"top_k={TOP_K} N={SHAPE_N} K={SHAPE_K} int4 g{GROUP} bf16 scales, bf16 activations"
         )
     except Exception as exc:
         log(f"humming-moe header FAILED: {one_line(exc)}")
@@ -183,15 +190,7 @@ def main():
         # Humming's own heuristic list for this layer, exactly as the forward path builds it when no
         # tuning_config is given (kernel/humming.py HummingKernel._resolve_configs ->
         # get_heuristics_config(LayerConfig(**json.loads(layer_config)), **compute_config)).
-        full_list = get_heuristics_config(
-            json.loads(layer_cfg_str),
-            use_f16_accum=False,
-            gemm_type="indexed",
-            device=dev.index,
-        )
-        full_list = json.loads(  # a private copy (the result is lru-cached), as forward would serialise it
-            json.dumps(full_list, default=lambda o: o.item() if hasattr(o, "item") else getattr(o, "value", str(o)))
-        )
+        full_list = heuristics_list(get_heuristics_config, layer_cfg_str, "indexed", dev.index)
         needed = {interval_index(full_list, 1)}  # the launcher looks up shape 1 first (gemm type)
         for m in ms_list:
             needed.add(interval_index(full_list, m * TOP_K))  # the correct call
