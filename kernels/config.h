@@ -60,6 +60,9 @@
  * group of the block walk (keeps the blocks in flight in L2) */
 #define HC_WIDE_STAGES 5
 #define HC_WIDE_GROUP 8
+/* hc_moe_expand (moe_route.cu): threads a sorted row -- 256 (a block a row), or 32 (a warp a
+ * row, 8 a block: v80, until measured: VARIANT="HC_MOE_EXPAND_ROW_THREADS 32") */
+#define HC_MOE_EXPAND_ROW_THREADS 256
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at

@@ -4,6 +4,7 @@
 // sum. One module per device, whatever the layers' kinds. No atomics on results: the same
 // inputs give the same bits on every run.
 #include "codec/bf16.cuh"
+#include "config.h"
 #include "epilogue/moe_act.cuh"
 #include "memory/ptx.cuh"
 #include "moe_args.h"
@@ -272,24 +273,40 @@ __device__ __forceinline__ unsigned route_local(const int *ids, int s, int e0) {
 
 /* ---- hc_moe_expand: xs[p] = x[sorted[p] / topk] for the sorted rows (zeros in pads; tail[1]
  * of them), its columns gathered by the row's expert's act-order permutation (ptab[e]: int32
- * [K], or 0) and zero-padded from K to ldxs. A block per row, grid-stride. ---- */
+ * [K], or 0) and zero-padded from K to ldxs. T = config.h HC_MOE_EXPAND_ROW_THREADS threads a
+ * row, grid-stride over the block's rows (blockDim / T of them: the runtime's grid counts
+ * them); each thread keeps four 16-byte pieces in flight where the strides allow, pad rows
+ * included. ---- */
 extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, const int *sorted,
                                          const int *tail, const int *ids, int e0, hc_u64 topk,
                                          const hc_u64 *ptab, hc_u16 *xs, hc_u64 ldxs) {
     HC_PDL_WAIT();
+    constexpr unsigned T = HC_MOE_EXPAND_ROW_THREADS, W = 8 * T; /* a pass's columns */
     const hc_u64 rows = (hc_u64)tail[1];
-    for (hc_u64 p = blockIdx.x; p < rows; p += gridDim.x) {
+    const unsigned lane = threadIdx.x % T, rpb = blockDim.x / T;
+    const bool vec = K % 8 == 0 && ldx % 8 == 0 && ldxs % 8 == 0 && ((hc_u64)x & 15) == 0 &&
+                     ((hc_u64)xs & 15) == 0;
+    for (hc_u64 p = (hc_u64)blockIdx.x * rpb + threadIdx.x / T; p < rows;
+         p += (hc_u64)gridDim.x * rpb) {
         const int s = sorted[p];
         const int *perm = ptab && s >= 0 ? (const int *)ptab[route_local(ids, s, e0)] : nullptr;
         const hc_u16 *src = s >= 0 ? x + (hc_u64)s / topk * ldx : nullptr;
         hc_u16 *dst = xs + p * ldxs;
-        if (!perm && src && K % 8 == 0 && ldx % 8 == 0 && ldxs % 8 == 0 &&
-            ((hc_u64)x & 15) == 0 && ((hc_u64)xs & 15) == 0) {
-            for (hc_u64 c = threadIdx.x * 8; c < ldxs; c += blockDim.x * 8)
-                *(uint4 *)(dst + c) = c < K ? *(const uint4 *)(src + c) : make_uint4(0, 0, 0, 0);
+        if (!perm && vec) {
+            for (hc_u64 c0 = lane * 8; c0 < ldxs; c0 += 4 * W) {
+                uint4 v[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) {
+                    const hc_u64 c = c0 + u * W;
+                    v[u] = src && c < K ? *(const uint4 *)(src + c) : make_uint4(0, 0, 0, 0);
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (c0 + u * W < ldxs) *(uint4 *)(dst + c0 + u * W) = v[u];
+            }
             continue;
         }
-        for (hc_u64 c = threadIdx.x; c < ldxs; c += blockDim.x)
+        for (hc_u64 c = lane; c < ldxs; c += T)
             dst[c] = src && c < K ? src[perm ? (hc_u64)perm[c] : c] : (hc_u16)0;
     }
     HC_PDL_RELEASE();

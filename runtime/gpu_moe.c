@@ -98,6 +98,9 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     if (HC_GPU_MOE_STOP(md, 1)) return HC_OK;
     const uint64_t rows = need.rows;
     const unsigned rgrid[3] = {(unsigned)(rows < 8192 ? rows : 8192), 1, 1};
+    /* (the expand: 256 / HC_MOE_EXPAND_ROW_THREADS rows a block) */
+    const uint64_t erows = hc__cdiv_u64(rows, 256 / HC_MOE_EXPAND_ROW_THREADS);
+    const unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
     /* gate_up: x read in place by slot where the small-M kernels can, else expanded rows */
     const bool in_place = lu.args == HC_GPU_ARGS_GEMV && !ml->up.ptab && ml->H % 8 == 0 &&
                           (uintptr_t)x % 16 == 0;
@@ -107,7 +110,7 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         unsigned long long ldxx = ml->H, K = ml->H, tk = topk, ldo = ml->ldx;
         void *args[] = {(void *)&x, &ldxx, &K, &w->sorted, (void *)&tail, (void *)&ids, &e0, &tk,
                         (void *)&ml->up.ptab, &w->xs, &ldo};
-        HC_TRY(hc__gpu_launch(g->moe_expand, rgrid, 256, 0, true, args, s, "hc_moe_expand", err));
+        HC_TRY(hc__gpu_launch(g->moe_expand, egrid, 256, 0, true, args, s, "hc_moe_expand", err));
         xin = w->xs, ldx = ml->ldx, rdiv = 0;
     }
     if (HC_GPU_MOE_STOP(md, 2)) return HC_OK;
