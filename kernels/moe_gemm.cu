@@ -227,6 +227,9 @@ HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2, 2)
  * two of gate and two of up. (Two stripes a warpgroup, Humming's 24 x 512 block, do not fit
  * the consumers' 112 registers: ptxas spilled and serialised the wgmma, C7512.) */
 HC_MOE_WS_KERNEL_N(hc_moe_ws24q, 24, 1, 1, 4)
+/* the same at tiles of 80 (v82, forced only until measured): ws80w's four stripes a block
+ * behind one activation tile, with sixteen consumer warps an SM instead of eight */
+HC_MOE_WS_KERNEL_N(hc_moe_ws80q, 80, 1, 1, 4)
 /* two tile sizes: an expert's whole tiles of big rows and its remainder in one of small where
  * it fits (moe_route.cu route_split), spw stripes a consumer warpgroup */
 #define HC_MOE_WS_TWO_KERNEL(name, big, small, spw)                                            \

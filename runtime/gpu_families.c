@@ -153,6 +153,8 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .bps = 2},
     {.id = HC_GMK_WS24Q, .entry = "hc_moe_ws24q", .forced = "moe-ws24q", .like = HC_GK_WS64,
      .toks = 24, .stripes = 4, .cwg = 4},
+    {.id = HC_GMK_WS80Q, .entry = "hc_moe_ws80q", .forced = "moe-ws80q", .like = HC_GK_WS64,
+     .toks = 80, .stripes = 4, .cwg = 4},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {

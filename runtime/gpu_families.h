@@ -98,6 +98,7 @@ typedef enum {
                       * only) */
     HC_GMK_WS24Q,    /* hc_moe_ws24q (sm_90a): tiles of 24 rows, four consumer warpgroups of a
                       * stripe each (v81: forced only) */
+    HC_GMK_WS80Q,    /* hc_moe_ws80q (sm_90a): tiles of 80 rows, the same (v82: forced only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 

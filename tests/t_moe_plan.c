@@ -292,6 +292,13 @@ static void test_moe_plan(void) {
     CHECK(2 * (lu.smem + 1024) <= h200.smem_sm);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 12);
+    /* moe-ws80q (v82, forced only): ws80w's tiles and four stripes a block, 640 threads */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80Q, &r, &err), HC_OK);
+    CHECK_EQ_INT(r.tile, 80);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.grid[0], 8);
+    CHECK_EQ_INT(lu.block, 640);
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304));
     /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles, rows
      * 8 + 8 x 191; one slot: a tile of 256's rows at least (1 + 191 < 256) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
@@ -325,7 +332,7 @@ static void test_moe_plan(void) {
                                         "moe-ws96",     "moe-ws256r",   "moe-ws288",
                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80w",
                                         "moe-ws24d",    "moe-ws80r",    "moe-ws80d",
-                                        "moe-ws24q"};
+                                        "moe-ws24q",    "moe-ws80q"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
