@@ -11,7 +11,7 @@
 # checks: test and sanitize in less wall time (the two test programs side by side, then the two
 # sanitizers: correctness only, so sharing the GPU and the cores changes no result);
 # quickchecks: the two test programs side by side only (a short call).
-# gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~215 s on an H100; side
+# gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~430 s on an H100; side
 # by side they run at under half speed, so a call that must finish both takes one each).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
 # hdense: bench/humming_dense.py (Humming's dense GEMM on the issue's four dense layers, M = 1-8192;
@@ -151,7 +151,7 @@ for step in gputest moetest; do
     prog=gpu_test
     [ $step = moetest ] && prog=gpu_moe_test
     t0=$(date +%s)
-    timeout "$(lim 480)" $b/$prog >"$out/$prog.log" 2>&1
+    timeout "$(lim 560)" $b/$prog >"$out/$prog.log" 2>&1
     echo "$prog rc=$? in $(($(date +%s) - t0)) s: $(tail -1 "$out/$prog.log")"
     grep -v '^ok' "$out/$prog.log" | head -15
 done
