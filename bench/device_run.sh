@@ -186,10 +186,10 @@ if has test; then
 fi
 if has sanitize; then
     for tool in memcheck racecheck; do
-        HC_GPU_TEST_QUICK=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+        HC_GPU_TEST_QUICK=1 timeout "$(lim 150)" compute-sanitizer --tool $tool --error-exitcode 9 \
             $b/gpu_test >"$out/$tool.log" 2>&1
         echo "$tool rc=$?: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
-        HC_GPU_TEST_QUICK=1 timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+        HC_GPU_TEST_QUICK=1 timeout "$(lim 240)" compute-sanitizer --tool $tool --error-exitcode 9 \
             $b/gpu_moe_test >>"$out/$tool.log" 2>&1
         echo "$tool (MoE) rc=$?: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
         cat "$out/$tool.log" >>"$out/sanitize.log" && rm -f "$out/$tool.log"
