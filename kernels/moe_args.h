@@ -5,9 +5,9 @@
  * Routing (hc_moe_route): the slots s = t * topk + j of a call whose expert id is one of the
  * model's [e0, e0 + El) are sorted by local expert, stably (slot order inside an expert), each
  * expert's run cut into tiles of the token tile T -- and, where the route has a second tile
- * Ts (0: none; the grouped kernel moe-ws256r), its remainder past its whole tiles of T in one
- * tile of Ts rows where it fits there (else in one more tile of T) -- the run padded to its
- * tiles' rows:
+ * Ts (0: none; the grouped kernels moe-ws256r and moe-ws80r), its remainder past its whole
+ * tiles of T in one tile of Ts rows where it fits there (else in one more tile of T) -- the
+ * run padded to its tiles' rows:
  *   sorted[p] = the slot at sorted position p, -1 in a pad;   inv[s] = p, or -1 (not local);
  *   meta[0] = the number of tiles; meta[HC_MOE_META_TILE(i)] = tile i's local expert,
  *   meta[HC_MOE_META_TILE(i) + 1] = its live rows (1 .. its tile, the pads after them);

@@ -282,6 +282,7 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
                                          const hc_u64 *ptab, hc_u16 *xs, hc_u64 ldxs) {
     HC_PDL_WAIT();
     constexpr unsigned T = HC_MOE_EXPAND_ROW_THREADS, W = 8 * T; /* a pass's columns */
+    static_assert(T >= 1 && T <= 256 && 256 % T == 0, "rows of the launch's 256 threads");
     const hc_u64 rows = (hc_u64)tail[1];
     const unsigned lane = threadIdx.x % T, rpb = blockDim.x / T;
     const bool vec = K % 8 == 0 && ldx % 8 == 0 && ldxs % 8 == 0 && ((hc_u64)x & 15) == 0 &&

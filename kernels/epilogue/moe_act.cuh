@@ -14,8 +14,8 @@ __device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((u
 
 /* act 0: silu(g) x u; 1 (gpt-oss): g clamped to <= limit, u to [-limit, limit],
  * g x sigmoid(alpha x g) x (u + 1). The exponential and the division are the approximate ones
- * (ex2.approx, rcp.approx: a few float32 ulp, far below the bf16 rounding that follows; a very
- * negative g gives 0 where the exact form gives a denormal): the accurate expf and IEEE
+ * (ex2.approx, rcp.approx: a few float32 ulp, far below the bf16 rounding that follows; a g
+ * below about -87 gives 0 where the exact form gives a number under 1e-36): the accurate expf and IEEE
  * division made the activation compute-bound, in the fused epilogue and its own launch alike
  * (bench/NOTES.md v77) */
 __device__ __forceinline__ float moe_act(float g, float u, unsigned act, float alpha, float limit) {
@@ -54,7 +54,7 @@ struct ws_no_act {
  * each of the block's tokens below m has its 64 HALF outputs from column j0 written, 8 a thread at a time (16-byte stores where the row and
  * I allow), and each of its pad rows (m and past, within the tile) zeros there -- h as the
  * separate launch leaves it, so that down's pad rows multiply zeros, not a stale workspace.
- * Consumer threads only (tid 128..383), after stage_sums. */
+ * Consumer threads only (tid 128 .. 128 (1 + NCW) - 1), after stage_sums. */
 template <int TOKS, int SPW, int NCW = 2>
 __device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const ws_act &fa,
                                           hc_u64 tok0, hc_u64 m) {

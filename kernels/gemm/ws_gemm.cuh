@@ -1,9 +1,8 @@
 // ws_gemm.cuh: the warp-specialised family (hc_wgmma_gemm64, _128, _256; sm_90a, M > 16; the
-// grouped MoE kernels' tiles of 96 and 288 too): 128 weight rows x TOKS tokens per block; one
-// producer thread fills a pipeline of HC_WS_STAGES(TOKS) (config.h) with TMA (activations) and
-// bulk copies (chunks), two consumer
-// warpgroups decode their rows into registers and run wgmma m64nTk16 while the copies of the
-// next tiles land.
+// grouped MoE kernels' other tiles and block shapes too): 128 weight rows x TOKS tokens per
+// block (the dense kernels); one producer thread fills a pipeline of HC_WS_STAGES(TOKS)
+// (config.h) with TMA (activations) and bulk copies (chunks), the consumer warpgroups decode
+// their rows into registers and run wgmma m64nTk16 while the copies of the next tiles land.
 #ifndef HC_K_GEMM_WS_GEMM_CUH
 #define HC_K_GEMM_WS_GEMM_CUH
 
@@ -15,15 +14,16 @@
 
 #ifdef HC_SM90A
 /* A block computes 128 weight rows (stripes 2 b and 2 b + 1) x TOKS tokens with one producer
- * warpgroup and two consumer warpgroups.
+ * warpgroup and two consumer warpgroups (the dense kernels; other shapes below).
  * - Producer (one thread; the warpgroup's registers cut to 40, config.h HC_WS_PREGS -- 24 at
- *   two blocks an SM): for each K tile, once its
+ *   two blocks an SM or four consumer warpgroups): for each K tile, once its
  *   stage is empty, one TMA copy brings the TOKS x 64 activation tile (tmx: the host's tensor
  *   map of X, [m][ldx] bf16, box 64 x TOKS, 128-byte swizzle, zeros outside m x K; past 256
  *   tokens two copies of a box of TOKS / 2 rows, config.h HC_WS_BOX) and one
  *   bulk copy per stripe its weight chunk; the stage's full barrier completes when the bytes
  *   land.
- * - Consumer warpgroup c (registers raised to 232, HC_WS_CREGS) owns stripe 2 b + c: each warp
+ * - Consumer warpgroup c (registers raised to 232, HC_WS_CREGS -- 104 at two blocks an SM,
+ *   112 at four consumer warpgroups) owns stripe 2 b + c: each warp
  *   decodes its 16 rows of tile kb + 1 (scaled, rounded to bf16) into registers while the wgmma
  *   m64 x TOKS x k16 of tile kb run, A from those registers, B the activation tile; after tile
  *   kb's wgmma are issued it waits for tile kb - 1's and releases that stage (empty barrier).
@@ -52,11 +52,15 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
      * three hold 3 x 4 x 4 x 2 A registers, so a tile of at most 24) */
     static_assert(SPW == 1 || (SPW == 2 && TOKS <= 96) || (SPW == 3 && TOKS <= 24),
                   "two stripes a warpgroup up to 96 tokens, three up to 24");
-    static_assert(NCW == 2 || (NCW == 4 && BPS == 1), "two consumer warpgroups, or four alone");
+    static_assert(NCW == 2 || (NCW == 4 && BPS == 1 && SPW == 1),
+                  "two consumer warpgroups, or four of a stripe each alone (two stripes spill)");
     constexpr unsigned NST = NCW * SPW, HALF = NST / 2; /* stripes a block; halves: gate's */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    /* (a launch of other than 128 (1 + NCW) threads -- the registry's .cwg out of step with the
+     * kernel's NCW -- would wait forever on the barriers below: stop it instead) */
+    if (blockDim.x != 128 * (1 + NCW)) __trap();
     const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + NST * cb + 1023) / 1024 * 1024;
     /* the block's stripes that exist (the layer's last block may have fewer; written apart for
      * a pair so that ptxas sees at most two copies and keeps the pair kernels' code) */
