@@ -502,48 +502,41 @@ static void test_moe_fuse_plan(void) {
     CHECK_EQ_INT(lu.grid[0], 23);
     CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 1, true, 2880, true, false, &us), 2);
     CHECK_EQ_INT(lu.grid[0], 23);
-    /* r = 16: moe-ws24x6, six stripes a block: 12 / 3 = 4 groups; r = 128: two tiles of 80 */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 2048, 128, HC_GPU_KERNEL_AUTO, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
-    CHECK_EQ_INT(lu.grid[0], 4);
-    /* a tile of 128 (forced): two stripes a block, one of each: 12 groups */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 16384, 128, HC_GMK_WS128, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
-    CHECK_EQ_INT(lu.grid[0], 12);
-    /* small M (tiles of 8) and the skinny kernels (r = 32): not fused (the separate
-     * activation launch) */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 0);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 4096, 128, HC_GPU_KERNEL_AUTO, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 0);
-    /* two tile sizes (moe-ws256r: a pair of stripes; moe-ws80r: four) fused as one: the
-     * grid's x as above, its planes unchanged */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 32768, 128, HC_GMK_WS256R, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
-    CHECK_EQ_INT(lu.grid[0], 12);
-    CHECK_EQ_INT(lu.grid[2], 2);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 8192, 128, HC_GMK_WS80R, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
-    CHECK_EQ_INT(lu.grid[0], 6);
-    CHECK_EQ_INT(lu.grid[2], 2);
-    /* moe-ws24q's four stripes a block: two of gate and two of up, 12 / 2 = 6 groups */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 2048, 128, HC_GMK_WS24Q, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
-    CHECK_EQ_INT(lu.grid[0], 6);
+    /* gate and up as two parts (I = 768, 12 stripes a part), by route: whether fused, and then
+     * the grid's x (groups of half a block's stripes over 12) and planes */
+    static const struct {
+        const char *what;
+        uint64_t slots;
+        int forced;
+        unsigned fuse, grid0, grid2;
+    } gu_cases[] = {
+        /* r = 16: moe-ws24x6, six stripes a block: 12 / 3 = 4 groups */
+        {"ws24x6", 2048, HC_GPU_KERNEL_AUTO, 1, 4, 1},
+        /* a tile of 128 (forced): two stripes a block, one of each: 12 groups */
+        {"ws128", 16384, HC_GMK_WS128, 1, 12, 1},
+        /* small M (tiles of 8) and the skinny kernels (r = 32): the separate launch */
+        {"t8", 128, HC_GPU_KERNEL_AUTO, 0, 0, 0},
+        {"skinny", 4096, HC_GPU_KERNEL_AUTO, 0, 0, 0},
+        /* two tile sizes (ws256r: a pair of stripes; ws80r: four) fused as one: the grid's x
+         * as above, its planes unchanged */
+        {"ws256r", 32768, HC_GMK_WS256R, 1, 12, 2},
+        {"ws80r", 8192, HC_GMK_WS80R, 1, 6, 2},
+        /* moe-ws24q's four stripes a block: two of gate and two of up, 12 / 2 = 6 groups */
+        {"ws24q", 2048, HC_GMK_WS24Q, 1, 6, 1},
+    };
+    for (size_t i = 0; i < sizeof gu_cases / sizeof gu_cases[0]; i++) {
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, gu_cases[i].slots, 128,
+                                            gu_cases[i].forced, &r, &err), HC_OK);
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
+        const unsigned fz = hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us);
+        if (fz != gu_cases[i].fuse || (fz && lu.grid[0] != gu_cases[i].grid0))
+            fprintf(stderr, "  %s: fuse %u grid %u\n", gu_cases[i].what, fz, lu.grid[0]);
+        CHECK_EQ_INT(fz, gu_cases[i].fuse);
+        if (fz) {
+            CHECK_EQ_INT(lu.grid[0], gu_cases[i].grid0);
+            CHECK_EQ_INT(lu.grid[2], gu_cases[i].grid2);
+        }
+    }
 }
 
 static void test_moe_layer_tensors(void) {
