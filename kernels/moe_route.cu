@@ -342,24 +342,11 @@ extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 l
         for (hc_u64 c0 = threadIdx.x * 8ull; c0 < ldh; c0 += blockDim.x * 8ull) {
             float v[8];
             if (live && vec && c0 < I) {
+                /* (cs 2: the 16 interleaved values from g; else 8 of g and 8 of u) */
                 float gv[8], uv[8];
-                if (cs == 2) {
-                    const uint4 a = *(const uint4 *)(g + p * ldg + 2 * c0);
-                    const uint4 b = *(const uint4 *)(g + p * ldg + 2 * c0 + 8);
-                    const unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-                    for (int q = 0; q < 8; q++)
-                        gv[q] = f_of_bf16((hc_u16)(w[q] & 0xFFFFu)), uv[q] = f_of_bf16((hc_u16)(w[q] >> 16));
-                } else {
-                    const uint4 a = *(const uint4 *)(g + p * ldg + c0);
-                    const uint4 b = *(const uint4 *)(u + p * ldg + c0);
-                    const unsigned wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-                    for (int q = 0; q < 4; q++) {
-                        gv[2 * q] = f_of_bf16((hc_u16)(wa[q] & 0xFFFFu)), gv[2 * q + 1] = f_of_bf16((hc_u16)(wa[q] >> 16));
-                        uv[2 * q] = f_of_bf16((hc_u16)(wb[q] & 0xFFFFu)), uv[2 * q + 1] = f_of_bf16((hc_u16)(wb[q] >> 16));
-                    }
-                }
+                const hc_u16 *ga = g + p * ldg + (cs == 2 ? 2 * c0 : c0);
+                gate_up_of(*(const uint4 *)ga,
+                           *(const uint4 *)(cs == 2 ? ga + 8 : u + p * ldg + c0), cs == 2, gv, uv);
 #pragma unroll
                 for (int q = 0; q < 8; q++) {
                     if (bg) gv[q] += bg[c0 + q], uv[q] += bg[I + c0 + q];

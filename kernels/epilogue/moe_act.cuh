@@ -15,9 +15,9 @@ __device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((u
 /* act 0: silu(g) x u; 1 (gpt-oss): g clamped to <= limit, u to [-limit, limit],
  * g x sigmoid(alpha x g) x (u + 1). The exponential and the division are the approximate ones
  * (ex2.approx, rcp.approx: a few float32 ulp, far below the bf16 rounding that follows; a g
- * below about -87 gives 0 where the exact form gives a number under 1e-36): the accurate expf and IEEE
- * division made the activation compute-bound, in the fused epilogue and its own launch alike
- * (bench/NOTES.md v77) */
+ * below about -87 gives 0 where the exact form gives a number under 1e-36): the accurate expf
+ * and IEEE division made the activation compute-bound, in the fused epilogue and its own launch
+ * alike (bench/NOTES.md v77) */
 __device__ __forceinline__ float moe_act(float g, float u, unsigned act, float alpha, float limit) {
     if (act == 1) {
         g = fminf(g, limit);
@@ -25,6 +25,23 @@ __device__ __forceinline__ float moe_act(float g, float u, unsigned act, float a
         return __fdividef(g, 1.0f + __expf(-alpha * g)) * (u + 1.0f);
     }
     return __fdividef(g, 1.0f + __expf(-g)) * u;
+}
+
+/* Gate and up of 8 outputs from two 16-byte pieces of bf16: pairs (interleaved rows) -- a and
+ * b hold (gate, up) of outputs 0-3 and 4-7; halves -- a gate's 8, b up's 8 */
+__device__ __forceinline__ void gate_up_of(uint4 a, uint4 b, bool pairs, float g[8], float u[8]) {
+    const unsigned wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        if (pairs) {
+            const unsigned w = k < 4 ? wa[k] : wb[k - 4];
+            g[k] = f_of_bf16((hc_u16)(w & 0xFFFFu)), u[k] = f_of_bf16((hc_u16)(w >> 16));
+        } else {
+            const unsigned gw = wa[k / 2], uw = wb[k / 2];
+            g[k] = f_of_bf16((hc_u16)(k % 2 ? gw >> 16 : gw & 0xFFFFu));
+            u[k] = f_of_bf16((hc_u16)(k % 2 ? uw >> 16 : uw & 0xFFFFu));
+        }
+    }
 }
 
 /* What a gate_up block needs to apply the activation itself (the grouped kernels' hc_moe_args
@@ -51,9 +68,10 @@ struct ws_no_act {
 
 /* The block's staged bf16 sums (epilogue/staged.cuh stage_sums: [TOKS][RS], stripe st at
  * columns st x 64 .., NCW x SPW stripes: HALF of them a half) through the activation into h:
- * each of the block's tokens below m has its 64 HALF outputs from column j0 written, 8 a thread at a time (16-byte stores where the row and
- * I allow), and each of its pad rows (m and past, within the tile) zeros there -- h as the
- * separate launch leaves it, so that down's pad rows multiply zeros, not a stale workspace.
+ * each of the block's tokens below m has its 64 HALF outputs from column j0 written, 8 a thread
+ * at a time (16-byte stores where the row and I allow), and each of its pad rows (m and past,
+ * within the tile) zeros there -- h as the separate launch leaves it, so that down's pad rows
+ * multiply zeros, not a stale workspace.
  * Consumer threads only (tid 128 .. 128 (1 + NCW) - 1), after stage_sums. */
 template <int TOKS, int SPW, int NCW = 2>
 __device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const ws_act &fa,
@@ -74,22 +92,13 @@ __device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const
         /* two 16-byte reads of the staged row: halves -- gate's 8 at column c = 8 pc, up's at
          * 64 HALF + c; pairs -- the 16 interleaved (gate, up) from 2 c */
         const hc_u16 *row = out + tl * RS + (fa.mode == 1 ? pc * 8 : pc * 16);
-        const uint4 a = *(const uint4 *)row, b = *(const uint4 *)(row + (fa.mode == 1 ? 64 * HALF : 8));
-        const unsigned wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
-        float v[8];
+        float g[8], u[8], v[8];
+        gate_up_of(*(const uint4 *)row, *(const uint4 *)(row + (fa.mode == 1 ? 64 * HALF : 8)),
+                   fa.mode != 1, g, u);
 #pragma unroll
         for (int k = 0; k < 8; k++) {
-            const unsigned w0 = k < 4 ? wa[k] : wb[k - 4]; /* pairs: (gate, up) of output k */
-            float g, u;
-            if (fa.mode == 1) {
-                const unsigned gw = wa[k / 2], uw = wb[k / 2];
-                g = f_of_bf16((hc_u16)(k % 2 ? gw >> 16 : gw & 0xFFFFu));
-                u = f_of_bf16((hc_u16)(k % 2 ? uw >> 16 : uw & 0xFFFFu));
-            } else {
-                g = f_of_bf16((hc_u16)(w0 & 0xFFFFu)), u = f_of_bf16((hc_u16)(w0 >> 16));
-            }
-            if (fa.bias && j + k < fa.I) g += fa.bias[j + k], u += fa.bias[fa.I + j + k];
-            v[k] = moe_act(g, u, fa.act, fa.alpha, fa.limit);
+            if (fa.bias && j + k < fa.I) g[k] += fa.bias[j + k], u[k] += fa.bias[fa.I + j + k];
+            v[k] = moe_act(g[k], u[k], fa.act, fa.alpha, fa.limit);
         }
         if (vec && j + 8 <= fa.I) {
             *(uint4 *)dst = make_uint4(bf2_pack(v[0], v[1]), bf2_pack(v[2], v[3]),

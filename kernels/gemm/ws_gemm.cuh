@@ -167,7 +167,6 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             for (int i = 0; i < TOKS / 2; i++) d[j][i] = 0.0f;
     if (actf.on()) {
         const ws_act fa = actf();
-        /* (halves: live of gate's and as many of up's -- each warpgroup its half's) */
         /* (halves: each half's warpgroups hold its first live stripes, gate's and up's alike) */
         const unsigned lw = fa.mode == 1 ? wg_stripes<SPW>(fa.live, wgc % (NCW / 2))
                                          : wg_stripes<SPW>(live, wgc);
