@@ -346,8 +346,7 @@ int main(void) {
              * 128 (gpt-oss-, DeepSeek-like) in two; moe-ws24d (v75) at 256 -- tiles of 24, two
              * blocks an SM; moe-ws80r (v78) at 1024 and 4096 -- ws80w with a tile of 64 for an
              * expert's remainder that fits one; moe-ws80d (v79) at 1024 and 4096 --
-             * tiles of 80, two blocks an SM; moe-ws24q (v81) at 256 -- tiles of 24, four
-             * consumer warpgroups; moe-ws80q (v82) at 1024 and 4096 -- the same at 80 */
+             * tiles of 80, two blocks an SM */
             static const struct {
                 const char *name;
                 unsigned at; /* 1: M = 256, 2: 1024, 4: 4096, 8: 16384 */
@@ -356,7 +355,7 @@ int main(void) {
                         {"moe-ws256", 12}, {"moe-ws96", 2},     {"moe-ws256r", 4},
                         {"moe-ws288", 12}, {"moe-ws96w", 6}, {"moe-ws24x6", 1},
                         {"moe-ws80w", 6}, {"moe-ws24d", 1}, {"moe-ws80r", 6},
-                        {"moe-ws80d", 6}, {"moe-ws24q", 1}, {"moe-ws80q", 6}};
+                        {"moe-ws80d", 6}};
             const unsigned at = M == 256 ? 1u : M == 1024 ? 2u : M == 4096 ? 4u : M == 16384 ? 8u : 0u;
             for (size_t q = 0; sweep && q < sizeof alts / sizeof alts[0]; q++) {
                 double aus, agu;

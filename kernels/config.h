@@ -69,11 +69,10 @@
  * most 256 rows) -- the runtime encodes the tensor map with HC_WS_BOX too */
 #define HC_WS_STAGES(toks) ((toks) > 256 ? 4 : HC_WIDE_STAGES)
 /* a warp-specialised block's registers after setmaxnreg, producer and consumers, with bps
- * blocks an SM and ncw consumer warpgroups: one block of two (65536 / 384 = 168 at launch): 40
- * and 232; two blocks of two (moe-ws24d: 80 at launch, 30720 a block): 24 and 104; one block of
- * four (moe-ws24q: 640 threads, 96 at launch): 24 and 112 (128 x 24 + 512 x 112 <= 640 x 96) */
-#define HC_WS_PREGS(bps, ncw) ((bps) == 1 && (ncw) == 2 ? 40 : 24)
-#define HC_WS_CREGS(bps, ncw) ((bps) == 2 ? 104 : (ncw) == 4 ? 112 : 232)
+ * blocks an SM: one (65536 / 384 = 168 at launch): 40 and 232; two (moe-ws24d: 80 at launch,
+ * 30720 a block): 24 and 104 */
+#define HC_WS_PREGS(bps) ((bps) == 1 ? 40 : 24)
+#define HC_WS_CREGS(bps) ((bps) == 1 ? 232 : 104)
 #define HC_WS_BOX(toks) ((toks) > 256 ? (toks) / 2 : (toks))
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the

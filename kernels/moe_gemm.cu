@@ -101,10 +101,9 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS)
 #ifdef HC_SM90A
 /* gate_up's activation for ws_gemm_block (moe_args.h fuse; epilogue/moe_act.cuh ws_act), built
  * where it is used from the launch's arguments, the block's first stripe nb0 and its expert:
- * halves -- up's stripes at part 1's table (parts 2) or ustripes past gate's (stacked), HALF of
- * each (half the block's stripes) or what is left of ceil(I / 64), outputs from nb0 x 64;
- * pairs -- outputs from nb0 x 32 */
-template <int HALF> struct moe_act_of {
+ * halves -- up's stripes at part 1's table (parts 2) or ustripes past gate's (stacked), SPW of
+ * each or what is left of ceil(I / 64), outputs from nb0 x 64; pairs -- outputs from nb0 x 32 */
+template <int SPW> struct moe_act_of {
     const hc_moe_args *a;
     const hc_mma_params *p;
     hc_u64 nb0;
@@ -118,7 +117,7 @@ template <int HALF> struct moe_act_of {
             const hc_u8 *up = a->parts == 2 ? (const hc_u8 *)a->wtab[a->el + e]
                                             : (const hc_u8 *)a->wtab[e] + a->ustripes * ss;
             f.wup = up + nb0 * ss, f.mode = 1, f.j0 = nb0 * 64;
-            f.live = (unsigned)(half - nb0 < (hc_u64)HALF ? half - nb0 : (hc_u64)HALF);
+            f.live = (unsigned)(half - nb0 < (hc_u64)SPW ? half - nb0 : (hc_u64)SPW);
         } else {
             f.wup = nullptr, f.mode = 2, f.j0 = nb0 * 32, f.live = 0;
         }
@@ -128,37 +127,35 @@ template <int HALF> struct moe_act_of {
         return f;
     }
 };
-/* stripe group vp (NCW SPW stripes) of tile i, its rows from tok0; BPS blocks an SM, NCW
- * consumer warpgroups */
-template <int TOKS, int SPW = 1, int BPS = 1, int NCW = 2>
+/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM */
+template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                             unsigned vp, unsigned i, hc_u64 tok0) {
-    constexpr unsigned NST = NCW * SPW, HALF = NST / 2;
     const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
-    /* the block's first stripe: of its part's groups of NST, or (halves of a fused gate_up,
-     * moe_args.h) of gate's groups of HALF, up's the same rows */
+    /* the block's first stripe: of its part's groups of 2 SPW, or (halves of a fused gate_up,
+     * moe_args.h) of gate's groups of SPW, up's the same rows */
     unsigned part = 0;
     hc_u64 nb0;
     if (a.fuse == 1) {
-        nb0 = (hc_u64)vp * HALF;
+        nb0 = (hc_u64)vp * SPW;
     } else {
-        const unsigned groups = (unsigned)((p.tiles_n + NST - 1) / NST);
-        part = vp / groups, nb0 = (hc_u64)(vp - part * groups) * NST;
+        const unsigned groups = (unsigned)((p.tiles_n + 2 * SPW - 1) / (2 * SPW));
+        part = vp / groups, nb0 = (hc_u64)(vp - part * groups) * 2 * SPW;
     }
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    ws_gemm_block<TOKS, SPW, moe_act_of<HALF>, BPS, NCW>(
+    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS>(
         (const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0, tok0 + (hc_u64)rows,
-        out + part * a.ystride, tmx, moe_act_of<HALF>{&a, &p, nb0, (unsigned)e});
+        out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
 }
-template <int TOKS, int SPW = 1, int BPS = 1, int NCW = 2>
+template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
                                        hc_u16 *__restrict__ out, const hc_tmap &tmx) {
     unsigned vp, mt;
     ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     if ((int)mt >= a.meta[0]) return;
-    moe_ws_tile<TOKS, SPW, BPS, NCW>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
+    moe_ws_tile<TOKS, SPW, BPS>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
 }
 /* two tile sizes (the route's T = BIG and Ts = SMALL, moe_args.h): grid z 0 the tiles of BIG
  * rows (tmx: boxes of BIG rows), z 1 those of SMALL after them (tms: boxes of SMALL); the
@@ -179,23 +176,22 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
         moe_ws_tile<SMALL, SPW>(a, p, out, tms, vp, nb + mt, (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
     }
 }
-#define HC_MOE_WS_BODY(toks, spw, bps, ncw) moe_ws<toks, spw, bps, ncw>(a, p, out, tmx)
+#define HC_MOE_WS_BODY(toks, spw, bps) moe_ws<toks, spw, bps>(a, p, out, tmx)
 #define HC_MOE_WS_TWO_BODY(big, small, spw) moe_ws_two<big, small, spw>(a, p, out, tmx, tms)
 #else
-#define HC_MOE_WS_BODY(toks, spw, bps, ncw)                                                    \
+#define HC_MOE_WS_BODY(toks, spw, bps)                                                         \
     ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
 #define HC_MOE_WS_TWO_BODY(big, small, spw)                                                    \
     ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
-/* (bps: blocks an SM; ncw: consumer warpgroups, 128 (1 + ncw) threads; the launch bounds and
- * config.h HC_WS_PREGS / HC_WS_CREGS) */
-#define HC_MOE_WS_KERNEL_N(name, toks, spw, bps, ncw)                                          \
-    extern "C" __global__ void __launch_bounds__(128 * (1 + (ncw)), bps)                       \
+/* (bps: blocks an SM, the launch bounds and config.h HC_WS_PREGS / HC_WS_CREGS) */
+#define HC_MOE_WS_KERNEL_N(name, toks, spw, bps)                                               \
+    extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, bps)                           \
         name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
              const __grid_constant__ hc_tmap tmx) {                                            \
-        HC_MOE_WS_BODY(toks, spw, bps, ncw);                                                   \
+        HC_MOE_WS_BODY(toks, spw, bps);                                                        \
     }
-#define HC_MOE_WS_KERNEL(name, toks, spw) HC_MOE_WS_KERNEL_N(name, toks, spw, 1, 2)
+#define HC_MOE_WS_KERNEL(name, toks, spw) HC_MOE_WS_KERNEL_N(name, toks, spw, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws64, 64, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws96, 96, 1) /* (MoE only: ~64 rows an expert in one tile; v62) */
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128, 1)
@@ -215,21 +211,12 @@ HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
 /* two stripes a block, tiles of 24, two blocks an SM (v75, forced only until measured: ncu put
  * ws24x8 at 0.85 eligible warps a scheduler with 8 consumer warps an SM, Humming's 24-token
  * kernel at 1.68 with 16-20; this one has 16, each with one stripe's decode, at 104 registers) */
-HC_MOE_WS_KERNEL_N(hc_moe_ws24d, 24, 1, 2, 2)
+HC_MOE_WS_KERNEL_N(hc_moe_ws24d, 24, 1, 2)
 /* the same at tiles of 80 (v79, forced only until measured): at r = 64 the two blocks an SM
  * overlap one's fill, drain and epilogue (the fused activation's too) with the other's main
  * loop -- what a persistent body would buy -- and double the consumer warps; each block's
  * activation tile serves two stripes instead of ws80w's four */
-HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2, 2)
-/* four consumer warpgroups, a stripe each, tiles of 24 (v81, forced only until measured):
- * sixteen consumer warps an SM as in ws24d, but in one block of 640 threads (Humming's 24-row
- * kernel's size) whose four stripes share one activation tile; the fused gate_up's halves hold
- * two of gate and two of up. (Two stripes a warpgroup, Humming's 24 x 512 block, do not fit
- * the consumers' 112 registers: ptxas spilled and serialised the wgmma, C7512.) */
-HC_MOE_WS_KERNEL_N(hc_moe_ws24q, 24, 1, 1, 4)
-/* the same at tiles of 80 (v82, forced only until measured): ws80w's four stripes a block
- * behind one activation tile, with sixteen consumer warps an SM instead of eight */
-HC_MOE_WS_KERNEL_N(hc_moe_ws80q, 80, 1, 1, 4)
+HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2)
 /* two tile sizes: an expert's whole tiles of big rows and its remainder in one of small where
  * it fits (moe_route.cu route_split), spw stripes a consumer warpgroup */
 #define HC_MOE_WS_TWO_KERNEL(name, big, small, spw)                                            \

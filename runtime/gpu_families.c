@@ -151,10 +151,6 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .stripes = 4, .small = 64},
     {.id = HC_GMK_WS80D, .entry = "hc_moe_ws80d", .forced = "moe-ws80d", .like = HC_GK_WS64,
      .toks = 80, .bps = 2},
-    {.id = HC_GMK_WS24Q, .entry = "hc_moe_ws24q", .forced = "moe-ws24q", .like = HC_GK_WS64,
-     .toks = 24, .stripes = 4, .cwg = 4},
-    {.id = HC_GMK_WS80Q, .entry = "hc_moe_ws80q", .forced = "moe-ws80q", .like = HC_GK_WS64,
-     .toks = 80, .stripes = 4, .cwg = 4},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {
@@ -175,10 +171,6 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
 
 unsigned hc__gpu_moe_stripes(const hc_gpu_moe_variant *mv) {
     return mv->stripes ? mv->stripes : 2;
-}
-
-unsigned hc__gpu_moe_block(const hc_gpu_moe_variant *mv) {
-    return mv->cwg ? 128 * (1 + mv->cwg) : hc__gpu_kernel_family(mv->like, NULL)->block;
 }
 
 unsigned hc__gpu_moe_tile(const hc_gpu_moe_variant *mv) {

@@ -96,9 +96,6 @@ typedef enum {
                       * block (v78: forced only) */
     HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79: forced
                       * only) */
-    HC_GMK_WS24Q,    /* hc_moe_ws24q (sm_90a): tiles of 24 rows, four consumer warpgroups of a
-                      * stripe each (v81: forced only) */
-    HC_GMK_WS80Q,    /* hc_moe_ws80q (sm_90a): tiles of 80 rows, the same (v82: forced only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -127,9 +124,6 @@ typedef struct {
      * config.h HC_WS_PREGS / HC_WS_CREGS; the runtime asks for the shared-memory carveout that
      * holds them), else 0 */
     unsigned bps;
-    /* a warp-specialised block's consumer warpgroups where not two (moe-ws24q: four -- 640
-     * threads, a stripe each), else 0: read the block's threads through hc__gpu_moe_block */
-    unsigned cwg;
 } hc_gpu_moe_variant;
 
 /* The family of grouped kernel mv, *v its dense variant at mv's token tile. */
@@ -138,8 +132,6 @@ const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_varia
 size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk);
 /* Its token tile (rows of the routing's tiles). */
 unsigned hc__gpu_moe_tile(const hc_gpu_moe_variant *mv);
-/* Its block's threads: its family's, or 128 x (1 + its consumer warpgroups). */
-unsigned hc__gpu_moe_block(const hc_gpu_moe_variant *mv);
 /* The stripes a block of a warp-specialised grouped kernel mv takes (its grid's x: the
  * projection's stripes in groups of these, per part). */
 unsigned hc__gpu_moe_stripes(const hc_gpu_moe_variant *mv);

@@ -450,7 +450,7 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     const hc_gpu_variant *v = NULL;
     const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, &v);
     out->args = f->args;
-    out->block = hc__gpu_moe_block(mv);
+    out->block = f->block;
     out->smem = hc__gpu_moe_smem(mv, l->chunk_bytes);
     out->ksplit = 1;
     if (!hc__gpu_smem_fits(dev, out->smem + mv->stat))

@@ -245,21 +245,6 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 2 * 2304));
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 12);
-    /* moe-ws24q (v81, forced only): tiles of 24, four stripes a block of 640 threads (down's
-     * 32 in 8 groups, gate and up's 12 in 3 a part), four chunks a stage */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_WS24Q, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.tile, 24);
-    CHECK_EQ_U64(r.tiles_max, 208);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 8);
-    CHECK_EQ_INT(lu.block, 640);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 4 * 2304));
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 6);
-    /* (the other warp-specialised kernels: 384 threads) */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_WS24X6, &r, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.block, 384);
     /* moe-ws80w (v71, forced only): tiles of 80 at r = 64, (8192 + 128 x 79) / 80 = 228 */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80W, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 80);
@@ -292,13 +277,6 @@ static void test_moe_plan(void) {
     CHECK(2 * (lu.smem + 1024) <= h200.smem_sm);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 12);
-    /* moe-ws80q (v82, forced only): ws80w's tiles and four stripes a block, 640 threads */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80Q, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.tile, 80);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 8);
-    CHECK_EQ_INT(lu.block, 640);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304));
     /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles, rows
      * 8 + 8 x 191; one slot: a tile of 256's rows at least (1 + 191 < 256) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
@@ -331,8 +309,7 @@ static void test_moe_plan(void) {
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
                                         "moe-ws96",     "moe-ws256r",   "moe-ws288",
                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80w",
-                                        "moe-ws24d",    "moe-ws80r",    "moe-ws80d",
-                                        "moe-ws24q",    "moe-ws80q"};
+                                        "moe-ws24d",    "moe-ws80r",    "moe-ws80d"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
@@ -521,8 +498,6 @@ static void test_moe_fuse_plan(void) {
          * as above, its planes unchanged */
         {"ws256r", 32768, HC_GMK_WS256R, 1, 12, 2},
         {"ws80r", 8192, HC_GMK_WS80R, 1, 6, 2},
-        /* moe-ws24q's four stripes a block: two of gate and two of up, 12 / 2 = 6 groups */
-        {"ws24q", 2048, HC_GMK_WS24Q, 1, 6, 1},
     };
     for (size_t i = 0; i < sizeof gu_cases / sizeof gu_cases[0]; i++) {
         CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, gu_cases[i].slots, 128,

@@ -45,10 +45,10 @@ __device__ __forceinline__ void gate_up_of(uint4 a, uint4 b, bool pairs, float g
 }
 
 /* What a gate_up block needs to apply the activation itself (the grouped kernels' hc_moe_args
- * carry it; moe_gemm.cu moe_ws_tile fills it per block). mode 1, halves: the first half of the
- * block's stripes are gate's stripes j0 / 64 .., the second half the same rows of up (wup: up's
- * first such stripe; live of each half); mode 2, pairs: rows 2 j and 2 j + 1 of the block's
- * stripes are gate and up of output j (interleaved, gpt-oss), outputs from j0 = nb0 x 32. Outputs
+ * carry it; moe_gemm.cu moe_ws_tile fills it per block). mode 1, halves: the block's first SPW
+ * stripes are gate's stripes j0 .., its next SPW the same rows of up (wup: up's first such
+ * stripe; live of each half); mode 2, pairs: rows 2 j and 2 j + 1 of the block's 2 SPW stripes
+ * are gate and up of output j (interleaved, gpt-oss), outputs from j0 = nb0 x 32. Outputs
  * h[row][j] for j < I (ldh a row), biases bias[j] (gate) and bias[I + j] (up), or none. */
 struct ws_act {
     const hc_u8 *wup;
@@ -67,19 +67,17 @@ struct ws_no_act {
 };
 
 /* The block's staged bf16 sums (epilogue/staged.cuh stage_sums: [TOKS][RS], stripe st at
- * columns st x 64 .., NCW x SPW stripes: HALF of them a half) through the activation into h:
- * each of the block's tokens below m has its 64 HALF outputs from column j0 written, 8 a thread
- * at a time (16-byte stores where the row and I allow), and each of its pad rows (m and past,
- * within the tile) zeros there -- h as the separate launch leaves it, so that down's pad rows
- * multiply zeros, not a stale workspace.
- * Consumer threads only (tid 128 .. 128 (1 + NCW) - 1), after stage_sums. */
-template <int TOKS, int SPW, int NCW = 2>
+ * columns st x 64 ..) through the activation into h: each of the block's tokens below m has its
+ * 64 SPW outputs from column j0 written, 8 a thread at a time (16-byte stores where the row and
+ * I allow), and each of its pad rows (m and past, within the tile) zeros there -- h as the
+ * separate launch leaves it, so that down's pad rows multiply zeros, not a stale workspace.
+ * Consumer threads only (tid 128..383), after stage_sums. */
+template <int TOKS, int SPW>
 __device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const ws_act &fa,
                                           hc_u64 tok0, hc_u64 m) {
-    constexpr unsigned HALF = NCW * SPW / 2; /* gate's stripes of the block (halves) */
-    constexpr unsigned RS = 128 * HALF + 8, PCS = 8 * HALF; /* a token's staged row; its pieces */
+    constexpr unsigned RS = 128 * SPW + 8, PCS = 8 * SPW; /* a token's staged row; its pieces */
     const bool vec = (fa.ldh & 7) == 0 && ((size_t)fa.h & 15) == 0;
-    for (unsigned q = tid - 128; q < TOKS * PCS; q += 128 * NCW) {
+    for (unsigned q = tid - 128; q < TOKS * PCS; q += 256) {
         const unsigned tl = q / PCS, pc = q % PCS;
         const hc_u64 tok = tok0 + tl, j = fa.j0 + pc * 8;
         if (j >= fa.I) continue;
@@ -90,10 +88,10 @@ __device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const
             continue;
         }
         /* two 16-byte reads of the staged row: halves -- gate's 8 at column c = 8 pc, up's at
-         * 64 HALF + c; pairs -- the 16 interleaved (gate, up) from 2 c */
+         * 64 SPW + c; pairs -- the 16 interleaved (gate, up) from 2 c */
         const hc_u16 *row = out + tl * RS + (fa.mode == 1 ? pc * 8 : pc * 16);
         float g[8], u[8], v[8];
-        gate_up_of(*(const uint4 *)row, *(const uint4 *)(row + (fa.mode == 1 ? 64 * HALF : 8)),
+        gate_up_of(*(const uint4 *)row, *(const uint4 *)(row + (fa.mode == 1 ? 64 * SPW : 8)),
                    fa.mode != 1, g, u);
 #pragma unroll
         for (int k = 0; k < 8; k++) {

@@ -1,30 +1,29 @@
-// staged.cuh: the epilogue of the warp-specialised kernels (gemm/ws_gemm.cuh): the consumer
-// warpgroups' accumulators through shared memory (their pipeline stages are idle by then), so
-// that each token's outputs leave as 16-byte stores instead of 2-byte ones.
+// staged.cuh: the epilogue of the warp-specialised kernels (gemm/ws_gemm.cuh): the two
+// consumer warpgroups' accumulators through shared memory (their pipeline stages are idle by
+// then), so that each token's 128 outputs leave as 16-byte stores instead of 2-byte ones.
 #ifndef HC_K_EPILOGUE_STAGED_CUH
 #define HC_K_EPILOGUE_STAGED_CUH
 
 #include "codec/bf16.cuh"
 #include "memory/ptx.cuh"
 
-/* Of a block's first `live` stripes (SPW a consumer warpgroup, warpgroup w's from w SPW), how
- * many are warpgroup wgc's */
+/* Of a block's first `live` stripes (2 SPW a block, SPW a consumer warpgroup), how many are
+ * warpgroup wgc's */
 template <int SPW> __device__ __forceinline__ unsigned wg_stripes(unsigned live, unsigned wgc) {
-    const unsigned from = wgc * SPW;
-    return live <= from ? 0u : live - from < SPW ? live - from : (unsigned)SPW;
+    return wgc ? (live > SPW ? live - SPW : 0u) : (live < SPW ? live : (unsigned)SPW);
 }
 
-/* Consumer warpgroup wgc (of NCW), lane row r0 and column pair c of its warp: its SPW stripes'
- * TOKS / 8 C fragments each (d: SPW x TOKS / 2, stripe wgc SPW + j in d + j TOKS / 2) to a
- * [TOKS][64 NCW SPW + 8] bf16 block at smem (the 8: conflict-free for the fragment layout), its
+/* Consumer warpgroup wgc, lane row r0 and column pair c of its warp: its SPW stripes' TOKS / 8
+ * C fragments each (d: SPW x TOKS / 2, stripe wgc SPW + j in d + j TOKS / 2) to a
+ * [TOKS][128 SPW + 8] bf16 block at smem (the 8: conflict-free for the fragment layout), its
  * stripes j < lw only (the block's stripes that exist: lw of the warpgroup's). Every consumer
  * thread calls this after its last wgmma is done (the producer has nothing in flight), and the
  * block is read after it returns. */
-template <int TOKS, int SPW, int NCW = 2>
+template <int TOKS, int SPW>
 __device__ __forceinline__ hc_u16 *stage_sums(const float *d, hc_u8 *smem, unsigned wgc,
                                               unsigned r0, unsigned c, unsigned lw) {
-    constexpr unsigned RS = 64 * NCW * SPW + 8; /* a token's row */
-    bar_sync<1, 128 * NCW>();
+    constexpr unsigned RS = 128 * SPW + 8; /* a token's row */
+    bar_sync<1, 256>();
     hc_u16 *out = (hc_u16 *)smem;
     /* (a stripe past N has nothing to write; ptxas also needs the accumulator reads in a
      * block of their own: straight after the wait it serialises every wgmma, warning C7514) */
@@ -39,23 +38,22 @@ __device__ __forceinline__ hc_u16 *stage_sums(const float *d, hc_u8 *smem, unsig
                     out[(i * 8 + 2 * c + (e & 1)) * RS + nl + (e >= 2 ? 8 : 0)] =
                         bf16_of(d[j * (TOKS / 2) + i * 4 + e]);
     }
-    bar_sync<1, 128 * NCW>();
+    bar_sync<1, 256>();
     return out;
 }
 
 /* The sums staged (stripe nb0 + wgc SPW + j of the block's first `live`), then each of the
- * block's tokens from tok0 below m has its 64 NCW SPW outputs from row nb0 x 64 written as
- * 16-byte stores (the consumer threads, tid 128 ..). */
-template <int TOKS, int SPW = 1, int NCW = 2>
+ * block's tokens from tok0 below m has its 128 SPW outputs from row nb0 x 64 written as
+ * 16-byte stores (threads 128..383: tid). */
+template <int TOKS, int SPW = 1>
 __device__ __forceinline__ void store_staged(const float *d, hc_u8 *smem, unsigned tid,
                                              unsigned wgc, unsigned r0, unsigned c, unsigned live,
                                              hc_u16 *__restrict__ y, hc_u64 nb0, hc_u64 tok0,
                                              const hc_mma_params &p, hc_u64 m) {
-    /* a token's row; its 16-byte pieces */
-    constexpr unsigned RS = 64 * NCW * SPW + 8, PCS = 8 * NCW * SPW;
-    const hc_u16 *out = stage_sums<TOKS, SPW, NCW>(d, smem, wgc, r0, c, wg_stripes<SPW>(live, wgc));
+    constexpr unsigned RS = 128 * SPW + 8, PCS = 16 * SPW; /* a token's row; its 16-byte pieces */
+    const hc_u16 *out = stage_sums<TOKS, SPW>(d, smem, wgc, r0, c, wg_stripes<SPW>(live, wgc));
     const bool vec = (p.N & 7) == 0 && ((size_t)y & 15) == 0;
-    for (unsigned q = tid - 128; q < TOKS * PCS; q += 128 * NCW) {
+    for (unsigned q = tid - 128; q < TOKS * PCS; q += 256) {
         const unsigned tl = q / PCS, pc = q % PCS;
         const hc_u64 tok = tok0 + tl, n = nb0 * 64 + pc * 8;
         if (tok >= m || n >= p.N) continue;

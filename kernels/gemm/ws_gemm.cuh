@@ -35,12 +35,11 @@
  * stripe), tokens tok0.. of the tensor map's rows, outputs for tokens below m. SPW = 2 (the
  * grouped moe-ws96w): stripes nb0 .. nb0 + 3, consumer warpgroup c owning 2 c and 2 c + 1 (its
  * warps decode both, two wgmma a k16 step), a stage's four chunks behind one activation tile;
- * SPW = 3 (moe-ws24x6) the same with six stripes a block. NCW = 4 (moe-ws24q): four consumer
- * warpgroups (640 threads), NCW x SPW stripes a block. actf (the grouped gate_up with the
+ * SPW = 3 (moe-ws24x6) the same with six stripes a block. actf (the grouped gate_up with the
  * activation in its epilogue, epilogue/moe_act.cuh; ws_no_act otherwise): where actf.on(), in
  * halves mode the stage's chunks are gate's stripes nb0 .. (from w) and up's same rows (from
  * wup), live of each, and the outputs go through the activation into h instead of y. */
-template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1, int NCW = 2>
+template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx,
@@ -52,36 +51,31 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
      * three hold 3 x 4 x 4 x 2 A registers, so a tile of at most 24) */
     static_assert(SPW == 1 || (SPW == 2 && TOKS <= 96) || (SPW == 3 && TOKS <= 24),
                   "two stripes a warpgroup up to 96 tokens, three up to 24");
-    static_assert(NCW == 2 || (NCW == 4 && BPS == 1 && SPW == 1),
-                  "two consumer warpgroups, or four of a stripe each alone (two stripes spill)");
-    constexpr unsigned NST = NCW * SPW, HALF = NST / 2; /* stripes a block; halves: gate's */
+    constexpr unsigned NST = 2 * SPW; /* stripes a block */
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    /* (a launch of other than 128 (1 + NCW) threads -- the registry's .cwg out of step with the
-     * kernel's NCW -- would wait forever on the barriers below: stop it instead) */
-    if (blockDim.x != 128 * (1 + NCW)) __trap();
     const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + NST * cb + 1023) / 1024 * 1024;
     /* the block's stripes that exist (the layer's last block may have fewer; written apart for
      * a pair so that ptxas sees at most two copies and keeps the pair kernels' code) */
-    const unsigned live = NST == 2 ? (nb0 + 1 < p.tiles_n ? 2u : 1u)
+    const unsigned live = SPW == 1 ? (nb0 + 1 < p.tiles_n ? 2u : 1u)
                                    : p.tiles_n - nb0 < NST ? (unsigned)(p.tiles_n - nb0) : NST;
     const hc_u64 tiles = p.tiles_k;
     if (tid == 0) {
         for (int s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 1);
-            mbar_init(smem_addr(&empty[s]), 4 * NCW);
+            mbar_init(smem_addr(&empty[s]), 8);
         }
         mbar_init_fence();
     }
     __syncthreads();
     if (warp < 4) { /* ---- producer ---- */
-        setmaxnreg_dec<HC_WS_PREGS(BPS, NCW)>();
+        setmaxnreg_dec<HC_WS_PREGS(BPS)>();
         if (tid != 0) return;
         const hc_u8 *wsrc = w + nb0 * tiles * cb;
         const hc_u64 sstride = tiles * cb;
         /* chunks a stage: the block's live stripes, or in halves mode live of gate's (slots 0 ..)
-         * and as many of up's (slots HALF ..) */
+         * and as many of up's (slots SPW ..) */
         const ws_act fa = actf.on() ? actf() : ws_act{};
         const bool halves = fa.mode == 1;
         const unsigned nld = halves ? 2 * fa.live : live, hl = halves ? fa.live : NST;
@@ -98,7 +92,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             for (unsigned q = 0; q < nld; q++) {
                 const bool up = q >= hl; /* (halves mode only) */
                 const hc_u8 *src = up ? fa.wup + (q - hl) * sstride : wsrc + q * sstride;
-                bulk_load(st + XB + (up ? HALF + q - hl : q) * (unsigned)cb, src + kb * cb,
+                bulk_load(st + XB + (up ? SPW + q - hl : q) * (unsigned)cb, src + kb * cb,
                           (unsigned)cb, fb);
             }
             if (++s == NS) s = 0, ph ^= 1;
@@ -106,7 +100,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         return;
     }
     /* ---- consumers ---- */
-    setmaxnreg_inc<HC_WS_CREGS(BPS, NCW)>();
+    setmaxnreg_inc<HC_WS_CREGS(BPS)>();
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
     const unsigned r0 = wl * 16 + g;
     /* SPW stripes a warpgroup: stripe nb0 + wgc SPW + j in d[j], its A fragments in a[j] (a
@@ -167,14 +161,13 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             for (int i = 0; i < TOKS / 2; i++) d[j][i] = 0.0f;
     if (actf.on()) {
         const ws_act fa = actf();
-        /* (halves: each half's warpgroups hold its first live stripes, gate's and up's alike) */
-        const unsigned lw = fa.mode == 1 ? wg_stripes<SPW>(fa.live, wgc % (NCW / 2))
-                                         : wg_stripes<SPW>(live, wgc);
-        store_act<TOKS, SPW, NCW>(stage_sums<TOKS, SPW, NCW>(&d[0][0], smem, wgc, r0, c, lw), tid,
-                                  fa, tok0, m);
+        /* (halves: live of gate's and as many of up's -- each warpgroup its half's) */
+        const unsigned lw = fa.mode == 1 ? fa.live : wg_stripes<SPW>(live, wgc);
+        store_act<TOKS, SPW>(stage_sums<TOKS, SPW>(&d[0][0], smem, wgc, r0, c, lw), tid, fa, tok0,
+                             m);
         return;
     }
-    store_staged<TOKS, SPW, NCW>(&d[0][0], smem, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
+    store_staged<TOKS, SPW>(&d[0][0], smem, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
 }
 
 /* The block walk of the (stripe pair, token tile) grid gx x gy: block id's pair *vp and token

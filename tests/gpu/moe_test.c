@@ -11,12 +11,11 @@
  * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
  * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w and ws80w at ~166, moe-ws24x6 at ~16
- * and ~256, moe-ws80r at ~64 and ~166, moe-ws80d at ~64, moe-ws24q at ~16 and ~256,
- * moe-ws80q at ~64), the activation in gate_up's epilogue (the default wherever the plan
- * allows) and in its own launch (forced "moe-act-apart") on the picks and each
- * warp-specialised tile, a rank of expert parallelism, and the same bits on a second run; the
- * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU it checks the CPU
- * twin against the reference on the first layout (and says so).
+ * and ~256, moe-ws80r at ~64 and ~166, moe-ws80d at ~64), the activation in gate_up's epilogue (the default wherever the plan allows) and
+ * in its own launch (forced "moe-act-apart") on the picks and each warp-specialised tile, a
+ * rank of expert parallelism, and the same bits on a second run; the
+ * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
+ * it checks the CPU twin against the reference on the first layout (and says so).
  * HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
 #include <math.h>
 #include <stdint.h>
@@ -288,8 +287,7 @@ int main(void) {
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
                                          "moe-ws96w",    "moe-ws24x6",   "moe-ws80w",
-                                         "moe-ws24d",    "moe-ws80r",    "moe-ws80d",
-                                         "moe-ws24q",    "moe-ws80q"};
+                                         "moe-ws24d",    "moe-ws80r",    "moe-ws80d"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -378,10 +376,6 @@ int main(void) {
                     check(md, c, cf, &r, label, "moe-ws80r", 333, 4, true, seed + 55, 0, all);
                     /* moe-ws80d (v79: ws24d's two blocks an SM at tiles of 80) at ~64 */
                     check(md, c, cf, &r, label, "moe-ws80d", 64, 8, true, seed + 56, 0, all);
-                    /* moe-ws24q (v81: four consumer warpgroups, 640 threads) as ws24d */
-                    check(md, c, cf, &r, label, "moe-ws24q", 256, 8, false, seed + 57, 0, all);
-                    /* moe-ws80q (v82: the same at tiles of 80) at ~64 */
-                    check(md, c, cf, &r, label, "moe-ws80q", 64, 8, true, seed + 58, 0, all);
                 }
                 /* the activation in its own launch (forced "moe-act-apart"; everything else here
                  * runs it in gate_up's epilogue where the plan allows, v74): halves on
@@ -393,8 +387,7 @@ int main(void) {
                 if (ci <= 2 && md && ws) {
                     static const char *const fk[] = {"moe-ws64",   "moe-ws128",  "moe-ws288",
                                                      "moe-ws96w",  "moe-ws24x6", "moe-ws80w",
-                                                     "moe-ws24d",  "moe-ws80r",  "moe-ws80d",
-                                                     "moe-ws24q",  "moe-ws80q"};
+                                                     "moe-ws24d",  "moe-ws80r",  "moe-ws80d"};
                     act_apart = true;
                     check(md, c, cf, &r, label, NULL, 333, 4, false, seed + 60, 0, all);
                     check(md, c, cf, &r, label, NULL, 256, 8, true, seed + 61, 0, all);
