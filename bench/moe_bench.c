@@ -219,11 +219,9 @@ int main(void) {
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     const uint64_t Mmax = Ms[NMS - 1];
     int only = getenv("HC_BENCH_MOE_SHAPE") ? atoi(getenv("HC_BENCH_MOE_SHAPE")) : -1;
-    /* HC_BENCH_MOE_SWEEP=1: at M = 256 and 1024 only, every grouped kernel of 9 rows or more
-     * forced in turn beside the chooser's (which tile serves a routing whose experts' rows
-     * spread around r); at M = 4096 the three warp-specialised tiles (r = 256 tokens an expert
-     * on the Qwen3-like block: a tile of 256 runs about 1.5 tiles an expert, one of 128 about
-     * 2.5, of 64 about 4.5 -- which padding costs least) */
+    /* HC_BENCH_MOE_SWEEP=1: at M = 256, 1024, 4096 and 16384 (or HC_BENCH_MOE_M), every
+     * grouped kernel whose tile could serve the routing forced in turn beside the chooser's
+     * (which tile serves a routing whose experts' rows spread around r) */
     const bool sweep = getenv("HC_BENCH_MOE_SWEEP") != NULL;
     /* HC_BENCH_MOE_M=16: that M only (profiling one launch: bench/ncu_profile.sh PROG=moe) */
     const uint64_t one_m = getenv("HC_BENCH_MOE_M") ? strtoull(getenv("HC_BENCH_MOE_M"), NULL, 10) : 0;
@@ -277,9 +275,13 @@ int main(void) {
         LT(cublasLtMatmulDescSetAttribute(lc.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
         printf("%-22s %6s | %9s %9s %8s %6s %7s | %9s %6s | %s\n", "block", "M", "block us",
                "gate_up", "GB/s", "stream", "TFLOP/s", "cuBLASLt", "TFLOP/s", "peer/ours");
-        for (size_t mi = 0; mi < NMS; mi++) {
-            const uint64_t M = Ms[mi], S = M * k;
-            if ((sweep && M != 256 && M != 1024 && M != 4096 && M != 16384) || (one_m && M != one_m) ||
+        /* (HC_BENCH_MOE_M: that M alone, one of Ms or not -- mi = NMS then: no peer figure) */
+        for (size_t ri = 0; ri < (one_m ? 1 : NMS); ri++) {
+            size_t mi = ri;
+            if (one_m)
+                for (mi = 0; mi < NMS && Ms[mi] != one_m; mi++) continue;
+            const uint64_t M = one_m ? one_m : Ms[mi], S = M * k;
+            if ((sweep && !one_m && M != 256 && M != 1024 && M != 4096 && M != 16384) ||
                 (m_max && M > m_max))
                 continue;
             ours_ctx oc = {md, x, y, {0}, {0}, M, k, false};
@@ -334,42 +336,35 @@ int main(void) {
                 printf("    stages: route %.1f, expand %.1f, gate_up %.1f, act %.1f, down %.1f, "
                        "finalize %.1f us\n", st[1], st[2] - st[1], st[3] - st[2], st[4] - st[3],
                        st[5] - st[4], us - st[5]);
-            if (b->humming_gate_up[mi] > 0 && gu > 0)
+            if (mi < NMS && b->humming_gate_up[mi] > 0 && gu > 0)
                 printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
-            /* each grouped kernel at the sweep's M it is timed at (a bit each: 256, 1024, 4096,
-             * 16384), the forced-only ones too: moe-ws96 (v62) at 1024 -- r = 64 in one tile of
-             * two stripes a block, where moe-ws96w (v69) takes four; moe-ws256r (v63) at 4096 --
-             * tiles of 256 and each expert's remainder in one of 64, where moe-ws288 (v68) holds
-             * r ~ 256 in one tile; moe-ws24x6 (v72) at 256 -- r = 16 in tiles of 24, six
-             * stripes a block; moe-ws80w (v71) at 1024 and 4096 -- r = 64 in tiles of 80, r =
-             * 128 (gpt-oss-, DeepSeek-like) in two; moe-ws24d (v75) at 256 -- tiles of 24, two
-             * blocks an SM; moe-ws80r (v78) at 1024 and 4096 -- ws80w with a tile of 64 for an
-             * expert's remainder that fits one; moe-ws80d (v79) at 1024 and 4096 --
-             * tiles of 80, two blocks an SM */
+            /* each grouped kernel where its tile could serve the routing's rows an expert r (a
+             * bit each: r <= 16, <= 64, <= 256, past), the forced-only ones too (moe-ws96,
+             * moe-ws256r: bench/NOTES.md v62, v63) */
             static const struct {
                 const char *name;
-                unsigned at; /* 1: M = 256, 2: 1024, 4: 4096, 8: 16384 */
+                unsigned at;
             } alts[] = {{"moe-t16", 3},   {"moe-skinny16", 3}, {"moe-skinny32", 3},
                         {"moe-skinny64", 3}, {"moe-ws64", 7}, {"moe-ws128", 15},
                         {"moe-ws256", 12}, {"moe-ws96", 2},     {"moe-ws256r", 4},
                         {"moe-ws288", 12}, {"moe-ws96w", 6}, {"moe-ws24x6", 1},
-                        {"moe-ws80w", 6}, {"moe-ws24d", 1}, {"moe-ws80r", 6},
-                        {"moe-ws80d", 6}};
-            const unsigned at = M == 256 ? 1u : M == 1024 ? 2u : M == 4096 ? 4u : M == 16384 ? 8u : 0u;
+                        {"moe-ws80r", 6}, {"moe-ws80d", 6}};
+            const uint64_t rx = (S + (S < E ? S : E) - 1) / (S < E ? S : E);
+            const unsigned at = rx <= 16 ? 1u : rx <= 64 ? 2u : rx <= 256 ? 4u : 8u;
             for (size_t q = 0; sweep && q < sizeof alts / sizeof alts[0]; q++) {
                 double aus, agu;
                 if ((alts[q].at & at) && forced_us(md, &oc, s, alts[q].name, &aus, &agu))
                     printf("    sweep M=%llu: %-12s block %7.1f us, gate_up %7.1f us\n",
                            (unsigned long long)M, alts[q].name, aus, agu);
             }
-            if (!sweep) { /* 8 < rows per expert <= 64: the kernel the chooser did not take beside
-                 * (skinny16 | skinny32 at 9, ws24x6 | skinny32 at 10-16, skinny32 | ws64 at 17-32,
-                 * skinny64 | ws64 at 33-64) */
-                const uint64_t tch = S < E ? S : E, rpe = (S + tch - 1) / tch;
+            if (!sweep) { /* 8 < rows per expert <= 64: a kernel the chooser did not take beside
+                 * (skinny16 | skinny32 at 9, ws24x6 | skinny32 at 10-16, skinny32 | skinny64 at
+                 * 17-22, ws80r | skinny64 at 23-49, ws80d | skinny64 at 50-64) */
+                const uint64_t rpe = rx;
                 const char *alt = rpe <= 8    ? NULL
                                   : rpe <= 16 ? "moe-skinny32"
-                                  : rpe <= 64 ? "moe-ws64"
+                                  : rpe <= 64 ? "moe-skinny64"
                                               : NULL;
                 double aus, agu;
                 if (alt && forced_us(md, &oc, s, alt, &aus, &agu))

@@ -69,7 +69,7 @@
  * most 256 rows) -- the runtime encodes the tensor map with HC_WS_BOX too */
 #define HC_WS_STAGES(toks) ((toks) > 256 ? 4 : HC_WIDE_STAGES)
 /* a warp-specialised block's registers after setmaxnreg, producer and consumers, with bps
- * blocks an SM: one (65536 / 384 = 168 at launch): 40 and 232; two (moe-ws24d: 80 at launch,
+ * blocks an SM: one (65536 / 384 = 168 at launch): 40 and 232; two (moe-ws80d: 80 at launch,
  * 30720 a block): 24 and 104 */
 #define HC_WS_PREGS(bps) ((bps) == 1 ? 40 : 24)
 #define HC_WS_CREGS(bps) ((bps) == 1 ? 232 : 104)

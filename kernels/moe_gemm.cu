@@ -200,22 +200,16 @@ HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1) /* (MoE only: ~200-256 rows an expert in 
 /* four stripes a block, two a consumer warpgroup (v69: a tile's activations read once for 256
  * weight rows, twice the independent work a warp; the route's pick at ~50-90 rows an expert) */
 HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
-/* the same at tiles of 80 (v71: the route's pick at r = 50-68 and 128-146 -- r = 64 holds
- * r + 2 sqrt(r) = 80, Humming's tile there, a sixth fewer padded rows than 96) */
-HC_MOE_WS_KERNEL(hc_moe_ws80w, 80, 2)
 /* six stripes a block, three a consumer warpgroup, tiles of 24 (v72: the route's pick at r =
  * 10-16 -- weights streamed 384 rows a block behind one small activation tile, three
  * independent decodes a warp; v70's eight stripes (Humming's 24 x 512) left a third of Qwen3's
  * gate_up blocks' stripes dead (768 rows a part) and lost to moe-t16) */
 HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
-/* two stripes a block, tiles of 24, two blocks an SM (v75, forced only until measured: ncu put
- * ws24x8 at 0.85 eligible warps a scheduler with 8 consumer warps an SM, Humming's 24-token
- * kernel at 1.68 with 16-20; this one has 16, each with one stripe's decode, at 104 registers) */
-HC_MOE_WS_KERNEL_N(hc_moe_ws24d, 24, 1, 2)
-/* the same at tiles of 80 (v79, forced only until measured): at r = 64 the two blocks an SM
- * overlap one's fill, drain and epilogue (the fused activation's too) with the other's main
- * loop -- what a persistent body would buy -- and double the consumer warps; each block's
- * activation tile serves two stripes instead of ws80w's four */
+/* two stripes a block, tiles of 80, two blocks an SM at 104 consumer registers (v79: the
+ * route's pick at r = 50-68 and 128-146 -- r = 64 holds r + 2 sqrt(r) = 80, Humming's tile
+ * there; the two blocks overlap one's fill, drain and epilogue, the fused activation's too, with
+ * the other's main loop, and give 16 consumer warps an SM: H100, Qwen3-like M = 1024 block
+ * 270.6 us against the four-stripe one-block ws80w's 290.9, bench/NOTES.md session 33) */
 HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2)
 /* two tile sizes: an expert's whole tiles of big rows and its remainder in one of small where
  * it fits (moe_route.cu route_split), spw stripes a consumer warpgroup */
@@ -227,10 +221,10 @@ HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2)
     }
 /* tiles of 256 and an expert's remainder in a tile of 64 (v63) */
 HC_MOE_WS_TWO_KERNEL(hc_moe_ws256r, 256, 64, 1)
-/* ws80w's four stripes a block with tiles of 80 and of 64 (v78, forced only until measured):
- * at r = 64 (Qwen3-like M = 1024) an expert of at most 64 rows -- about half of them -- takes a
- * tile of 64, a fifth less wgmma work where ws80w's blocks run near the tensor cores' rate on
- * padded rows; at r = 128 (gpt-oss-, DeepSeek-like M = 4096) 80 + 64 where ws80w takes 80 + 80 */
+/* four stripes a block, two a consumer warpgroup, with tiles of 80 and of 64 (v78: the route's
+ * pick at r = 22-49, where an expert's rows fit a tile of 64 -- H100, gpt-oss-like M = 1024 (r =
+ * 32) block 1239.3 us against moe-skinny64's 1380.8, DeepSeek-like 999.7 against 1006.0,
+ * bench/NOTES.md session 33; past 64 rows an expert the two-block ws80d wins) */
 HC_MOE_WS_TWO_KERNEL(hc_moe_ws80r, 80, 64, 2)
 
 /* ---- skinny (sm_90a): the dense skinny body (gemm/skinny_gemm.cuh) over output tiles (tile i,

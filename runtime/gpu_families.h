@@ -89,13 +89,9 @@ typedef enum {
     HC_GMK_WS288,    /* hc_moe_ws288 (sm_90a): tiles of 288 rows, no dense twin (v68) */
     HC_GMK_WS96W,    /* hc_moe_ws96w (sm_90a): tiles of 96 rows, four stripes a block (v69) */
     HC_GMK_WS24X6,   /* hc_moe_ws24x6 (sm_90a): tiles of 24 rows, six stripes a block (v72) */
-    HC_GMK_WS80W,    /* hc_moe_ws80w (sm_90a): tiles of 80 rows, four stripes a block (v71) */
-    HC_GMK_WS24D,    /* hc_moe_ws24d (sm_90a): tiles of 24 rows, two blocks an SM (v75: forced
-                      * only) */
     HC_GMK_WS80R,    /* hc_moe_ws80r (sm_90a): tiles of 80 rows and of 64, four stripes a
-                      * block (v78: forced only) */
-    HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79: forced
-                      * only) */
+                      * block (v78) */
+    HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -120,7 +116,7 @@ typedef struct {
      * two a consumer warpgroup; moe-ws24x6: six), else 0: read it through
      * hc__gpu_moe_stripes */
     unsigned stripes;
-    /* blocks an SM where more than one (moe-ws24d: two; its launch bounds and registers,
+    /* blocks an SM where more than one (moe-ws80d: two; its launch bounds and registers,
      * config.h HC_WS_PREGS / HC_WS_CREGS; the runtime asks for the shared-memory carveout that
      * holds them), else 0 */
     unsigned bps;

@@ -137,23 +137,27 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
     return HC_OK;
 }
 
-/* The skinny-q family and variant in place of skinny variant *pv (16 or 32 tokens; skinny64q,
- * v60, is forced only: faster on 8192^2 at M = 33-64, but racecheck reports hazards in it --
- * read off the code as the tool's, bench/NOTES.md session 31, not yet settled on the device)
- * where a layer's output tiles of one stripe, stripes x token tiles, fill the SMs once -- at
- * most one a block, at least three quarters of the SMs busy -- and each tile has HC_SKINNY_MIN_TILES
- * quads of K tiles: whole tiles a block, the K split among its warpgroups, no cross-block
- * fix-up (v59: 8192^2 at M <= 32, 128 tiles; the fix-up was a fifth of its time,
- * bench/NOTES.md session 25); else *pf and *pv stay. */
+/* The skinny-q family and variant in place of skinny variant *pv (16, 32 or 64 tokens) for M
+ * within one token tile, where a layer's output tiles of one stripe fill the SMs once -- at
+ * most one a block, at least three quarters of the SMs busy -- and each tile has
+ * HC_SKINNY_MIN_TILES quads of K tiles: whole tiles a block, the K split among its warpgroups,
+ * no cross-block fix-up (v59: 8192^2 at M <= 32, 128 tiles; the fix-up was a fifth of its time,
+ * bench/NOTES.md session 25; v60 skinny64q on 8192^2 at M = 48 / 64, H200: int4 23.6 / 20.7
+ * us against skinny64's 26.0 / 26.9, mxfp4 24.8 / 24.6 against 30.4 / 30.8, but at M = 96, two
+ * token tiles, 49.8 against 38.6 -- racecheck's reports on its 4-stage ring were the tool's,
+ * settled in session 33: every consumer lane arriving on the empty barrier, 0 hazards); else
+ * *pf and *pv stay. */
 static void quarters_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m,
                              const hc_gpu_family **pf, const hc_gpu_variant **pv) {
     const hc_gpu_variant *v = *pv, *q = NULL;
     const hc_gpu_kernel k = v->id == HC_GK_SKINNY16   ? HC_GK_SKINNY16Q
                             : v->id == HC_GK_SKINNY32 ? HC_GK_SKINNY32Q
+                            : v->id == HC_GK_SKINNY64 ? HC_GK_SKINNY64Q
                                                       : HC_GK_COUNT;
     const hc_gpu_family *f = k == HC_GK_COUNT ? NULL : hc__gpu_kernel_family(k, &q);
     uint64_t units;
-    if (!f || !hc__mul_u64(l->tiles_n, hc__cdiv_u64(m, v->toks), &units) || units > dev->sms ||
+    if (!f || m > v->toks || !hc__mul_u64(l->tiles_n, hc__cdiv_u64(m, v->toks), &units) ||
+        units > dev->sms ||
         units * 4 < (uint64_t)dev->sms * 3 || (l->tiles_k + 3) / 4 < HC_SKINNY_MIN_TILES ||
         !hc__gpu_family_runs_on(f, dev->arch, dev->tmap) || !fits(dev, f, q, l))
         return;
@@ -302,14 +306,17 @@ static bool tile_holds(uint64_t T, uint64_t r) { return r <= T && (T - r) * (T -
  * two wgmma a k16 step -- 90; moe-ws96w -- four stripes a block, two a consumer warpgroup --
  * 44: between its fits at r = 64 (36) and r = 256 (51), and past what makes it the pick at r =
  * 128, where it won on the gpt-oss-like MXFP4 gate_up (1625.5 us, ws128 1795.1) but lost on the
- * DeepSeek-like FP8 one (1196.0, ws128 1144.4). moe-ws80w -- moe-ws96w at tiles of 80 -- 50:
- * one tile an expert at r = 64 it took 161.7 us to ws96w's 173.0 on the Qwen3-like gate_up
- * (a fit of 48) and 805.2 to 840.7 on the gpt-oss-like one (54; v71), so it is the pick up to
- * r ~ 68, where ws96w's fewer second tiles take over. */
+ * DeepSeek-like FP8 one (1196.0, ws128 1144.4). moe-ws80d -- tiles of 80, two blocks an SM --
+ * at the cost of moe-ws96w at tiles of 80 (ws80w, v71, since deleted: 50, 161.7 us to ws96w's
+ * 173.0 at r = 64 on the Qwen3-like gate_up, 805.2 to 840.7 on the gpt-oss-like one), which it
+ * replaced where that was the pick: its gate_up 5% under ws80w's at r = 64 (163.0 against
+ * 172.1, block 270.6 against 290.9) but within +-4% of it at r = 128 and 256 (session 33), so
+ * the bounds stay: the pick up to r ~ 68, where ws96w's fewer second tiles take over, and at
+ * r = 128-146 in two tiles. */
 static const struct {
     hc_gpu_moe_kernel k;
     unsigned rows, cost;
-} ws_tiles[] = {{HC_GMK_WS80W, 80, 80 + 50},
+} ws_tiles[] = {{HC_GMK_WS80D, 80, 80 + 50},
                 {HC_GMK_WS96W, 96, 96 + 44},
                 {HC_GMK_WS128, 128, 128 + 53},
                 {HC_GMK_WS256, 256, 256 + 53},
@@ -356,7 +363,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
             k = HC_GMK_T8;
         else if (has_ws && !tile_holds(64, r)) {
             /* r >= 50: the warp-specialised tile of least expected cost, its tiles an expert x
-             * its cost a tile (H100, Qwen3-like gate_up: r = 64 -- moe-ws80w 161.7 us, ws96w
+             * its cost a tile (H100, Qwen3-like gate_up: r = 64 -- moe-ws80d 163.0 us, ws96w
              * 166.7-173.0, ws96 188.5, ws128 209.7, skinny64 266.2; r = 256 -- ws288 428.8,
              * ws96w 492.8, ws256r 498.3, ws256 505.6, ws128 522.2; r = 1024 -- ws256 1935.9,
              * ws128 2052.2) */
@@ -370,6 +377,12 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
              * gate_up at r = 16 with its expand: 110.7 us against moe-t16's 116.4 and
              * skinny32's 128.8; bench/NOTES.md v72) */
             k = HC_GMK_WS24X6;
+        } else if (has_ws && T == 64) {
+            /* r = 22-49: a tile of 64 holds an expert's rows; moe-ws80r takes them in one, four
+             * stripes a block (H100, M = 1024 at r = 32: gpt-oss-like block 1239.3 us against
+             * moe-skinny64's 1380.8, DeepSeek-like 999.7 against 1006.0; bench/NOTES.md
+             * session 33) */
+            k = HC_GMK_WS80R;
         } else if (has_sk && r <= 64)
             k = T == 16 ? HC_GMK_SKINNY16 : T == 32 ? HC_GMK_SKINNY32 : HC_GMK_SKINNY64;
         else

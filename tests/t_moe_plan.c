@@ -14,7 +14,8 @@
 /* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
  * touched expert; the tile T the smallest of 8, 16, 32, 64 with r + 2 sqrt(r) <= T: T = 8
  * the small-M tiles of 8 (r <= 4), else on sm_90a the skinny kernel of T rows (16: r <= 9, 32:
- * r <= 22 -- but a tile of 24 on moe-ws24x6 where it holds r, r <= 16 -- 64: r <= 49), past
+ * r <= 22 -- but a tile of 24 on moe-ws24x6 where it holds r, r <= 16 -- 64: r <= 49, a tile
+ * of 64 on moe-ws80r where the warp-specialised kernels run), past
  * it the warp-specialised tile of least expected cost (ws_tiles); without those tiles of 16), the
  * tile bound (slots + touched (T - 1)) / T worked by hand, the launches' grids and K split, the
  * forced names and their refusals. */
@@ -40,26 +41,28 @@ static void test_moe_plan(void) {
         {2048, HC_GMK_WS24X6, 24, 208},    /* M = 256: r = 16: 64 >= 64: (2048 + 2944) / 24 */
         {2176, HC_GMK_SKINNY32, 32, 192},  /* r = 17: 49 < 68: (2176 + 3968) / 32 */
         {2816, HC_GMK_SKINNY32, 32, 212},  /* r = 22: 100 >= 88 */
-        {2944, HC_GMK_SKINNY64, 64, 172},  /* r = 23: 81 < 92: (2944 + 128 x 63) / 64 */
-        {4096, HC_GMK_SKINNY64, 64, 190},  /* r = 32: (4096 + 8064) / 64 */
-        {6272, HC_GMK_SKINNY64, 64, 224},  /* r = 49: 15^2 = 225 >= 196: (6272 + 8064) / 64 */
+        /* r = 23-49: 64 holds r: moe-ws80r, tiles of 80 and of 64 -- at most slots / 80 of 80
+         * and one more a touched expert */
+        {2944, HC_GMK_WS80R, 80, 164},     /* r = 23: 81 < 92: 2944 / 80 + 128 */
+        {4096, HC_GMK_WS80R, 80, 179},     /* r = 32: 4096 / 80 + 128 */
+        {6272, HC_GMK_WS80R, 80, 206},     /* r = 49: 15^2 = 225 >= 196: 6272 / 80 + 128 */
         /* past what 64 holds (r >= 50) the warp-specialised tile of least expected cost
          * (gpu_plan.c ws_tiles: its average tiles an expert x its cost a tile): r = 50-68 one
-         * tile of 80 on moe-ws80w (1.02 x 130 at r = 64 against ws96w's 140); r = 70-90 one
+         * tile of 80 on moe-ws80d (1.02 x 130 at r = 64 against ws96w's 140); r = 70-90 one
          * tile of 96 on moe-ws96w (at r = 78 1.4 x 130 = 183 for tiles of 80, 1.02 x 140 for
          * 96, 181 for ws128); r = 92 ws128 (1.34 x 140 = 187 > 181); r = 128 two of 80 (2 x
          * 130 against 1.5 x 181 and 2 x 140); r = 256 (M = 4096) one tile
          * of 288 (1.02 x 378 against 1.5 x 309 and 3.02 x 140); r = 300 four of 96 (526
          * against three of 128, 542); r = 512 two of 288 (757 against 2.5 x 309); r = 1024
          * 4.5 of 256 (1390 against 4 x 378) */
-        {6400, HC_GMK_WS80W, 80, 206},     /* r = 50: (6400 + 128 x 79) / 80 */
-        {8192, HC_GMK_WS80W, 80, 228},     /* M = 1024: r = 64: (8192 + 10112) / 80 */
-        {8320, HC_GMK_WS80W, 80, 230},     /* r = 65: (8320 + 10112) / 80 */
+        {6400, HC_GMK_WS80D, 80, 206},     /* r = 50: (6400 + 128 x 79) / 80 */
+        {8192, HC_GMK_WS80D, 80, 228},     /* M = 1024: r = 64: (8192 + 10112) / 80 */
+        {8320, HC_GMK_WS80D, 80, 230},     /* r = 65: (8320 + 10112) / 80 */
         {9984, HC_GMK_WS96W, 96, 230},     /* r = 78 */
         {10112, HC_GMK_WS96W, 96, 232},    /* r = 79 */
         {11520, HC_GMK_WS96W, 96, 246},    /* r = 90 */
         {11776, HC_GMK_WS128, 128, 219},   /* r = 92: (11776 + 128 x 127) / 128 */
-        {16384, HC_GMK_WS80W, 80, 331},    /* r = 128: (16384 + 10112) / 80 */
+        {16384, HC_GMK_WS80D, 80, 331},    /* r = 128: (16384 + 10112) / 80 */
         {32768, HC_GMK_WS288, 288, 241},   /* (32768 + 128 x 287) / 288 */
         {38400, HC_GMK_WS96W, 96, 526},    /* (38400 + 12160) / 96 */
         {65536, HC_GMK_WS288, 288, 355},   /* (65536 + 36736) / 288 */
@@ -137,17 +140,17 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.part_bytes, 192ull * 2 * 64 * 8 * 4);
     CHECK_EQ_U64(lu.cnt_bytes, 192ull * 4);
     CHECK_EQ_U64(lu.smem, 4 * (HC_GEMV_STAGES * (2304 + 8 * 128)));
-    /* down (H = 2048 rows: 32 stripes, K = 768) at r = 128 (two tiles of 80 an expert, four
-     * stripes a block): (groups x parts, tiles), no split; a stage one 80-row activation tile
-     * and four chunks */
+    /* down (H = 2048 rows: 32 stripes, K = 768) at r = 128 (two tiles of 80 an expert on
+     * moe-ws80d, two stripes a block): (pairs x parts, tiles), no split; a stage one 80-row
+     * activation tile and two chunks */
     hc_gpu_shape down = layer(2048, 768, 2304);
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 16384, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 8);
+    CHECK_EQ_INT(lu.grid[0], 16);
     CHECK_EQ_INT(lu.grid[1], 331);
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.part_bytes, 0);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304));
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 2 * 2304));
     /* moe-ws96 (forced only since v69: moe-ws96w, below, took its band): tiles of 96 rows,
      * (8192 + 128 x 95) / 96 = 212 tiles, (pairs x parts, tiles), the warp-specialised block and
      * a 96-row activation tile */
@@ -161,9 +164,9 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[1], 212);
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(96 * 128 + 2 * 2304));
-    /* unforced, r = 64 takes moe-ws80w (sm_80 has tiles of 16 there: the a100 case above) */
+    /* unforced, r = 64 takes moe-ws80d (sm_80 has tiles of 16 there: the a100 case above) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.kernel, HC_GMK_WS80W);
+    CHECK_EQ_INT(r.kernel, HC_GMK_WS80D);
     CHECK(!r.forced);
     hc_err e5 = {0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS96, &r, &e5), HC_UNSUPPORTED);
@@ -235,27 +238,11 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 6 * 2304));
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 4);
-    /* moe-ws24d (v75, forced only): tiles of 24 at r = 16 as ws24x6's, two stripes a block
-     * (down's 32 in 16 pairs, gate and up's 12 in 6 a part), two chunks a stage */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_WS24D, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.tile, 24);
-    CHECK_EQ_U64(r.tiles_max, 208);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 16);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 2 * 2304));
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 12);
-    /* moe-ws80w (v71, forced only): tiles of 80 at r = 64, (8192 + 128 x 79) / 80 = 228 */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80W, &r, &err), HC_OK);
-    CHECK_EQ_INT(r.tile, 80);
-    CHECK_EQ_U64(r.tiles_max, 228);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 8);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304));
-    /* moe-ws80r (v78, forced only): tiles of 80 and an expert's remainder in one of 64 where
-     * it fits, at r = 64: at most 8192 / 80 + 128 = 230 tiles; rows 8192 + 128 x 63 (the
-     * larger pad: a tile of 64 holding one row, against 80 - 64 - 1 in a tile of 80); four
-     * stripes a block as ws80w's, a grid plane a tile size, ws80w's shared memory */
+    /* moe-ws80r (v78; the pick at r = 23-49): tiles of 80 and an expert's remainder in one of
+     * 64 where it fits, at r = 64: at most 8192 / 80 + 128 = 230 tiles; rows 8192 + 128 x 63
+     * (the larger pad: a tile of 64 holding one row, against 80 - 64 - 1 in a tile of 80);
+     * four stripes a block (down's 32 in 8 groups), four chunks a stage, a grid plane a tile
+     * size */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80R, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 80);
     CHECK_EQ_INT(r.tile_small, 64);
@@ -266,8 +253,9 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[1], 230);
     CHECK_EQ_INT(lu.grid[2], 2);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304));
-    /* moe-ws80d (v79, forced only): ws80w's tiles, two stripes a block (down's 32 in 16
-     * pairs, gate and up's 12 in 6 a part), two chunks a stage: two blocks fit an SM */
+    /* moe-ws80d (v79; the pick at r = 50-68): tiles of 80 at r = 64, (8192 + 128 x 79) / 80
+     * = 228; two stripes a block (down's 32 in 16 pairs, gate and up's 12 in 6 a part), two
+     * chunks a stage: two blocks fit an SM */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80D, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 80);
     CHECK_EQ_U64(r.tiles_max, 228);
@@ -308,8 +296,8 @@ static void test_moe_plan(void) {
                                         "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
                                         "moe-ws96",     "moe-ws256r",   "moe-ws288",
-                                        "moe-ws96w",    "moe-ws24x6",   "moe-ws80w",
-                                        "moe-ws24d",    "moe-ws80r",    "moe-ws80d"};
+                                        "moe-ws96w",    "moe-ws24x6",   "moe-ws80r",
+                                        "moe-ws80d"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
@@ -450,15 +438,15 @@ static void test_moe_fuse_plan(void) {
     hc_gpu_moe_launch lu;
     uint64_t us = 99;
     hc_gpu_shape gate = layer(768, 2048, 2304); /* Qwen3-like gate (or up): I = 768, 12 stripes */
-    /* r = 64: moe-ws80w, four stripes a block: two of gate and two of up, 12 / 2 = 6 groups
-     * (unfused: 3 groups a part x 2 parts, the same count) */
+    /* r = 64: moe-ws80d, two stripes a block: one of gate and one of up, 12 groups (unfused: 6
+     * pairs a part x 2 parts, the same count) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err),
                  HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 6);
+    CHECK_EQ_INT(lu.grid[0], 12);
     CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us), 1);
     CHECK_EQ_U64(us, 0);
-    CHECK_EQ_INT(lu.grid[0], 6);
+    CHECK_EQ_INT(lu.grid[0], 12);
     CHECK_EQ_INT(lu.grid[1], 228); /* (the tiles: unchanged) */
     /* NVFP4 gate and up, each with its own divisor: not fused; an act-order down (hc_moe_act
      * permutes the columns): not fused */
@@ -470,15 +458,15 @@ static void test_moe_fuse_plan(void) {
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 1, false, 768, false, false, &us), 1);
     CHECK_EQ_U64(us, 12);
-    CHECK_EQ_INT(lu.grid[0], 6);
+    CHECK_EQ_INT(lu.grid[0], 12);
     CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 1, false, 720, false, false, &us), 0);
     /* interleaved (gpt-oss-like, 2 x 2880 rows = 90 stripes): pairs, the grid as unfused --
-     * ceil(90 / 4) = 23 -- whatever the divisors */
+     * 90 / 2 = 45 -- whatever the divisors */
     hc_gpu_shape il = layer(5760, 2880, 2304);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &il, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 23);
+    CHECK_EQ_INT(lu.grid[0], 45);
     CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 1, true, 2880, true, false, &us), 2);
-    CHECK_EQ_INT(lu.grid[0], 23);
+    CHECK_EQ_INT(lu.grid[0], 45);
     /* gate and up as two parts (I = 768, 12 stripes a part), by route: whether fused, and then
      * the grid's x (groups of half a block's stripes over 12) and planes */
     static const struct {
@@ -491,9 +479,12 @@ static void test_moe_fuse_plan(void) {
         {"ws24x6", 2048, HC_GPU_KERNEL_AUTO, 1, 4, 1},
         /* a tile of 128 (forced): two stripes a block, one of each: 12 groups */
         {"ws128", 16384, HC_GMK_WS128, 1, 12, 1},
-        /* small M (tiles of 8) and the skinny kernels (r = 32): the separate launch */
+        /* small M (tiles of 8) and the skinny kernels (forced at r = 32): the separate launch */
         {"t8", 128, HC_GPU_KERNEL_AUTO, 0, 0, 0},
-        {"skinny", 4096, HC_GPU_KERNEL_AUTO, 0, 0, 0},
+        {"skinny", 4096, HC_GMK_SKINNY64, 0, 0, 0},
+        /* r = 32: moe-ws80r, four stripes a block (two of gate, two of up): 6 groups, two
+         * planes */
+        {"ws80r auto", 4096, HC_GPU_KERNEL_AUTO, 1, 6, 2},
         /* two tile sizes (ws256r: a pair of stripes; ws80r: four) fused as one: the grid's x
          * as above, its planes unchanged */
         {"ws256r", 32768, HC_GMK_WS256R, 1, 12, 2},

@@ -253,7 +253,8 @@ static void test_skinny(void) {
         {28672, 8192, 17, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 132, 112}, /* 112 x 128 items */
         {28672, 8192, 32, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY32, 132, 112},
         {28672, 8192, 33, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 112},
-        {8192, 8192, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 32},
+        {8192, 8192, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64Q, 128, 1}, /* 128 stripes */
+        {8192, 8192, 33, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64Q, 128, 1},
         {8192, 8192, 16, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 32},
         {8192, 8192, 64, HC_GK_SKINNY16, HC_GK_SKINNY16, 132, 128},     /* 4 token tiles */
         {640, 2880, 64, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 16, 3},    /* 3 x 45 = 135 items */
@@ -276,7 +277,7 @@ static void test_skinny(void) {
         {704, 2880, 64, HC_GK_SKINNY16Q, HC_GK_SKINNY16Q, 44, 1},
         {28672, 8192, 16, HC_GK_SKINNY16Q, HC_GK_SKINNY16Q, 132, 1},
         {8192, 8192, 64, HC_GK_SKINNY32Q, HC_GK_SKINNY32Q, 132, 1},
-        /* skinny64q (v60): forced only -- 8192^2 at M = 64 above stays skinny64 unforced */
+        /* skinny64q (v60) forced: past one token tile too */
         {8192, 8192, 64, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 128, 1},
         {8192, 8192, 128, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 132, 1}, /* 256 tiles */
         {704, 4096, 40, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 11, 1},
@@ -496,8 +497,8 @@ static void test_forced_kernels(void) {
                           "ws128, ws256, wgmma, mma, skinny16, skinny32, skinny64, skinny16q, "
                           "skinny32q, skinny64q, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256, "
                           "moe-skinny16, moe-skinny32, moe-skinny64, moe-w8, moe-ws96, "
-                          "moe-ws256r, moe-ws288, moe-ws96w, moe-ws24x6, moe-ws80w, "
-                          "moe-ws24d, moe-ws80r, moe-ws80d, moe-act-apart");
+                          "moe-ws256r, moe-ws288, moe-ws96w, moe-ws24x6, moe-ws80r, "
+                          "moe-ws80d, moe-act-apart");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("moe-act-apart", &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_MOE_ACT_APART);

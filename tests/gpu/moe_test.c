@@ -10,8 +10,9 @@
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
  * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
- * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w and ws80w at ~166, moe-ws24x6 at ~16
- * and ~256, moe-ws80r at ~64 and ~166, moe-ws80d at ~64), the activation in gate_up's epilogue (the default wherever the plan allows) and
+ * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w at ~166, moe-ws24x6 at ~16 and ~256,
+ * moe-ws80r and moe-ws80d at ~64 and ~166), the activation in gate_up's epilogue (the default
+ * wherever the plan allows) and
  * in its own launch (forced "moe-act-apart") on the picks and each warp-specialised tile, a
  * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
@@ -286,8 +287,8 @@ int main(void) {
                                          "moe-ws128",    "moe-ws256",    "moe-skinny16",
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
-                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80w",
-                                         "moe-ws24d",    "moe-ws80r",    "moe-ws80d"};
+                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80r",
+                                         "moe-ws80d"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -365,17 +366,15 @@ int main(void) {
                      * at ~16 rows an expert on the E = 128 block, ~256 (11 tiles) on E = 8 */
                     check(md, c, cf, &r, label, "moe-ws24x6", 256, 8, false,
                           seed + 51, 0, all);
-                    /* moe-ws24d (v75: two blocks an SM, registers cut to 24 / 104) the same */
-                    check(md, c, cf, &r, label, "moe-ws24d", 256, 8, true, seed + 53, 0, all);
-                    /* moe-ws80w (v71) at ~166 rows an expert (three tiles, the last short) */
-                    check(md, c, cf, &r, label, "moe-ws80w", 333, 4, true, seed + 52, 0, all);
                     /* moe-ws80r (v78: tiles of 80 and of 64) at ~64 rows an expert on E = 8
                      * (about half the experts in a tile of 64) and ~166 skewed (80 + 80 and a
                      * remainder of 64 or 80) */
                     check(md, c, cf, &r, label, "moe-ws80r", 64, 8, false, seed + 54, 0, all);
                     check(md, c, cf, &r, label, "moe-ws80r", 333, 4, true, seed + 55, 0, all);
-                    /* moe-ws80d (v79: ws24d's two blocks an SM at tiles of 80) at ~64 */
+                    /* moe-ws80d (v79: two blocks an SM, registers cut to 24 / 104) at ~64 and
+                     * at ~166 rows an expert (three tiles, the last short) */
                     check(md, c, cf, &r, label, "moe-ws80d", 64, 8, true, seed + 56, 0, all);
+                    check(md, c, cf, &r, label, "moe-ws80d", 333, 4, true, seed + 52, 0, all);
                 }
                 /* the activation in its own launch (forced "moe-act-apart"; everything else here
                  * runs it in gate_up's epilogue where the plan allows, v74): halves on
@@ -386,8 +385,8 @@ int main(void) {
                  * ~10 rows an expert, and each warp-specialised tile forced */
                 if (ci <= 2 && md && ws) {
                     static const char *const fk[] = {"moe-ws64",   "moe-ws128",  "moe-ws288",
-                                                     "moe-ws96w",  "moe-ws24x6", "moe-ws80w",
-                                                     "moe-ws24d",  "moe-ws80r",  "moe-ws80d"};
+                                                     "moe-ws96w",  "moe-ws24x6", "moe-ws80r",
+                                                     "moe-ws80d"};
                     act_apart = true;
                     check(md, c, cf, &r, label, NULL, 333, 4, false, seed + 60, 0, all);
                     check(md, c, cf, &r, label, NULL, 256, 8, true, seed + 61, 0, all);
