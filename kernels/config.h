@@ -61,7 +61,8 @@
 #define HC_WIDE_STAGES 5
 #define HC_WIDE_GROUP 8
 /* hc_moe_expand (moe_route.cu): threads a sorted row -- 256 (a block a row), or 32 (a warp a
- * row, 8 a block: v80, until measured: VARIANT="HC_MOE_EXPAND_ROW_THREADS 32") */
+ * row, 8 a block: v80, measured in session 33 within the spread -- Qwen3-like expands 1-6%
+ * faster, DeepSeek-like ones 2-12% slower at M <= 1024) */
 #define HC_MOE_EXPAND_ROW_THREADS 256
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
@@ -84,9 +85,9 @@
 #define HC_SKINNY_THREADS 640
 #define HC_SKINNY_STAGES_MAX 12
 /* the lanes of a skinny consumer warp that arrive on a stage's empty barrier: 1 (lane 0 after
- * __syncwarp: the kernels' rule) or 32 (racecheck only, bench/device_run.sh race64q: whether
- * its reports on skinny64q's refills -- one lane a warp short of every read, bench/NOTES.md
- * session 31 -- are the tool not carrying __syncwarp's order into lane 0's arrive) */
+ * __syncwarp: the kernels' rule) or 32 (racecheck only until measured: racecheck reports every
+ * refill of a skinny ring against the reads of lanes 1-31 -- it does not carry __syncwarp's
+ * order into lane 0's arrive -- and reports nothing with 32, bench/NOTES.md session 33) */
 #define HC_SKINNY_EMPTY_LANES 1
 #define HC_SKINNY_SMEM (224u * 1024u)
 #define HC_SKINNY_MIN_TILES 8
