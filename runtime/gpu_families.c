@@ -147,6 +147,10 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .stripes = 4, .small = 64},
     {.id = HC_GMK_WS80D, .entry = "hc_moe_ws80d", .forced = "moe-ws80d", .like = HC_GK_WS64,
      .toks = 80, .bps = 2},
+    {.id = HC_GMK_WS24P, .entry = "hc_moe_ws24p", .forced = "moe-ws24p", .like = HC_GK_WS64,
+     .toks = 24, .stripes = 6, .persist = 1},
+    {.id = HC_GMK_WS80P, .entry = "hc_moe_ws80p", .forced = "moe-ws80p", .like = HC_GK_WS64,
+     .toks = 80, .stripes = 4, .persist = 1},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {
@@ -161,8 +165,13 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     if (mv->smem) return mv->smem(chunk);
     hc_gpu_variant v;
     const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
-    if (mv->stripes) return ws_smem_of(v.toks, mv->stripes, chunk); /* (warp-specialised only) */
-    return f->smem(&v, chunk);
+    /* (a persistent kernel's epilogue stages its bf16 sums, [toks][64 stripes + 8], past the
+     * ring: kernels/gemm/ws_gemm.cuh ws_gemm_run) */
+    const size_t stg = mv->persist ? ((size_t)v.toks * (64 * hc__gpu_moe_stripes(mv) + 8) * 2 +
+                                      1023) / 1024 * 1024
+                                   : 0;
+    if (mv->stripes) return ws_smem_of(v.toks, mv->stripes, chunk) + stg; /* (warp-specialised) */
+    return f->smem(&v, chunk) + stg;
 }
 
 unsigned hc__gpu_moe_stripes(const hc_gpu_moe_variant *mv) {

@@ -510,12 +510,27 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         return HC_OK;
     }
     const unsigned sb = hc__gpu_moe_stripes(mv); /* (a pair; four: moe-ws96w; six: ws24x6) */
-    uint64_t groups = (l->tiles_n + sb - 1) / sb * parts;
+    uint64_t groups = (l->tiles_n + sb - 1) / sb * parts, items;
     if (groups > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
+    /* (a persistent kernel's items, groups x tiles, count in 32 bits: moe_gemm.cu moe_ws_items) */
+    if (mv->persist && (!hc__mul_u64(groups, r->tiles_max, &items) || items >= (1ull << 31)))
+        return hc__fail(err, HC_UNSUPPORTED, "%llu tiles of %u rows are too many work items for "
+                       "the persistent kernel %s", (unsigned long long)r->tiles_max, r->tile,
+                       mv->forced);
     /* (two tile sizes: a grid plane each, moe_gemm.cu moe_ws_two) */
     out->grid[0] = (unsigned)groups, out->grid[1] = (unsigned)r->tiles_max;
     out->grid[2] = r->tile_small ? 2 : 1;
     return HC_OK;
+}
+
+void hc__gpu_moe_launch_grid(const hc_gpu_caps *dev, const hc_gpu_moe_launch *lu, unsigned grid[3]) {
+    size_t nv = 0;
+    const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&nv)[lu->kernel];
+    grid[0] = lu->grid[0], grid[1] = lu->grid[1], grid[2] = lu->grid[2];
+    if (!mv->persist) return;
+    const uint64_t items = (uint64_t)lu->grid[0] * lu->grid[1];
+    const uint64_t blocks = (uint64_t)dev->sms * (mv->bps ? mv->bps : 1);
+    grid[0] = (unsigned)(items < blocks ? items : blocks), grid[1] = grid[2] = 1;
 }
 
 unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, unsigned parts, bool interleaved, uint64_t I,

@@ -498,7 +498,7 @@ static void test_forced_kernels(void) {
                           "skinny32q, skinny64q, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256, "
                           "moe-skinny16, moe-skinny32, moe-skinny64, moe-w8, moe-ws96, "
                           "moe-ws256r, moe-ws288, moe-ws96w, moe-ws24x6, moe-ws80r, "
-                          "moe-ws80d, moe-act-apart");
+                          "moe-ws80d, moe-ws24p, moe-ws80p, moe-act-apart");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("moe-act-apart", &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_MOE_ACT_APART);

@@ -170,6 +170,226 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     store_staged<TOKS, SPW>(&d[0][0], smem, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
 }
 
+/* ---- the persistent form (the grouped moe-ws24p / moe-ws80p, v83): a block walks work
+ * items, its ring carried from one to the next. ws_gemm_block above is the same producer and
+ * consumer steps for one item, written out once more on purpose: built from the functions
+ * below it compiled to other register choices -- 8 bytes spilled in moe-ws96w's int8 kind with
+ * zero points (bench/NOTES.md v83) -- so the measured kernels keep their code until v83 is
+ * measured and one form is deleted. ---- */
+
+/* The shape of a block's stage ring: TOKS x 64 activations and 2 SPW chunks a stage, NS
+ * stages (config.h HC_WS_STAGES), each padded to 1024 bytes */
+template <int TOKS, int SPW> struct ws_shape {
+    static constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
+    static constexpr int NS = HC_WS_STAGES(TOKS), BOX = HC_WS_BOX(TOKS);
+    static constexpr unsigned NST = 2 * SPW; /* stripes a block */
+    static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
+    /* (two stripes a warpgroup at 128 tokens spill in the int8 kind with zero points: t_jit;
+     * three hold 3 x 4 x 4 x 2 A registers, so a tile of at most 24) */
+    static_assert(SPW == 1 || (SPW == 2 && TOKS <= 96) || (SPW == 3 && TOKS <= 24),
+                  "two stripes a warpgroup up to 96 tokens, three up to 24");
+    static __device__ __forceinline__ hc_u64 stage_bytes() {
+        return (XB + NST * (hc_u64)HC_CHUNK_BYTES + 1023) / 1024 * 1024;
+    }
+    /* the item's stripes that exist (the layer's last block may have fewer; written apart for
+     * a pair so that ptxas sees at most two copies and keeps the pair kernels' code) */
+    static __device__ __forceinline__ unsigned live(hc_u64 nb0, hc_u64 tiles_n) {
+        return SPW == 1 ? (nb0 + 1 < tiles_n ? 2u : 1u)
+                        : tiles_n - nb0 < NST ? (unsigned)(tiles_n - nb0) : NST;
+    }
+};
+
+/* The producer thread's share of one item: its K tiles into the ring from stage *s (phase *ph),
+ * *g the K tiles loaded before it (a stage is refilled once the consumers released it). */
+template <int TOKS, int SPW, class ACTF>
+__device__ __forceinline__ void ws_produce(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                           hc_u64 nb0, hc_u64 tok0, const ACTF &actf,
+                                           const hc_tmap &tmx, hc_u8 *smem,
+                                           unsigned long long *full, unsigned long long *empty,
+                                           unsigned &s, unsigned &ph, hc_u64 &g) {
+    using S = ws_shape<TOKS, SPW>;
+    const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = S::stage_bytes();
+    const hc_u64 tiles = p.tiles_k, sstride = tiles * cb;
+    const hc_u8 *wsrc = w + nb0 * sstride;
+    /* chunks a stage: the item's live stripes, or in halves mode live of gate's (slots 0 ..) and
+     * as many of up's (slots SPW ..) */
+    const ws_act fa = actf.on() ? actf() : ws_act{};
+    const bool halves = fa.mode == 1;
+    const unsigned nld = halves ? 2 * fa.live : S::live(nb0, p.tiles_n);
+    const unsigned hl = halves ? fa.live : S::NST;
+    const unsigned tx = S::XB + nld * (unsigned)cb;
+    const hc_u64 tmap = (hc_u64)&tmx;
+    for (hc_u64 kb = 0; kb < tiles; kb++, g++) {
+        if (g >= (hc_u64)S::NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
+        const unsigned st = smem_addr(smem + s * stage_bytes), fb = smem_addr(&full[s]);
+        mbar_arrive_expect_tx(fb, tx);
+#pragma unroll
+        for (int h = 0; h < TOKS / S::BOX; h++) /* (boxes of 1024-byte multiples: one swizzle) */
+            tma_load_2d(st + h * S::BOX * 128, tmap, (unsigned)(kb * 64),
+                        (unsigned)tok0 + h * S::BOX, fb);
+        for (unsigned q = 0; q < nld; q++) {
+            const bool up = q >= hl; /* (halves mode only) */
+            const hc_u8 *src = up ? fa.wup + (q - hl) * sstride : wsrc + q * sstride;
+            bulk_load(st + S::XB + (up ? SPW + q - hl : q) * (unsigned)cb, src + kb * cb,
+                      (unsigned)cb, fb);
+        }
+        if (++s == S::NS) s = 0, ph ^= 1;
+    }
+}
+
+/* A consumer thread's share of one item (stripes nb0 .., tokens tok0 .. below m, outputs into
+ * y or through actf's activation) from stage *s (phase *ph) on, every stage it took released
+ * (the item's last one too, for the next item's loads), *s / *ph left at the next item's first;
+ * its epilogue stages the sums at stg, past the ring the producer may be refilling already. */
+template <int TOKS, int SPW, class ACTF>
+__device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 nb0, hc_u64 tok0,
+                                           hc_u64 m, hc_u16 *__restrict__ y, const ACTF &actf,
+                                           hc_u8 *smem, hc_u8 *stg, unsigned long long *full,
+                                           unsigned long long *empty, unsigned &s, unsigned &ph) {
+    using S = ws_shape<TOKS, SPW>;
+    constexpr int NS = S::NS;
+    const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = S::stage_bytes();
+    const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
+    const unsigned r0 = wl * 16 + g;
+    const unsigned live = S::live(nb0, p.tiles_n);
+    const hc_u64 tiles = p.tiles_k;
+    /* SPW stripes a warpgroup: stripe nb0 + wgc SPW + j in d[j], its A fragments in a[j] (a
+     * stripe past the layer decodes what its stage holds; its sums are never stored). Two: the
+     * first K tile's wgmma start the sums (zeros written before them make ptxas serialise
+     * every wgmma, C7515) */
+    float d[SPW][TOKS / 2];
+    if constexpr (SPW == 1) {
+#pragma unroll
+        for (int i = 0; i < TOKS / 2; i++) d[0][i] = 0.0f;
+    }
+    unsigned a0[SPW][4][4], a1[SPW][4][4];
+    /* waits for tile kb in stage sd (phase phd) and decodes this warp's A fragments into a */
+    auto decode = [&](unsigned sd, unsigned phd, unsigned (*a)[4][4]) {
+        mbar_wait(smem_addr(&full[sd]), phd);
+#pragma unroll
+        for (int j = 0; j < SPW; j++)
+            ws_decode(smem + sd * stage_bytes + S::XB + (wgc * SPW + j) * cb, p, wl, lane, r0,
+                      a[j]);
+    };
+    /* gives stage sr (its wgmma done) back to the producer */
+    auto release = [&](unsigned sr) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_addr(&empty[sr]));
+    };
+    /* issues tile kb's wgmma (stage sk, A in a), then decodes tile kb + 1 into an (stage sn,
+     * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
+    auto step = [&](hc_u64 kb, unsigned sk, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,
+                    unsigned phn, unsigned sp) {
+        const hc_u64 db = b_desc(smem + sk * stage_bytes);
+        if constexpr (SPW == 1) {
+            wgmma_tile<TOKS>(d[0], a[0], (unsigned)(db >> 32), (unsigned)db, false);
+        } else {
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++)
+#pragma unroll
+                for (int j = 0; j < SPW; j++)
+                    wgmma_rs<TOKS>(d[j], a[j][ks], db + 2 * ks, kb > 0 || ks > 0 ? 1u : 0u);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (kb > 0) release(sp);
+        if (kb + 1 < tiles) decode(sn, phn, an);
+    };
+    if (tiles > 0) decode(s, ph, a0);
+    unsigned sp = NS - 1;
+    for (hc_u64 kb = 0; kb < tiles; kb += 2) {
+        unsigned s1 = s + 1 == NS ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
+        step(kb, s, a0, a1, s1, ph1, sp);
+        if (kb + 1 >= tiles) break;
+        unsigned s2 = s1 + 1 == NS ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
+        step(kb + 1, s1, a1, a0, s2, ph2, s);
+        sp = s1, s = s2, ph = ph2;
+    }
+    wgmma_wait<0>();
+    if (tiles > 0) {
+        /* the item's last stage: an odd count of tiles left the loop at its first step (the last
+         * stage s, the next one past it), an even count at its end (the last sp, s already the
+         * next) */
+        if (tiles & 1) {
+            release(s);
+            s = s + 1 == NS ? 0 : s + 1, ph = s == 0 ? ph ^ 1 : ph;
+        } else {
+            release(sp);
+        }
+    }
+    if (SPW > 1 && tiles == 0) /* (no K tile: no wgmma started the sums) */
+#pragma unroll
+        for (int j = 0; j < SPW; j++)
+#pragma unroll
+            for (int i = 0; i < TOKS / 2; i++) d[j][i] = 0.0f;
+    if (actf.on()) {
+        const ws_act fa = actf();
+        /* (halves: live of gate's and as many of up's -- each warpgroup its half's) */
+        const unsigned lw = fa.mode == 1 ? fa.live : wg_stripes<SPW>(live, wgc);
+        store_act<TOKS, SPW>(stage_sums<TOKS, SPW>(&d[0][0], stg, wgc, r0, c, lw), tid, fa, tok0,
+                             m);
+        return;
+    }
+    store_staged<TOKS, SPW>(&d[0][0], stg, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
+}
+
+/* The block's ring barriers: full[s] (the producer's copies landed), empty[s] (the 8 consumer
+ * warps done with stage s) */
+template <int NS>
+__device__ __forceinline__ void ws_ring_init(unsigned long long *full, unsigned long long *empty) {
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < NS; s++) {
+            mbar_init(smem_addr(&full[s]), 1);
+            mbar_init(smem_addr(&empty[s]), 8);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+}
+
+/* One work item of a persistent block (ws_gemm_items): stripes nb0 .. of the weights at w (the
+ * expert's first stripe; p its shape and NVFP4 divisor), tokens tok0 .. of the tensor map's
+ * rows, outputs for tokens below m into y or through actf's activation */
+template <class ACTF> struct ws_item {
+    const hc_u8 *w;
+    hc_mma_params p;
+    hc_u64 nb0, tok0, m;
+    hc_u16 *y;
+    ACTF actf;
+};
+
+/* A persistent block over the items src.get(0, it), src.get(1, it), .. (false past its last):
+ * the producer runs on into the next item's K tiles while the consumers finish the last one's
+ * and store it, so the ring stays full from item to item; the ring's stages and phases carry
+ * over, every stage a consumer took is released, and the epilogue stages its sums past the ring
+ * (the registry's persist: shared memory for it, runtime/gpu_families.c). */
+template <int TOKS, int SPW, class ACTF, int BPS, class SRC>
+__device__ __forceinline__ void ws_gemm_items(const SRC &src, const hc_tmap &tmx) {
+    using S = ws_shape<TOKS, SPW>;
+    __shared__ __align__(8) unsigned long long full[S::NS], empty[S::NS];
+    hc_u8 *smem = smem_1024();
+    ws_ring_init<S::NS>(full, empty);
+    unsigned s = 0, ph = 0;
+    ws_item<ACTF> it;
+    if (threadIdx.x < 128) { /* ---- producer ---- */
+        setmaxnreg_dec<HC_WS_PREGS(BPS)>();
+        if (threadIdx.x != 0) return;
+        hc_u64 g = 0; /* K tiles loaded, every item's */
+        for (unsigned k = 0; src.get(k, it); k++)
+            ws_produce<TOKS, SPW>(it.w, it.p, it.nb0, it.tok0, it.actf, tmx, smem, full, empty, s,
+                                  ph, g);
+        return;
+    }
+    /* ---- consumers ---- */
+    setmaxnreg_inc<HC_WS_CREGS(BPS)>();
+    hc_u8 *const stg = smem + S::NS * S::stage_bytes();
+    for (unsigned k = 0; src.get(k, it); k++)
+        ws_consume<TOKS, SPW, ACTF>(it.p, it.nb0, it.tok0, it.m, it.y, it.actf, smem, stg, full,
+                                    empty, s, ph);
+}
+
 /* The block walk of the (stripe pair, token tile) grid gx x gy: block id's pair *vp and token
  * tile *mt, token tiles fastest inside groups of HC_WIDE_GROUP (the dense kernels' walk; the
  * grouped MoE kernels walk (pair, expert tile) the same way). */
