@@ -40,6 +40,13 @@
 #define HC_MOE_FIN_THREADS 64u
 #define HC_MOE_FIN_BATCH 8u
 
+/* The warp-specialised grouped kernels' stripe groups, their grid's x (the runtime's plan and
+ * the persistent kernels' walk both count them so): fuse 1 (halves) -- spw of gate's
+ * ceil(I / 64) stripes a group; else 2 spw stripes of each part's tiles_n, parts times */
+#define HC_MOE_WS_GROUPS(fuse, I, tiles_n, spw, parts)                                         \
+    ((fuse) == 1 ? (((I) + 63) / 64 + (spw) - 1) / (spw)                                         \
+                 : ((tiles_n) + 2 * (spw) - 1) / (2 * (spw)) * (parts))
+
 /* The grouped GEMMs' arguments beside the layer's hc_mma_params: parts (1, or 2 when gate and
  * up are separate layers: part 0 gate, part 1 up, each N = I) of El experts each;
  * wtab[part * El + e] is expert e's first tile of that part; part q's outputs start at

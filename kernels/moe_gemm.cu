@@ -127,16 +127,27 @@ template <int SPW> struct moe_act_of {
         return f;
     }
 };
-/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0 */
+/* stripe group vp's part and first stripe: of its part's groups of 2 SPW, or (halves of a
+ * fused gate_up, moe_args.h) of gate's groups of SPW, up's the same rows */
 template <int SPW>
-__device__ __forceinline__ ws_item<moe_act_of<SPW>> moe_ws_item(const hc_moe_args &a,
-                                                                const hc_mma_params &p,
-                                                                hc_u16 *__restrict__ out,
-                                                                unsigned vp, unsigned i,
-                                                                hc_u64 tok0) {
+__device__ __forceinline__ void moe_ws_stripes(const hc_moe_args &a, const hc_mma_params &p,
+                                               unsigned vp, unsigned *part, hc_u64 *nb0) {
+    *part = 0;
+    if (a.fuse == 1) {
+        *nb0 = (hc_u64)vp * SPW;
+    } else {
+        const unsigned groups = (unsigned)HC_MOE_WS_GROUPS(0u, 0u, p.tiles_n, SPW, 1u);
+        *part = vp / groups, *nb0 = (hc_u64)(vp - *part * groups) * 2 * SPW;
+    }
+}
+/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM */
+template <int TOKS, int SPW = 1, int BPS = 1>
+__device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
+                                            hc_u16 *__restrict__ out, const hc_tmap &tmx,
+                                            unsigned vp, unsigned i, hc_u64 tok0) {
     const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
-    /* the block's first stripe: of its part's groups of 2 SPW, or (halves of a fused gate_up,
-     * moe_args.h) of gate's groups of SPW, up's the same rows */
+    /* (moe_ws_stripes written out: through the helper ptxas lays the grid kernels' code out
+     * otherwise, and they keep their measured code until v83 is measured) */
     unsigned part = 0;
     hc_u64 nb0;
     if (a.fuse == 1) {
@@ -145,20 +156,28 @@ __device__ __forceinline__ ws_item<moe_act_of<SPW>> moe_ws_item(const hc_moe_arg
         const unsigned groups = (unsigned)((p.tiles_n + 2 * SPW - 1) / (2 * SPW));
         part = vp / groups, nb0 = (hc_u64)(vp - part * groups) * 2 * SPW;
     }
+    hc_mma_params pe = p;
+    if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
+    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS>(
+        (const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0, tok0 + (hc_u64)rows,
+        out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
+}
+/* the same as a persistent block's item (ws_gemm_items) */
+template <int SPW>
+__device__ __forceinline__ ws_item<moe_act_of<SPW>> moe_ws_item(const hc_moe_args &a,
+                                                                const hc_mma_params &p,
+                                                                hc_u16 *__restrict__ out,
+                                                                unsigned vp, unsigned i,
+                                                                hc_u64 tok0) {
+    const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
+    unsigned part;
+    hc_u64 nb0;
+    moe_ws_stripes<SPW>(a, p, vp, &part, &nb0);
     ws_item<moe_act_of<SPW>> it = {(const hc_u8 *)a.wtab[part * a.el + (unsigned)e], p, nb0, tok0,
                                    tok0 + (hc_u64)rows, out + part * a.ystride,
                                    moe_act_of<SPW>{&a, &p, nb0, (unsigned)e}};
     if (a.gdiv) it.p.global_div = a.gdiv[part * a.el + (unsigned)e];
     return it;
-}
-/* the same as a block's one item; BPS blocks an SM */
-template <int TOKS, int SPW = 1, int BPS = 1>
-__device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
-                                            hc_u16 *__restrict__ out, const hc_tmap &tmx,
-                                            unsigned vp, unsigned i, hc_u64 tok0) {
-    const ws_item<moe_act_of<SPW>> it = moe_ws_item<SPW>(a, p, out, vp, i, tok0);
-    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS>(it.w, it.p, it.nb0, it.tok0, it.m, it.y, tmx,
-                                                   it.actf);
 }
 template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
@@ -185,14 +204,11 @@ template <int TOKS, int SPW> struct moe_ws_items {
         return true;
     }
 };
-/* (its groups: the plan's grid.x -- gpu_plan.c hc__gpu_moe_gemm_plan, or hc__gpu_moe_fuse_plan's
- * halves of ceil(I / 64) -- which moe_ws_item's stripes follow too) */
+/* (its groups: the plan's grid.x, by the same rule -- moe_args.h HC_MOE_WS_GROUPS) */
 template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws_persist(const hc_moe_args &a, const hc_mma_params &p,
                                                hc_u16 *__restrict__ out, const hc_tmap &tmx) {
-    const unsigned groups =
-        a.fuse == 1 ? (unsigned)(((a.I + 63) / 64 + SPW - 1) / SPW)
-                    : (unsigned)((p.tiles_n + 2 * SPW - 1) / (2 * SPW)) * a.parts;
+    const unsigned groups = (unsigned)HC_MOE_WS_GROUPS(a.fuse, a.I, p.tiles_n, SPW, a.parts);
     ws_gemm_items<TOKS, SPW, moe_act_of<SPW>, BPS>(
         moe_ws_items<TOKS, SPW>{&a, &p, out, groups, groups * (unsigned)a.meta[0]}, tmx);
 }

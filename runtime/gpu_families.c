@@ -166,7 +166,7 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     hc_gpu_variant v;
     const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
     /* (a persistent kernel's epilogue stages its bf16 sums, [toks][64 stripes + 8], past the
-     * ring: kernels/gemm/ws_gemm.cuh ws_gemm_run) */
+     * ring: kernels/gemm/ws_gemm.cuh ws_gemm_items) */
     const size_t stg = mv->persist ? ((size_t)v.toks * (64 * hc__gpu_moe_stripes(mv) + 8) * 2 +
                                       1023) / 1024 * 1024
                                    : 0;

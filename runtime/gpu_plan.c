@@ -510,10 +510,11 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         return HC_OK;
     }
     const unsigned sb = hc__gpu_moe_stripes(mv); /* (a pair; four: moe-ws96w; six: ws24x6) */
-    uint64_t groups = (l->tiles_n + sb - 1) / sb * parts, items;
+    uint64_t groups = HC_MOE_WS_GROUPS(0u, 0u, l->tiles_n, sb / 2, (uint64_t)parts), items;
     if (groups > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
     /* (a persistent kernel's items, groups x tiles, count in 32 bits: moe_gemm.cu moe_ws_items) */
-    if (mv->persist && (!hc__mul_u64(groups, r->tiles_max, &items) || items >= (1ull << 31)))
+    if (mv->persist && (!hc__mul_u64(groups, r->tiles_max, &items) || items >= (1ull << 31) ||
+                        groups >= (1ull << 28))) /* (ws_walk's groups x HC_WIDE_GROUP too) */
         return hc__fail(err, HC_UNSUPPORTED, "%llu tiles of %u rows are too many work items for "
                        "the persistent kernel %s", (unsigned long long)r->tiles_max, r->tile,
                        mv->forced);
@@ -546,6 +547,6 @@ unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, unsigned parts, bool inter
     if (parts == 2 ? part_divisors : parts != 1 || I % 64 != 0) return 0;
     if (parts == 1) *ustripes = I / 64;
     const unsigned half = hc__gpu_moe_stripes(mv) / 2;
-    lu->grid[0] = (unsigned)hc__cdiv_u64(hc__cdiv_u64(I, 64), half);
+    lu->grid[0] = (unsigned)HC_MOE_WS_GROUPS(1u, I, 0u, half, 1u);
     return 1;
 }

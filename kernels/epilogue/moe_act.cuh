@@ -45,7 +45,7 @@ __device__ __forceinline__ void gate_up_of(uint4 a, uint4 b, bool pairs, float g
 }
 
 /* What a gate_up block needs to apply the activation itself (the grouped kernels' hc_moe_args
- * carry it; moe_gemm.cu moe_ws_tile fills it per block). mode 1, halves: the block's first SPW
+ * carry it; moe_gemm.cu moe_ws_tile / moe_ws_item fill it per block or item). mode 1, halves: the block's first SPW
  * stripes are gate's stripes j0 .., its next SPW the same rows of up (wup: up's first such
  * stripe; live of each half); mode 2, pairs: rows 2 j and 2 j + 1 of the block's 2 SPW stripes
  * are gate and up of output j (interleaved, gpt-oss), outputs from j0 = nb0 x 32. Outputs

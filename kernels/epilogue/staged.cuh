@@ -1,6 +1,7 @@
 // staged.cuh: the epilogue of the warp-specialised kernels (gemm/ws_gemm.cuh): the two
-// consumer warpgroups' accumulators through shared memory (their pipeline stages are idle by
-// then), so that each token's 128 outputs leave as 16-byte stores instead of 2-byte ones.
+// consumer warpgroups' accumulators through shared memory (the idle pipeline stages of a
+// one-tile block, a region past the ring in a persistent one), so that each token's 128 outputs
+// leave as 16-byte stores instead of 2-byte ones.
 #ifndef HC_K_EPILOGUE_STAGED_CUH
 #define HC_K_EPILOGUE_STAGED_CUH
 
@@ -17,8 +18,9 @@ template <int SPW> __device__ __forceinline__ unsigned wg_stripes(unsigned live,
  * C fragments each (d: SPW x TOKS / 2, stripe wgc SPW + j in d + j TOKS / 2) to a
  * [TOKS][128 SPW + 8] bf16 block at smem (the 8: conflict-free for the fragment layout), its
  * stripes j < lw only (the block's stripes that exist: lw of the warpgroup's). Every consumer
- * thread calls this after its last wgmma is done (the producer has nothing in flight), and the
- * block is read after it returns. */
+ * thread calls this after its last wgmma is done (smem: no copy of the producer's in flight
+ * there), and the block is read after it returns (the entry barrier keeps the next call from
+ * writing it before every consumer has read it). */
 template <int TOKS, int SPW>
 __device__ __forceinline__ hc_u16 *stage_sums(const float *d, hc_u8 *smem, unsigned wgc,
                                               unsigned r0, unsigned c, unsigned lw) {

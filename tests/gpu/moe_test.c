@@ -382,6 +382,13 @@ int main(void) {
                     check(md, c, cf, &r, label, "moe-ws24p", 256, 8, true, seed + 57, 0, all);
                     check(md, c, cf, &r, label, "moe-ws80p", 64, 8, false, seed + 58, 0, all);
                     check(md, c, cf, &r, label, "moe-ws80p", 333, 4, true, seed + 59, 0, all);
+                    /* and many items a block: E = 8 at 4096 x top-8 (~1370 tiles of 24, ~410 of
+                     * 80, over 132 blocks -- the ring lapped many times, each item's last stage
+                     * handed on to the next), the first layout only */
+                    if (si == 0 && ci == 0) {
+                        check(md, c, cf, &r, label, "moe-ws24p", 4096, 8, false, seed + 90, 0, all);
+                        check(md, c, cf, &r, label, "moe-ws80p", 4096, 8, true, seed + 91, 0, all);
+                    }
                 }
                 /* the activation in its own launch (forced "moe-act-apart"; everything else here
                  * runs it in gate_up's epilogue where the plan allows, v74): halves on
