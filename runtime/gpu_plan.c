@@ -378,7 +378,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
              * skinny32's 128.8; bench/NOTES.md v72) */
             k = HC_GMK_WS24X6;
         } else if (has_ws && T == 64) {
-            /* r = 22-49: a tile of 64 holds an expert's rows; moe-ws80r takes them in one, four
+            /* r = 23-49: a tile of 64 holds an expert's rows; moe-ws80r takes them in one, four
              * stripes a block (H100, M = 1024 at r = 32: gpt-oss-like block 1239.3 us against
              * moe-skinny64's 1380.8, DeepSeek-like 999.7 against 1006.0; bench/NOTES.md
              * session 33) */
