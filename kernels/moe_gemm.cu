@@ -183,13 +183,13 @@ template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
                                        hc_u16 *__restrict__ out, const hc_tmap &tmx) {
     unsigned vp, mt;
-    ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
+    hc_ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     if ((int)mt >= a.meta[0]) return;
     moe_ws_tile<TOKS, SPW, BPS>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
 }
 /* The persistent grid's items: item id = blockIdx.x + k gridDim.x of the groups x meta[0]
- * (group, tile) walk -- ws_walk's order, so that the items in flight at once share their tiles'
- * activations in L2 as the blocks of the grid kernels do. */
+ * (group, tile) walk -- hc_ws_walk's order, so that the items in flight at once share their
+ * tiles' activations in L2 as the blocks of the grid kernels do. */
 template <int TOKS, int SPW> struct moe_ws_items {
     const hc_moe_args *a;
     const hc_mma_params *p;
@@ -199,7 +199,7 @@ template <int TOKS, int SPW> struct moe_ws_items {
         const hc_u64 id = blockIdx.x + (hc_u64)k * gridDim.x;
         if (id >= n) return false;
         unsigned vp, mt;
-        ws_walk(groups, n / groups, (unsigned)id, &vp, &mt);
+        hc_ws_walk(groups, n / groups, (unsigned)id, &vp, &mt);
         it = moe_ws_item<SPW>(*a, *p, out, vp, mt, (hc_u64)mt * TOKS);
         return true;
     }
@@ -221,7 +221,7 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
                                            hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                            const hc_tmap &tms) {
     unsigned vp, mt;
-    ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
+    hc_ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     const unsigned nb = (unsigned)a.tail[0];
     if (blockIdx.z == 0) {
         if (mt >= nb) return;

@@ -514,7 +514,7 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     if (groups > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
     /* (a persistent kernel's items, groups x tiles, count in 32 bits: moe_gemm.cu moe_ws_items) */
     if (mv->persist && (!hc__mul_u64(groups, r->tiles_max, &items) || items >= (1ull << 31) ||
-                        groups >= (1ull << 28))) /* (ws_walk's groups x HC_WIDE_GROUP too) */
+                        groups >= (1ull << 28))) /* (hc_ws_walk's bound too) */
         return hc__fail(err, HC_UNSUPPORTED, "%llu tiles of %u rows are too many work items for "
                        "the persistent kernel %s", (unsigned long long)r->tiles_max, r->tile,
                        mv->forced);

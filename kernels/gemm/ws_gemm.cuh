@@ -11,6 +11,7 @@
 #include "epilogue/staged.cuh"
 #include "memory/tma.cuh"
 #include "mma/wgmma.cuh"
+#include "ws_walk.h"
 
 #ifdef HC_SM90A
 /* A block computes 128 weight rows (stripes 2 b and 2 b + 1) x TOKS tokens with one producer
@@ -390,24 +391,13 @@ __device__ __forceinline__ void ws_gemm_items(const SRC &src, const hc_tmap &tmx
                                     empty, s, ph);
 }
 
-/* The block walk of the (stripe pair, token tile) grid gx x gy: block id's pair *vp and token
- * tile *mt, token tiles fastest inside groups of HC_WIDE_GROUP (the dense kernels' walk; the
- * grouped MoE kernels walk (pair, expert tile) the same way). */
-__device__ __forceinline__ void ws_walk(unsigned gx, unsigned gy, unsigned id, unsigned *vp,
-                                        unsigned *mt) {
-    const unsigned grp = id / (HC_WIDE_GROUP * gx), gm0 = grp * HC_WIDE_GROUP;
-    const unsigned gm = gy - gm0 < HC_WIDE_GROUP ? gy - gm0 : HC_WIDE_GROUP;
-    const unsigned within = id - grp * HC_WIDE_GROUP * gx;
-    *vp = within / gm, *mt = gm0 + within % gm;
-}
-
 /* The dense kernels: grid ((tiles_n + 1) / 2, ceil(m / TOKS)). */
 template <int TOKS>
 __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                         hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
                                         const hc_tmap &tmx) {
     unsigned vp, mt;
-    ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
+    hc_ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     ws_gemm_block<TOKS>(w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES, p, (hc_u64)vp * 2,
                         (hc_u64)mt * TOKS, m, y, tmx);
 }
