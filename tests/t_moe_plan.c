@@ -609,7 +609,8 @@ static void test_ws_walk(void) {
             }
             for (unsigned i = 0; i < gx * gy && ok; i++)
                 if (seen[(i % gx) * gy + i / gx] != 1) {
-                    CHECK_FAIL_("gx %u gy %u: cell (%u, %u) not taken once", gx, gy, i % gx, i / gx);
+                    CHECK_FAIL_("gx %u gy %u: cell (%u, %u) not taken once", gx, gy, i % gx,
+                                i / gx);
                     ok = false;
                 }
             CHECK(ok);
