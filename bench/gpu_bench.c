@@ -273,10 +273,10 @@ static void kernel_sweep(hc_gpu *g) {
     static const uint64_t ms[] = {1, 8, 16, 24, 32, 48, 64, 96, 128};
     static const char *const ks[] = {"auto",  "skinny16", "skinny32", "skinny64",  "ws64",
                                      "ws128", "t8",       "t16",      "skinny16q", "skinny32q",
-                                     "skinny64q"};
-    /* the largest M each serves (ws64, ws128: from 17 up; skinny16q/32q timed to 64,
-     * skinny64q -- v60, forced only -- to 128) */
-    static const uint64_t kmax[] = {~0ull, 128, 128, 128, ~0ull, ~0ull, 8, 16, 64, 64, 128};
+                                     "skinny64q", "ws128k"};
+    /* the largest M each serves (ws64, ws128, ws128k -- v84, forced only --: from 17 up;
+     * skinny16q/32q timed to 64, skinny64q to 128) */
+    static const uint64_t kmax[] = {~0ull, 128, 128, 128, ~0ull, ~0ull, 8, 16, 64, 64, 128, ~0ull};
     /* Humming's figures on this H200 as issue 15 gives them, [layer][M = 16, 64] in the order
      * of the loops below (int4 28672, int4 8192^2, mxfp4 28672, mxfp4 8192^2) */
     static const double humming[4][2] = {{45.0, 66.0}, {17.6, 24.6}, {58.4, 75.8}, {22.1, 27.6}};
@@ -321,7 +321,7 @@ static void kernel_sweep(hc_gpu *g) {
                     const size_t ki = pass < NK    ? (size_t)pass
                                       : pass == NK ? 0
                                                    : (size_t)(2 * NK - pass);
-                    const bool wsk = ki == 4 || ki == 5;
+                    const bool wsk = ki == 4 || ki == 5 || ki == 11; /* (from M = 17) */
                     if (pass < NK) best[ki] = -1; /* (not served: "-") */
                     if (ms[mi] > kmax[ki] || (wsk && ms[mi] <= 16)) continue;
                     if (hc_gpu_model_force_kernel(md, ks[ki], msg, sizeof msg)) {

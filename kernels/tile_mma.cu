@@ -82,6 +82,21 @@ extern "C" __global__ void __launch_bounds__(HC_GEMM_THREADS, 2)
 HC_WS_KERNEL(hc_wgmma_gemm256, 256)
 HC_WS_KERNEL(hc_wgmma_gemm64, 64)
 HC_WS_KERNEL(hc_wgmma_gemm128, 128)
+/* the same tiles cut stream-K over a grid of the SMs (v84, forced only until measured: "ws128k";
+ * ws / cnt as the skinny kernels': the segments' sums and a counter per output tile) */
+#ifdef HC_SM90A
+#define HC_WSK_BODY(toks) ws_gemm_streamk<toks>(w, p, expert, m, y, tmx, ws, cnt)
+#else
+#define HC_WSK_BODY(toks)                                                                      \
+    ((void)w, (void)p, (void)expert, (void)m, (void)y, (void)tmx, (void)ws, (void)cnt, __trap())
+#endif
+extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)
+    hc_wgmma_gemm128k(const hc_u8 *__restrict__ w, hc_mma_params p, hc_u64 expert,
+                      const hc_u16 *__restrict__ x, hc_u64 m, hc_u16 *__restrict__ y,
+                      const __grid_constant__ hc_tmap tmx, float *ws, unsigned *cnt) {
+    (void)x;
+    HC_WSK_BODY(128);
+}
 
 /* ---- skinny (sm_90a; gemm/skinny_gemm.cuh): one entry point per token tile; ws: the
  * segments' partial sums, cnt: a counter per output tile, zero between launches ---- */

@@ -54,6 +54,11 @@ static size_t ws_smem_of(unsigned toks, unsigned stripes, uint64_t chunk) {
 static size_t ws_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return ws_smem_of(v->toks, 2, chunk);
 }
+/* the stream-K form: the ring, and its whole tiles' epilogue staged past it
+ * (kernels/gemm/ws_gemm.cuh ws_gemm_streamk: [toks][128 + 8] bf16) */
+static size_t wsk_smem(const hc_gpu_variant *v, uint64_t chunk) {
+    return ws_smem(v, chunk) + ((size_t)v->toks * (128 + 8) * 2 + 1023) / 1024 * 1024;
+}
 
 /* skinny: 1024-byte alignment slack + the stages that fit (config.h: the kernels' rule) */
 static size_t skinny_smem(const hc_gpu_variant *v, uint64_t chunk) {
@@ -96,6 +101,11 @@ static const hc_gpu_family families[] = {
      {{HC_GK_SKINNY16Q, "hc_skinny_gemm16q", "skinny16q", 16, 0, HC_SKINNY_STAGES_MAX},
       {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", 32, 0, HC_SKINNY_STAGES_MAX},
       {HC_GK_SKINNY64Q, "hc_skinny_gemm64q", "skinny64q", 64, 0, HC_SKINNY_STAGES_MAX}}},
+    /* (never the chooser's: forced only until measured, v84 -- after mma.sync, which serves
+     * every M) */
+    {"ws-stream-K", HC_KF_WS, HC_GPU_ARGS_STREAMK, HC_WS_THREADS, "sm_90a", true, false, 17,
+     HC_GPU_M_MAX, wsk_smem, 1,
+     {{HC_GK_WS128K, "hc_wgmma_gemm128k", "ws128k", 128, 0, HC_WS_STAGES(128)}}},
 };
 #define NFAM (sizeof families / sizeof families[0])
 

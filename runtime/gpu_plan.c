@@ -123,13 +123,16 @@ static hc_status streamk_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, uin
         out->tmap_toks = v->toks;
         return HC_OK;
     }
-    if (!hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), tiles_m, &units) ||
+    /* (output tiles of four stripes; ws128k's of a pair, kernels/gemm/ws_gemm.cuh
+     * ws_gemm_streamk -- its segments, two consumer warpgroups' sums, fit the skinny ones') */
+    const uint64_t tile_stripes = v->id == HC_GK_WS128K ? 2 : 4;
+    if (!hc__mul_u64(hc__cdiv_u64(l->tiles_n, tile_stripes), tiles_m, &units) ||
         !hc__mul_u64(units, l->tiles_k, &items) || items == 0)
         return hc__fail(err, HC_INVALID, "the layer has no work items or too many");
     blocks = hc_streamk_blocks(items, dev->sms, HC_SKINNY_MIN_TILES);
     if (!hc__mul_u64(items, blocks, &prod) || prod > (1ull << 62) || items >= (1ull << 31))
-        return hc__fail(err, HC_UNSUPPORTED, "%llu work items are too many for the skinny kernel",
-                        (unsigned long long)items);
+        return hc__fail(err, HC_UNSUPPORTED, "%llu work items are too many for the stream-K "
+                        "kernel", (unsigned long long)items);
     out->grid[0] = (unsigned)blocks, out->grid[1] = 1;
     out->part_bytes = hc_streamk_segment_bytes(blocks, v->toks);
     out->cnt_bytes = units * 4;

@@ -237,7 +237,8 @@ static void test_hot_kernels_do_not_regress(void) {
             static const char *const hot[] = {
                 "hc_wgmma_gemm256",  "hc_wgmma_gemm128",  "hc_wgmma_gemm64",  "hc_mma_gemv_t8",
                 "hc_mma_gemv_t1",    "hc_skinny_gemm16",  "hc_skinny_gemm32", "hc_skinny_gemm64",
-                "hc_skinny_gemm16q", "hc_skinny_gemm32q", "hc_skinny_gemm64q", "hc_mma_gemv_t16"};
+                "hc_skinny_gemm16q", "hc_skinny_gemm32q", "hc_skinny_gemm64q", "hc_mma_gemv_t16",
+                "hc_wgmma_gemm128k"};
             enum { NHOT = sizeof hot / sizeof hot[0] };
             for (int h = 0; h < NHOT && !why[i][0]; h++) {
                 long sp = spill_stores(log, hot[h]);

@@ -53,7 +53,8 @@ static void test_registry_entries(void) {
                 {HC_GK_SKINNY64, "hc_skinny_gemm64", "skinny64", "sm_90a", 640, true},
                 {HC_GK_SKINNY16Q, "hc_skinny_gemm16q", "skinny16q", "sm_90a", 640, true},
                 {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", "sm_90a", 640, true},
-                {HC_GK_SKINNY64Q, "hc_skinny_gemm64q", "skinny64q", "sm_90a", 640, true}};
+                {HC_GK_SKINNY64Q, "hc_skinny_gemm64q", "skinny64q", "sm_90a", 640, true},
+                {HC_GK_WS128K, "hc_wgmma_gemm128k", "ws128k", "sm_90a", 384, true}};
     CHECK_EQ_INT(sizeof want / sizeof want[0], HC_GK_COUNT);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const hc_gpu_variant *v = NULL;
@@ -72,7 +73,7 @@ static void test_registry_entries(void) {
     CHECK(hc__gpu_kernel_family(HC_GK_COUNT, NULL) == NULL);
     size_t n = 0;
     const hc_gpu_family *fams = hc__gpu_families(&n);
-    CHECK_EQ_INT(n, 6);
+    CHECK_EQ_INT(n, 7);
     unsigned kf = 0;
     for (size_t i = 0; i < n; i++) kf |= fams[i].kf;
     CHECK_EQ_INT(kf, HC_KF_ALL); /* one family per HC_KF_* bit */
@@ -100,7 +101,9 @@ static void test_registry_shared_memory(void) {
             /* skinny-q: four activation tiles a stage, three warpgroups' sums past the ring */
             1024 + skinny_q_stages(16, c) * round1024(4 * 16 * 128 + 4 * c) + 3 * 128 * 8 * 4,
             1024 + skinny_q_stages(32, c) * round1024(4 * 32 * 128 + 4 * c) + 3 * 128 * 16 * 4,
-            1024 + skinny_q_stages(64, c) * round1024(4 * 64 * 128 + 4 * c) + 3 * 128 * 32 * 4};
+            1024 + skinny_q_stages(64, c) * round1024(4 * 64 * 128 + 4 * c) + 3 * 128 * 32 * 4,
+            /* ws128k: ws128's ring, and its whole tiles' bf16 sums staged past it */
+            1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * c) + round1024(128 * 136 * 2)};
         for (int k = 0; k < HC_GK_COUNT; k++) {
             const hc_gpu_variant *v = NULL;
             const hc_gpu_family *f = hc__gpu_kernel_family((hc_gpu_kernel)k, &v);
@@ -442,6 +445,37 @@ static void test_streamk_rule(void) {
     CHECK_EQ_U64(hc_streamk_owner(0, 120, 132), 1); /* block 0 of 132 would be empty */
 }
 
+/* ws128k (v84, forced only): ws128's output tiles of a pair x 128 tokens, K tiles fastest, cut
+ * stream-K over a block per SM (streamk_rule.h; HC_SKINNY_MIN_TILES items a block at least):
+ * 28672 x 8192 at M = 128 -- 224 tiles x 128 K tiles = 28672 items on 132 blocks; 8192^2 -- 64
+ * tiles, 8192 items; a small layer -- 6 tiles x 4 K tiles = 24 items, 3 blocks of 8. Segments as
+ * the skinny kernels' (two slots of 256 rows x 128 tokens a block), a counter a tile; never the
+ * chooser's. */
+static void test_ws_streamk(void) {
+    static const struct {
+        uint64_t n, k;
+        unsigned blocks, units;
+    } cases[] = {{28672, 8192, 132, 224}, {8192, 8192, 132, 64}, {704, 256, 3, 6}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hc_gpu_shape l = layer(cases[i].n, cases[i].k, 2176);
+        hc_gpu_choice c = choose_ok(&h200, &l, 128, HC_GK_WS128K);
+        CHECK_EQ_INT(c.kernel, HC_GK_WS128K);
+        CHECK_EQ_INT(c.grid[0], cases[i].blocks);
+        CHECK_EQ_INT(c.grid[1], 1);
+        CHECK_EQ_INT(c.block, 384);
+        CHECK_EQ_INT(c.tmap_toks, 128);
+        CHECK_EQ_U64(c.part_bytes, (uint64_t)cases[i].blocks * 2 * 256 * 128 * 4);
+        CHECK_EQ_U64(c.cnt_bytes, cases[i].units * 4);
+        CHECK_EQ_U64(c.smem, 1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * 2176) +
+                                 round1024(128 * 136 * 2));
+        /* unforced, never */
+        CHECK(choose_ok(&h200, &l, 128, HC_GPU_KERNEL_AUTO).kernel != HC_GK_WS128K);
+    }
+    /* M = 333: three token tiles (the last short), 224 x 3 tiles */
+    hc_gpu_shape big = layer(28672, 8192, 2176);
+    CHECK_EQ_U64(choose_ok(&h200, &big, 333, HC_GK_WS128K).cnt_bytes, 224 * 3 * 4);
+}
+
 /* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
  * the mma.sync one; both 256 threads over (stripe pairs) x ceil(M / 128). */
 static void test_fallbacks(void) {
@@ -495,7 +529,8 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(hc__gpu_force_parse("ws32", &f, &err), HC_USAGE);
     CHECK_STR_EQ(err.msg, "hc_gpu_model_force_kernel: 'ws32' is none of auto, t8, t16, ws64, "
                           "ws128, ws256, wgmma, mma, skinny16, skinny32, skinny64, skinny16q, "
-                          "skinny32q, skinny64q, moe-t8, moe-t16, moe-ws64, moe-ws128, moe-ws256, "
+                          "skinny32q, skinny64q, ws128k, moe-t8, moe-t16, moe-ws64, moe-ws128, "
+                          "moe-ws256, "
                           "moe-skinny16, moe-skinny32, moe-skinny64, moe-w8, moe-ws96, "
                           "moe-ws256r, moe-ws288, moe-ws96w, moe-ws24x6, moe-ws80r, "
                           "moe-ws80d, moe-ws24p, moe-ws80p, moe-act-apart");
@@ -649,6 +684,7 @@ void suite_plan(void) {
     RUN(test_warp_specialised_tiles);
     RUN(test_skinny);
     RUN(test_streamk_rule);
+    RUN(test_ws_streamk);
     RUN(test_fallbacks);
     RUN(test_forced_kernels);
     RUN(test_m_limits);

@@ -9,6 +9,7 @@
 #include "gemm/ws_decode.cuh"
 #include "epilogue/moe_act.cuh"
 #include "epilogue/staged.cuh"
+#include "epilogue/streamk.cuh"
 #include "memory/tma.cuh"
 #include "mma/wgmma.cuh"
 #include "ws_walk.h"
@@ -200,11 +201,13 @@ template <int TOKS, int SPW> struct ws_shape {
     }
 };
 
-/* The producer thread's share of one item: its K tiles into the ring from stage *s (phase *ph),
- * *g the K tiles loaded before it (a stage is refilled once the consumers released it). */
+/* The producer thread's share of one item: its K tiles k0 .. k1 - 1 into the ring from stage
+ * *s (phase *ph), *g the K tiles loaded before it (a stage is refilled once the consumers
+ * released it). */
 template <int TOKS, int SPW, class ACTF>
 __device__ __forceinline__ void ws_produce(const hc_u8 *__restrict__ w, const hc_mma_params &p,
-                                           hc_u64 nb0, hc_u64 tok0, const ACTF &actf,
+                                           hc_u64 nb0, hc_u64 tok0, hc_u64 k0, hc_u64 k1,
+                                           const ACTF &actf,
                                            const hc_tmap &tmx, hc_u8 *smem,
                                            unsigned long long *full, unsigned long long *empty,
                                            unsigned &s, unsigned &ph, hc_u64 &g) {
@@ -220,7 +223,7 @@ __device__ __forceinline__ void ws_produce(const hc_u8 *__restrict__ w, const hc
     const unsigned hl = halves ? fa.live : S::NST;
     const unsigned tx = S::XB + nld * (unsigned)cb;
     const hc_u64 tmap = (hc_u64)&tmx;
-    for (hc_u64 kb = 0; kb < tiles; kb++, g++) {
+    for (hc_u64 kb = k0; kb < k1; kb++, g++) {
         if (g >= (hc_u64)S::NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
         const unsigned st = smem_addr(smem + s * stage_bytes), fb = smem_addr(&full[s]);
         mbar_arrive_expect_tx(fb, tx);
@@ -238,23 +241,23 @@ __device__ __forceinline__ void ws_produce(const hc_u8 *__restrict__ w, const hc
     }
 }
 
-/* A consumer thread's share of one item (stripes nb0 .., tokens tok0 .. below m, outputs into
- * y or through actf's activation) from stage *s (phase *ph) on, every stage it took released
- * (the item's last one too, for the next item's loads), *s / *ph left at the next item's first;
- * its epilogue stages the sums at stg, past the ring the producer may be refilling already. */
-template <int TOKS, int SPW, class ACTF>
-__device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 nb0, hc_u64 tok0,
-                                           hc_u64 m, hc_u16 *__restrict__ y, const ACTF &actf,
-                                           hc_u8 *smem, hc_u8 *stg, unsigned long long *full,
-                                           unsigned long long *empty, unsigned &s, unsigned &ph) {
+/* A consumer thread's share of one item's K tiles k0 .. k1 - 1 (its warpgroup's stripes' sums
+ * in d) from stage *s (phase *ph) on, every stage it took released (the item's last one too,
+ * for the next item's loads), *s / *ph left at the next item's first; then epi(d, wgc, r0, c),
+ * the item's epilogue (the ring may be refilling already: it stages nothing there; d is its to
+ * overwrite). */
+template <int TOKS, int SPW, class EPI>
+__device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc_u64 k1,
+                                           hc_u8 *smem, unsigned long long *full,
+                                           unsigned long long *empty, unsigned &s, unsigned &ph,
+                                           const EPI &epi) {
     using S = ws_shape<TOKS, SPW>;
     constexpr int NS = S::NS;
     const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = S::stage_bytes();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
     const unsigned r0 = wl * 16 + g;
-    const unsigned live = S::live(nb0, p.tiles_n);
-    const hc_u64 tiles = p.tiles_k;
+    const hc_u64 tiles = k1 - k0; /* (kb below counts from the item's first K tile) */
     /* SPW stripes a warpgroup: stripe nb0 + wgc SPW + j in d[j], its A fragments in a[j] (a
      * stripe past the layer decodes what its stage holds; its sums are never stored). Two: the
      * first K tile's wgmma start the sums (zeros written before them make ptxas serialise
@@ -325,15 +328,25 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 nb0, h
         for (int j = 0; j < SPW; j++)
 #pragma unroll
             for (int i = 0; i < TOKS / 2; i++) d[j][i] = 0.0f;
+    epi(&d[0][0], wgc, r0, c);
+}
+
+/* A one-tile item's epilogue (the persistent kernels' items): the sums staged at stg -- past
+ * the ring -- then stored to y or through actf's activation */
+template <int TOKS, int SPW, class ACTF>
+__device__ __forceinline__ void ws_store_item(const float *d, unsigned wgc, unsigned r0,
+                                              unsigned c, hc_u8 *stg, const hc_mma_params &p,
+                                              hc_u64 nb0, hc_u64 tok0, hc_u64 m,
+                                              hc_u16 *__restrict__ y, const ACTF &actf) {
+    const unsigned tid = threadIdx.x, live = ws_shape<TOKS, SPW>::live(nb0, p.tiles_n);
     if (actf.on()) {
         const ws_act fa = actf();
         /* (halves: live of gate's and as many of up's -- each warpgroup its half's) */
         const unsigned lw = fa.mode == 1 ? fa.live : wg_stripes<SPW>(live, wgc);
-        store_act<TOKS, SPW>(stage_sums<TOKS, SPW>(&d[0][0], stg, wgc, r0, c, lw), tid, fa, tok0,
-                             m);
+        store_act<TOKS, SPW>(stage_sums<TOKS, SPW>(d, stg, wgc, r0, c, lw), tid, fa, tok0, m);
         return;
     }
-    store_staged<TOKS, SPW>(&d[0][0], stg, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
+    store_staged<TOKS, SPW>(d, stg, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
 }
 
 /* The block's ring barriers: full[s] (the producer's copies landed), empty[s] (the 8 consumer
@@ -379,16 +392,19 @@ __device__ __forceinline__ void ws_gemm_items(const SRC &src, const hc_tmap &tmx
         if (threadIdx.x != 0) return;
         hc_u64 g = 0; /* K tiles loaded, every item's */
         for (unsigned k = 0; src.get(k, it); k++)
-            ws_produce<TOKS, SPW>(it.w, it.p, it.nb0, it.tok0, it.actf, tmx, smem, full, empty, s,
-                                  ph, g);
+            ws_produce<TOKS, SPW>(it.w, it.p, it.nb0, it.tok0, 0, it.p.tiles_k, it.actf, tmx, smem,
+                                  full, empty, s, ph, g);
         return;
     }
     /* ---- consumers ---- */
     setmaxnreg_inc<HC_WS_CREGS(BPS)>();
     hc_u8 *const stg = smem + S::NS * S::stage_bytes();
     for (unsigned k = 0; src.get(k, it); k++)
-        ws_consume<TOKS, SPW, ACTF>(it.p, it.nb0, it.tok0, it.m, it.y, it.actf, smem, stg, full,
-                                    empty, s, ph);
+        ws_consume<TOKS, SPW>(it.p, 0, it.p.tiles_k, smem, full, empty, s, ph,
+                              [&](const float *d, unsigned wgc, unsigned r0, unsigned c) {
+                                  ws_store_item<TOKS, SPW>(d, wgc, r0, c, stg, it.p, it.nb0,
+                                                           it.tok0, it.m, it.y, it.actf);
+                              });
 }
 
 /* The dense kernels: grid ((tiles_n + 1) / 2, ceil(m / TOKS)). */
@@ -400,6 +416,77 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
     hc_ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     ws_gemm_block<TOKS>(w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES, p, (hc_u64)vp * 2,
                         (hc_u64)mt * TOKS, m, y, tmx);
+}
+
+/* ---- the dense stream-K form (hc_wgmma_gemm128k, v84, forced only until measured): a grid of
+ * g blocks cuts the work items -- output tiles (pair, token tile), K tiles fastest -- into equal
+ * contiguous ranges (streamk_rule.h), each block walking its range's tiles as items, the ring
+ * carried from one to the next. A tile whose K range lies whole in the block's range is stored
+ * as the grid kernels store it (staged past the ring); a cut one's sums go to the workspace and
+ * the tile's last block to arrive adds them in block order (epilogue/streamk.cuh: the same bits
+ * on every run, no block waiting for another). For M where the grid kernels' tiles leave a
+ * partial last wave: 28672 x 8192 at M = 128 is 224 tiles of 128 x 128 on 132 SMs. ---- */
+template <int TOKS>
+__device__ __forceinline__ void ws_gemm_streamk(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+                                                hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
+                                                const hc_tmap &tmx, float *__restrict__ ws,
+                                                unsigned *__restrict__ cnt) {
+    using S = ws_shape<TOKS, 1>;
+    __shared__ __align__(8) unsigned long long full[S::NS], empty[S::NS];
+    __shared__ unsigned last;
+    const unsigned pairs = (unsigned)((p.tiles_n + 1) / 2), tk = (unsigned)p.tiles_k;
+    const unsigned units = pairs * (unsigned)((m + TOKS - 1) / TOKS), items = units * tk;
+    const unsigned g = gridDim.x, blk = blockIdx.x;
+    const unsigned t0 = hc_streamk_start(blk, items, g), t1 = hc_streamk_start(blk + 1, items, g);
+    if (t1 <= t0) return; /* (no range: the host's grid gives every block one) */
+    hc_u8 *smem = smem_1024();
+    const hc_u8 *we = w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES;
+    ws_ring_init<S::NS>(full, empty);
+    unsigned s = 0, ph = 0;
+    /* the output tiles the range touches; tile u's pair, token tile and K range in the range */
+    const unsigned ua = t0 / tk, ub = (t1 - 1) / tk;
+    auto tile = [&](unsigned u, hc_u64 &nb0, hc_u64 &tok0, hc_u64 &k0, hc_u64 &k1) {
+        const unsigned u0 = u * tk;
+        nb0 = (hc_u64)(u % pairs) * 2, tok0 = (hc_u64)(u / pairs) * TOKS;
+        k0 = t0 > u0 ? t0 - u0 : 0, k1 = t1 < u0 + tk ? t1 - u0 : tk;
+    };
+    hc_u64 nb0, tok0, k0, k1;
+    if (threadIdx.x < 128) { /* ---- producer ---- */
+        setmaxnreg_dec<HC_WS_PREGS(1)>();
+        if (threadIdx.x != 0) return;
+        hc_u64 gl = 0;
+        for (unsigned u = ua; u <= ub; u++) {
+            tile(u, nb0, tok0, k0, k1);
+            ws_produce<TOKS, 1>(we, p, nb0, tok0, k0, k1, ws_no_act{}, tmx, smem, full, empty, s,
+                                ph, gl);
+        }
+        return;
+    }
+    /* ---- consumers ---- */
+    setmaxnreg_inc<HC_WS_CREGS(1)>();
+    hc_u8 *const stg = smem + S::NS * S::stage_bytes();
+    const unsigned ctid = threadIdx.x - 128;
+    for (unsigned u = ua; u <= ub; u++) {
+        tile(u, nb0, tok0, k0, k1);
+        const unsigned u0 = u * tk;
+        ws_consume<TOKS, 1>(p, k0, k1, smem, full, empty, s, ph,
+                            [&](float *d, unsigned wgc, unsigned r0, unsigned c) {
+            if (k0 == 0 && k1 == tk) { /* whole */
+                store_staged<TOKS, 1>(d, stg, threadIdx.x, wgc, r0, c, S::live(nb0, p.tiles_n), y,
+                                      nb0, tok0, p, m);
+                return;
+            }
+            /* cut: the segment (slot 0 where the block's range begins with it), the arrival,
+             * and the last block's sums in block order */
+            streamk_store<TOKS, 256>(d, ws, blk, u0 + k0 == t0 ? 0u : 1u, ctid);
+            if (streamk_arrive<256>(cnt, u, u0, tk, blk, ctid, items, g, last)) {
+                hc_u64 b0, b1; /* (d, its own segment stored, becomes the sums' register) */
+                streamk_span(u0, tk, blk, items, g, b0, b1);
+                streamk_sum<TOKS, 256>(d, ws, cnt, u, u0, b0, b1, ctid, items, g, y,
+                                       (nb0 + wgc) * 64, r0, c, tok0, m, p.N);
+            }
+        });
+    }
 }
 #endif
 

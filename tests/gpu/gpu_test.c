@@ -207,19 +207,20 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                 random_bf16(x, M * K, &rng);
             /* the kernel the runtime picks, then each kernel forced that serves M
              * (hc_gpu_model_force_kernel): mma.sync any M (the last resort where no small-M
-             * variant fits a device's block), M > 16 the other large-M ones, M <= 128 the
-             * skinny ones (skinny-q too: K in quads inside the block, v59/v60), M <= 8 and 16
-             * the small-M t8 and t16 */
+             * variant fits a device's block), M > 16 the other large-M ones (ws128k, v84:
+             * ws128's tiles stream-K), M <= 128 the skinny ones (skinny-q too: K in quads
+             * inside the block, v59/v60), M <= 8 and 16 the small-M t8 and t16 */
             static const char *const forced[] = {
-                "auto",      "mma",       "wgmma",     "ws64", "ws128", "ws256",   "skinny16",
-                "skinny32",  "skinny64",  "skinny16q", "skinny32q", "skinny64q", "t8",   "t16"};
+                "auto",     "mma",      "wgmma",     "ws64",      "ws128",     "ws256", "ws128k",
+                "skinny16", "skinny32", "skinny64",  "skinny16q", "skinny32q", "skinny64q",
+                "t8",       "t16"};
             enum { NPASS = sizeof forced / sizeof forced[0] };
             const bool hopper = !strcmp(hc_gpu_arch(g), "sm_90a");
             for (int pass = 0; pass < NPASS; pass++) {
                 const bool serves = pass <= 1   ? true
-                                    : pass < 6  ? M > 16 && hopper
-                                    : pass < 12 ? hopper && M <= 128
-                                                : M <= (pass == 12 ? 8u : 16u);
+                                    : pass < 7  ? M > 16 && hopper
+                                    : pass < 13 ? hopper && M <= 128
+                                                : M <= (pass == 13 ? 8u : 16u);
                 if (!serves) continue;
                 double t0 = now_s();
                 int ok = hc_gpu_model_force_kernel(md, forced[pass], msg, sizeof msg) == HC_OK &&
@@ -231,7 +232,7 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
                                 (unsigned long long)M, msg);
                 double rel = 0;
                 /* (weights scaled and rounded to bf16: the large-M kernels, skinny included) */
-                const bool rounded = M > 16 || pass == 1 || (pass >= 6 && pass < 12);
+                const bool rounded = M > 16 || pass == 1 || (pass >= 7 && pass < 13);
                 uint64_t bad = ok ? compare_f64(y, w, x, M, N, K, rounded, &checked, &rng, &rel) : 0;
                 uint64_t badc = 0;
                 if (ok && M <= 333) { /* the CPU executor on the same activations */
@@ -288,20 +289,22 @@ static void synthetic_sweep(hc_gpu *g, uint64_t seed) {
     unlink(path);
 }
 
-/* skinny-q past one lap of its stage ring, against the float64 reference: 704 x 4096 (64 K
- * tiles, 16 quads a tile: the ring of at most 12 stages laps inside a tile) and, in the full
- * run, 8960 x 1792 (140 one-stripe tiles on 132 blocks: 8 blocks take two tiles, 14 items),
- * int4 and folded MXFP4, each skinny-q kernel forced at 16, 32 and 64 tokens (skinny64q's
- * ring is 2-4 stages: it laps on every shape). (The synthetic sweep's shapes give a block one
- * tile of at most 12 items.) */
-static void test_skinny_q_laps(hc_gpu *g, uint64_t seed) {
+/* Kernels past one lap of their stage rings and across their blocks' ranges, against the
+ * float64 reference: 704 x 4096 (64 K tiles a tile) and, in the full run, 8960 x 1792, int4
+ * and folded MXFP4, each kernel of `forced` at each M of ms (what: the lines' label).
+ * skinny-q at 16, 32, 64 tokens: its ring of at most 12 stages laps inside a tile of 16 quads
+ * (skinny64q's of 2-4 on every shape), and on 8960 x 1792 8 blocks take two of the 140
+ * one-stripe tiles. (The synthetic sweep's shapes give a block one tile of at most 12 items.)
+ * ws128k (v84, stream-K) at M = 17, 128 and 200 (two token tiles, the second short): 704 x
+ * 4096's 6 x 64 items in 48 ranges of 8 (every tile cut over 8 blocks), 8960 x 1792's 70 x 28
+ * in 132 of 14-15 (tiles cut in two, ranges over two tiles, the ring carried between them). */
+static void test_laps(hc_gpu *g, uint64_t seed, const char *what, const char *const *forced,
+                      size_t nf, const uint64_t *ms, size_t nm) {
     static const uint64_t shapes[][2] = {{704, 4096}, {8960, 1792}};
     static const size_t specs[] = {0, 7};
-    static const char *const forced[] = {"skinny16q", "skinny32q", "skinny64q"};
-    static const uint64_t ms[] = {16, 32, 64};
     const size_t nshapes = getenv("HC_GPU_TEST_QUICK") ? 1 : 2;
     char path[256], msg[1024];
-    if (strcmp(hc_gpu_arch(g), "sm_90a")) return; /* (skinny-q: Hopper only) */
+    if (strcmp(hc_gpu_arch(g), "sm_90a")) return; /* (Hopper only) */
     snprintf(path, sizeof path, "/tmp/hc-gpu-qlaps-%d.hconvert", (int)getpid());
     uint64_t rng = seed ^ 0x51ull;
     for (size_t hi = 0; hi < nshapes; hi++)
@@ -310,32 +313,36 @@ static void test_skinny_q_laps(hc_gpu *g, uint64_t seed) {
             const uint64_t N = shapes[hi][0], K = shapes[hi][1];
             hc_container *c;
             hc_gpu_model *md;
-            if (synth_gpu_model(g, path, "skinny-q laps", sp, 1, N, K, false, seed + hi * 3 + si,
-                                &c, &md))
+            if (synth_gpu_model(g, path, what, sp, 1, N, K, false, seed + hi * 3 + si, &c, &md))
                 continue;
             hc_tile_params p;
             double *w = dense_weights(c, "w", 0, &p);
-            for (size_t mi = 0; w && mi < sizeof ms / sizeof ms[0]; mi++)
-                for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++) {
+            for (size_t mi = 0; w && mi < nm; mi++)
+                for (size_t f = 0; f < nf; f++) {
                     const uint64_t M = ms[mi];
-                    float *x = malloc(M * K * 4), *y = malloc(M * N * 4);
-                    int ok = x && y;
+                    float *x = malloc(M * K * 4), *y = malloc(M * N * 4), *y2 = malloc(M * N * 4);
+                    int ok = x && y && y2;
                     if (ok) random_bf16(x, M * K, &rng);
                     ok = ok && hc_gpu_model_force_kernel(md, forced[f], msg, sizeof msg) == HC_OK &&
-                         hc_gpu_linear_host(md, "w", 0, x, M, K, y, N, msg, sizeof msg) == HC_OK;
+                         hc_gpu_linear_host(md, "w", 0, x, M, K, y, N, msg, sizeof msg) == HC_OK &&
+                         hc_gpu_linear_host(md, "w", 0, x, M, K, y2, N, msg, sizeof msg) == HC_OK;
                     if (hc_gpu_model_force_kernel(md, NULL, msg, sizeof msg)) ok = 0;
+                    if (ok && memcmp(y, y2, M * N * 4)) { /* (the same bits on a second run) */
+                        snprintf(msg, sizeof msg, "a second run gave other bits");
+                        ok = 0;
+                    }
                     uint64_t checked = 0, bad = 0;
                     double rel = 0;
                     if (ok) bad = compare_f64(y, w, x, M, N, K, true, &checked, &rng, &rel);
                     const int fine = ok && !bad && checked > 0;
-                    printf("%s skinny-q laps %-24s N=%-4llu K=%-4llu M=%-3llu %s: %llu checked, rel "
+                    printf("%s %s %-24s N=%-4llu K=%-4llu M=%-3llu %s: %llu checked, rel "
                            "err %.1e, %llu beyond the float64 bound%s%s\n",
-                           fine ? "ok  " : "FAIL", sp->label, (unsigned long long)N,
+                           fine ? "ok  " : "FAIL", what, sp->label, (unsigned long long)N,
                            (unsigned long long)K, (unsigned long long)M, forced[f],
                            (unsigned long long)checked, rel, (unsigned long long)bad,
                            ok ? "" : ": ", ok ? "" : msg);
                     passed += fine, failed += !fine;
-                    free(x), free(y);
+                    free(x), free(y), free(y2);
                 }
             free(w);
             hc_gpu_model_free(md);
@@ -580,7 +587,10 @@ int main(void) {
     uint64_t seed = (uint64_t)time(NULL);
     printf("synthetic layers, seed %llu\n", (unsigned long long)seed);
     synthetic_sweep(g, seed);
-    test_skinny_q_laps(g, seed);
+    static const char *const skq[] = {"skinny16q", "skinny32q", "skinny64q"}, *wsk[] = {"ws128k"};
+    static const uint64_t skq_m[] = {16, 32, 64}, wsk_m[] = {17, 128, 200};
+    test_laps(g, seed, "skinny-q laps", skq, 3, skq_m, 3);
+    test_laps(g, seed, "ws stream-K", wsk, 1, wsk_m, 3);
     test_chain(g, seed);
     hc_gpu_free(g);
     printf("%d passed, %d failed\n", passed, failed);
