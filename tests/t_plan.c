@@ -448,9 +448,9 @@ static void test_streamk_rule(void) {
 /* ws128k (v84, forced only): ws128's output tiles of a pair x 128 tokens, K tiles fastest, cut
  * stream-K over a block per SM (streamk_rule.h; HC_SKINNY_MIN_TILES items a block at least):
  * 28672 x 8192 at M = 128 -- 224 tiles x 128 K tiles = 28672 items on 132 blocks; 8192^2 -- 64
- * tiles, 8192 items; a small layer -- 6 tiles x 4 K tiles = 24 items, 3 blocks of 8. Segments as
- * the skinny kernels' (two slots of 256 rows x 128 tokens a block), a counter a tile; never the
- * chooser's. */
+ * tiles, 8192 items; a small layer -- 6 tiles x 4 K tiles = 24 items, 3 blocks of 8. Segments
+ * sized as the skinny kernels' (two slots of 256 rows x 128 tokens a block: twice what its 128
+ * rows need), a counter a tile; never the chooser's. */
 static void test_ws_streamk(void) {
     static const struct {
         uint64_t n, k;

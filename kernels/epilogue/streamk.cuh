@@ -1,4 +1,5 @@
-// streamk.cuh: the epilogue of the skinny kernels (gemm/skinny_gemm.cuh), whose blocks each own
+// streamk.cuh: the epilogue of the skinny kernels (gemm/skinny_gemm.cuh) and of ws128k (gemm/
+// ws_gemm.cuh ws_gemm_streamk, 256 consumer threads where skinny has 512), whose blocks each own
 // an equal contiguous range of the (output tile, K tile) work, so an output tile's K range may
 // be cut between consecutive blocks. A block that ran a tile's whole K range writes it to Y
 // from its accumulators. Otherwise each block's share (a segment) goes to the workspace, and
