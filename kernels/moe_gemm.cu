@@ -173,8 +173,14 @@ __device__ __forceinline__ ws_item<moe_act_of<SPW>> moe_ws_item(const hc_moe_arg
     unsigned part;
     hc_u64 nb0;
     moe_ws_stripes<SPW>(a, p, vp, &part, &nb0);
-    ws_item<moe_act_of<SPW>> it = {(const hc_u8 *)a.wtab[part * a.el + (unsigned)e], p, nb0, tok0,
-                                   tok0 + (hc_u64)rows, out + part * a.ystride,
+    ws_item<moe_act_of<SPW>> it = {(const hc_u8 *)a.wtab[part * a.el + (unsigned)e],
+                                   p,
+                                   nb0,
+                                   tok0,
+                                   0,
+                                   p.tiles_k,
+                                   tok0 + (hc_u64)rows,
+                                   out + part * a.ystride,
                                    moe_act_of<SPW>{&a, &p, nb0, (unsigned)e}};
     if (a.gdiv) it.p.global_div = a.gdiv[part * a.el + (unsigned)e];
     return it;
@@ -202,6 +208,11 @@ template <int TOKS, int SPW> struct moe_ws_items {
         hc_ws_walk(groups, n / groups, (unsigned)id, &vp, &mt);
         it = moe_ws_item<SPW>(*a, *p, out, vp, mt, (hc_u64)mt * TOKS);
         return true;
+    }
+    /* (each item a whole tile) */
+    __device__ __forceinline__ void store(const ws_item<moe_act_of<SPW>> &it, const float *d,
+                                          unsigned wgc, unsigned r0, unsigned c, hc_u8 *stg) const {
+        ws_store_item<TOKS, SPW>(d, wgc, r0, c, stg, it.p, it.nb0, it.tok0, it.m, it.y, it.actf);
     }
 };
 /* (its groups: the plan's grid.x, by the same rule -- moe_args.h HC_MOE_WS_GROUPS) */
@@ -279,7 +290,7 @@ HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2)
 /* tiles of 256 and an expert's remainder in a tile of 64 (v63) */
 HC_MOE_WS_TWO_KERNEL(hc_moe_ws256r, 256, 64, 1)
 /* four stripes a block, two a consumer warpgroup, with tiles of 80 and of 64 (v78: the route's
- * pick at r = 22-49, where an expert's rows fit a tile of 64 -- H100, gpt-oss-like M = 1024 (r =
+ * pick at r = 23-49, where an expert's rows fit a tile of 64 -- H100, gpt-oss-like M = 1024 (r =
  * 32) block 1239.3 us against moe-skinny64's 1380.8, DeepSeek-like 999.7 against 1006.0,
  * bench/NOTES.md session 33; past 64 rows an expert the two-block ws80d wins) */
 HC_MOE_WS_TWO_KERNEL(hc_moe_ws80r, 80, 64, 2)

@@ -18,14 +18,14 @@
 /* A block computes 128 weight rows (stripes 2 b and 2 b + 1) x TOKS tokens with one producer
  * warpgroup and two consumer warpgroups (the dense kernels; other shapes below).
  * - Producer (one thread; the warpgroup's registers cut to 40, config.h HC_WS_PREGS -- 24 at
- *   two blocks an SM or four consumer warpgroups): for each K tile, once its
+ *   two blocks an SM): for each K tile, once its
  *   stage is empty, one TMA copy brings the TOKS x 64 activation tile (tmx: the host's tensor
  *   map of X, [m][ldx] bf16, box 64 x TOKS, 128-byte swizzle, zeros outside m x K; past 256
  *   tokens two copies of a box of TOKS / 2 rows, config.h HC_WS_BOX) and one
  *   bulk copy per stripe its weight chunk; the stage's full barrier completes when the bytes
  *   land.
- * - Consumer warpgroup c (registers raised to 232, HC_WS_CREGS -- 104 at two blocks an SM,
- *   112 at four consumer warpgroups) owns stripe 2 b + c: each warp
+ * - Consumer warpgroup c (registers raised to 232, HC_WS_CREGS -- 104 at two blocks an SM)
+ *   owns stripe 2 b + c: each warp
  *   decodes its 16 rows of tile kb + 1 (scaled, rounded to bf16) into registers while the wgmma
  *   m64 x TOKS x k16 of tile kb run, A from those registers, B the activation tile; after tile
  *   kb's wgmma are issued it waits for tile kb - 1's and releases that stage (empty barrier).
@@ -172,12 +172,12 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     store_staged<TOKS, SPW>(&d[0][0], smem, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
 }
 
-/* ---- the persistent form (the grouped moe-ws24p / moe-ws80p, v83): a block walks work
- * items, its ring carried from one to the next. ws_gemm_block above is the same producer and
- * consumer steps for one item, written out once more on purpose: built from the functions
- * below it compiled to other register choices -- 8 bytes spilled in moe-ws96w's int8 kind with
- * zero points (bench/NOTES.md v83) -- so the measured kernels keep their code until v83 is
- * measured and one form is deleted. ---- */
+/* ---- the persistent form (the grouped moe-ws24p / moe-ws80p, v83; the dense stream-K ws128k,
+ * v84): a block walks work items, its ring carried from one to the next. ws_gemm_block above
+ * is the same producer and consumer steps for one item, written out once more on purpose: built
+ * from the functions below it compiled to other register choices -- 8 bytes spilled in
+ * moe-ws96w's int8 kind with zero points (bench/NOTES.md v83) -- so the measured kernels keep
+ * their code until v83 / v84 are measured and one form is deleted. ---- */
 
 /* The shape of a block's stage ring: TOKS x 64 activations and 2 SPW chunks a stage, NS
  * stages (config.h HC_WS_STAGES), each padded to 1024 bytes */
@@ -365,20 +365,22 @@ __device__ __forceinline__ void ws_ring_init(unsigned long long *full, unsigned 
 
 /* One work item of a persistent block (ws_gemm_items): stripes nb0 .. of the weights at w (the
  * expert's first stripe; p its shape and NVFP4 divisor), tokens tok0 .. of the tensor map's
- * rows, outputs for tokens below m into y or through actf's activation */
+ * rows, K tiles k0 .. k1 - 1, outputs for tokens below m into y or through actf's activation */
 template <class ACTF> struct ws_item {
     const hc_u8 *w;
     hc_mma_params p;
-    hc_u64 nb0, tok0, m;
+    hc_u64 nb0, tok0, k0, k1, m;
     hc_u16 *y;
     ACTF actf;
 };
 
-/* A persistent block over the items src.get(0, it), src.get(1, it), .. (false past its last):
- * the producer runs on into the next item's K tiles while the consumers finish the last one's
- * and store it, so the ring stays full from item to item; the ring's stages and phases carry
- * over, every stage a consumer took is released, and the epilogue stages its sums past the ring
- * (the registry's persist: shared memory for it, runtime/gpu_families.c). */
+/* A persistent block over the items src.get(0, it), src.get(1, it), .. (false past its last),
+ * each stored by src.store(it, d, wgc, r0, c, stg): the producer runs on into the next item's
+ * K tiles while the consumers finish the last one's and store it, so the ring stays full from
+ * item to item; the ring's stages and phases carry over, every stage a consumer took is
+ * released, and an epilogue stages its sums at stg, past the ring (shared memory for it: the
+ * registry's, runtime/gpu_families.c). The grouped persistent kernels' items are whole tiles
+ * (moe_gemm.cu moe_ws_items), the dense stream-K kernel's K ranges (ws_streamk_items below). */
 template <int TOKS, int SPW, class ACTF, int BPS, class SRC>
 __device__ __forceinline__ void ws_gemm_items(const SRC &src, const hc_tmap &tmx) {
     using S = ws_shape<TOKS, SPW>;
@@ -392,7 +394,7 @@ __device__ __forceinline__ void ws_gemm_items(const SRC &src, const hc_tmap &tmx
         if (threadIdx.x != 0) return;
         hc_u64 g = 0; /* K tiles loaded, every item's */
         for (unsigned k = 0; src.get(k, it); k++)
-            ws_produce<TOKS, SPW>(it.w, it.p, it.nb0, it.tok0, 0, it.p.tiles_k, it.actf, tmx, smem,
+            ws_produce<TOKS, SPW>(it.w, it.p, it.nb0, it.tok0, it.k0, it.k1, it.actf, tmx, smem,
                                   full, empty, s, ph, g);
         return;
     }
@@ -400,10 +402,9 @@ __device__ __forceinline__ void ws_gemm_items(const SRC &src, const hc_tmap &tmx
     setmaxnreg_inc<HC_WS_CREGS(BPS)>();
     hc_u8 *const stg = smem + S::NS * S::stage_bytes();
     for (unsigned k = 0; src.get(k, it); k++)
-        ws_consume<TOKS, SPW>(it.p, 0, it.p.tiles_k, smem, full, empty, s, ph,
-                              [&](const float *d, unsigned wgc, unsigned r0, unsigned c) {
-                                  ws_store_item<TOKS, SPW>(d, wgc, r0, c, stg, it.p, it.nb0,
-                                                           it.tok0, it.m, it.y, it.actf);
+        ws_consume<TOKS, SPW>(it.p, it.k0, it.k1, smem, full, empty, s, ph,
+                              [&](float *d, unsigned wgc, unsigned r0, unsigned c) {
+                                  src.store(it, d, wgc, r0, c, stg);
                               });
 }
 
@@ -426,67 +427,59 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
  * the tile's last block to arrive adds them in block order (epilogue/streamk.cuh: the same bits
  * on every run, no block waiting for another). For M where the grid kernels' tiles leave a
  * partial last wave: 28672 x 8192 at M = 128 is 224 tiles of 128 x 128 on 132 SMs. ---- */
+/* Block blk's items of the stream-K cut (of g blocks): the output tiles its range [t0, t1) of
+ * the items touches -- tile u's pair u % pairs and token tile u / pairs, its K tiles in the
+ * range -- each stored whole or, cut, through the workspace ws and the tiles' counters cnt
+ * (last: the block's __shared__ word for arrive_last) */
+template <int TOKS> struct ws_streamk_items {
+    const hc_u8 *w; /* the expert's weights */
+    const hc_mma_params *p;
+    hc_u16 *y;
+    hc_u64 m;
+    float *ws;
+    unsigned *cnt, *last;
+    unsigned pairs, tk, items, g, blk, t0, t1;
+    __device__ __forceinline__ bool get(unsigned k, ws_item<ws_no_act> &it) const {
+        const unsigned u = t0 / tk + k, u0 = u * tk;
+        if (t1 <= t0 || u > (t1 - 1) / tk) return false;
+        it = {w, *p, (hc_u64)(u % pairs) * 2, (hc_u64)(u / pairs) * TOKS,
+              t0 > u0 ? t0 - u0 : 0, t1 < u0 + tk ? t1 - u0 : tk, m, y, ws_no_act{}};
+        return true;
+    }
+    __device__ __forceinline__ void store(const ws_item<ws_no_act> &it, float *d, unsigned wgc,
+                                          unsigned r0, unsigned c, hc_u8 *stg) const {
+        if (it.k0 == 0 && it.k1 == tk) { /* whole */
+            ws_store_item<TOKS, 1>(d, wgc, r0, c, stg, it.p, it.nb0, it.tok0, m, y, it.actf);
+            return;
+        }
+        /* cut: the segment (slot 0 where the block's range begins with it), the arrival, and
+         * the last block's sums in block order (d, its own segment stored, their register) */
+        const unsigned u = (unsigned)(it.tok0 / TOKS) * pairs + (unsigned)(it.nb0 / 2),
+                       u0 = u * tk, ctid = threadIdx.x - 128;
+        streamk_store<TOKS, 256>(d, ws, blk, u0 + it.k0 == t0 ? 0u : 1u, ctid);
+        if (streamk_arrive<256>(cnt, u, u0, tk, blk, ctid, items, g, *last)) {
+            hc_u64 b0, b1;
+            streamk_span(u0, tk, blk, items, g, b0, b1);
+            streamk_sum<TOKS, 256>(d, ws, cnt, u, u0, b0, b1, ctid, items, g, y,
+                                   (it.nb0 + wgc) * 64, r0, c, it.tok0, m, it.p.N);
+        }
+    }
+};
 template <int TOKS>
 __device__ __forceinline__ void ws_gemm_streamk(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                                 hc_u64 expert, hc_u64 m, hc_u16 *__restrict__ y,
                                                 const hc_tmap &tmx, float *__restrict__ ws,
                                                 unsigned *__restrict__ cnt) {
-    using S = ws_shape<TOKS, 1>;
-    __shared__ __align__(8) unsigned long long full[S::NS], empty[S::NS];
     __shared__ unsigned last;
     const unsigned pairs = (unsigned)((p.tiles_n + 1) / 2), tk = (unsigned)p.tiles_k;
-    const unsigned units = pairs * (unsigned)((m + TOKS - 1) / TOKS), items = units * tk;
-    const unsigned g = gridDim.x, blk = blockIdx.x;
-    const unsigned t0 = hc_streamk_start(blk, items, g), t1 = hc_streamk_start(blk + 1, items, g);
-    if (t1 <= t0) return; /* (no range: the host's grid gives every block one) */
-    hc_u8 *smem = smem_1024();
-    const hc_u8 *we = w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES;
-    ws_ring_init<S::NS>(full, empty);
-    unsigned s = 0, ph = 0;
-    /* the output tiles the range touches; tile u's pair, token tile and K range in the range */
-    const unsigned ua = t0 / tk, ub = (t1 - 1) / tk;
-    auto tile = [&](unsigned u, hc_u64 &nb0, hc_u64 &tok0, hc_u64 &k0, hc_u64 &k1) {
-        const unsigned u0 = u * tk;
-        nb0 = (hc_u64)(u % pairs) * 2, tok0 = (hc_u64)(u / pairs) * TOKS;
-        k0 = t0 > u0 ? t0 - u0 : 0, k1 = t1 < u0 + tk ? t1 - u0 : tk;
-    };
-    hc_u64 nb0, tok0, k0, k1;
-    if (threadIdx.x < 128) { /* ---- producer ---- */
-        setmaxnreg_dec<HC_WS_PREGS(1)>();
-        if (threadIdx.x != 0) return;
-        hc_u64 gl = 0;
-        for (unsigned u = ua; u <= ub; u++) {
-            tile(u, nb0, tok0, k0, k1);
-            ws_produce<TOKS, 1>(we, p, nb0, tok0, k0, k1, ws_no_act{}, tmx, smem, full, empty, s,
-                                ph, gl);
-        }
-        return;
-    }
-    /* ---- consumers ---- */
-    setmaxnreg_inc<HC_WS_CREGS(1)>();
-    hc_u8 *const stg = smem + S::NS * S::stage_bytes();
-    const unsigned ctid = threadIdx.x - 128;
-    for (unsigned u = ua; u <= ub; u++) {
-        tile(u, nb0, tok0, k0, k1);
-        const unsigned u0 = u * tk;
-        ws_consume<TOKS, 1>(p, k0, k1, smem, full, empty, s, ph,
-                            [&](float *d, unsigned wgc, unsigned r0, unsigned c) {
-            if (k0 == 0 && k1 == tk) { /* whole */
-                store_staged<TOKS, 1>(d, stg, threadIdx.x, wgc, r0, c, S::live(nb0, p.tiles_n), y,
-                                      nb0, tok0, p, m);
-                return;
-            }
-            /* cut: the segment (slot 0 where the block's range begins with it), the arrival,
-             * and the last block's sums in block order */
-            streamk_store<TOKS, 256>(d, ws, blk, u0 + k0 == t0 ? 0u : 1u, ctid);
-            if (streamk_arrive<256>(cnt, u, u0, tk, blk, ctid, items, g, last)) {
-                hc_u64 b0, b1; /* (d, its own segment stored, becomes the sums' register) */
-                streamk_span(u0, tk, blk, items, g, b0, b1);
-                streamk_sum<TOKS, 256>(d, ws, cnt, u, u0, b0, b1, ctid, items, g, y,
-                                       (nb0 + wgc) * 64, r0, c, tok0, m, p.N);
-            }
-        });
-    }
+    const unsigned items = pairs * (unsigned)((m + TOKS - 1) / TOKS) * tk, g = gridDim.x;
+    const unsigned blk = blockIdx.x;
+    ws_gemm_items<TOKS, 1, ws_no_act, 1>(
+        ws_streamk_items<TOKS>{w + expert * p.tiles_n * p.tiles_k * HC_CHUNK_BYTES, &p, y, m, ws,
+                               cnt, &last, pairs, tk, items, g, blk,
+                               hc_streamk_start(blk, items, g),
+                               hc_streamk_start(blk + 1, items, g)},
+        tmx);
 }
 #endif
 
