@@ -157,9 +157,9 @@ gpu-test: $(BUILD)/gpu_test $(BUILD)/gpu_moe_test
 	@$(BUILD)/gpu_test && $(BUILD)/gpu_moe_test
 # the GPU benchmark links cuBLASLt and the CUDA runtime directly (its peer; the library does not)
 CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart
-$(BUILD)/bench/gpu_bench: bench/gpu_bench.c bench/gpu_benchutil.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
+$(BUILD)/bench/gpu_bench: bench/gpu_bench.c bench/gpu_bench_modes.c bench/gpu_bench.h bench/gpu_benchutil.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
+	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ bench/gpu_bench.c bench/gpu_bench_modes.c $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
 bench-gpu: $(BUILD)/bench/gpu_bench
 	@$(BUILD)/bench/gpu_bench
 $(BUILD)/bench/moe_bench: bench/moe_bench.c bench/gpu_benchutil.h tests/gpu/moe_synth.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
@@ -171,7 +171,7 @@ bench-moe: $(BUILD)/bench/moe_bench
 demo: $(BUILD)/hconvert
 	@sh tests/demo.sh $(BUILD)/hconvert
 
-bench: $(patsubst bench/%.c,$(BUILD)/bench/%,$(filter-out bench/gpu_bench.c,$(BENCH_SRC))) $(BUILD)/hconvert
+bench: $(patsubst bench/%.c,$(BUILD)/bench/%,$(filter-out bench/gpu_bench.c bench/gpu_bench_modes.c,$(BENCH_SRC))) $(BUILD)/hconvert
 	@sh bench/run.sh $(BUILD)
 
 $(FUZZ_DIR)/obj/tests/fuzz/%.o: tests/fuzz/%.c | $(DEPS_OK)

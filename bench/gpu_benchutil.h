@@ -12,7 +12,7 @@
 
 #include "hconvert.h"
 
-static void die(const char *what, const char *msg) {
+static inline void die(const char *what, const char *msg) {
     fprintf(stderr, "%s: %s: %s\n", BENCH_NAME, what, msg);
     exit(1);
 }
@@ -32,7 +32,7 @@ static void die(const char *what, const char *msg) {
     } while (0)
 
 /* The device, or NULL after printing why the benchmark is skipped (no GPU: not a failure). */
-static hc_gpu *bench_open(void) {
+static inline hc_gpu *bench_open(void) {
     hc_gpu *g = NULL;
     char msg[1024];
     if (hc_gpu_open(&g, msg, sizeof msg)) {
@@ -44,7 +44,7 @@ static hc_gpu *bench_open(void) {
 
 /* The stream-read rate (2 GiB, 20 passes), printed as the run's first line: the peer's rate
  * beside our figures. */
-static double bench_stream(hc_gpu *g) {
+static inline double bench_stream(hc_gpu *g) {
     double stream = 0;
     char msg[1024];
     if (hc_gpu_stream_read(g, 2ull << 30, 20, &stream, msg, sizeof msg)) die("stream", msg);
@@ -53,13 +53,13 @@ static double bench_stream(hc_gpu *g) {
     return stream;
 }
 
-static int cmp_f(const void *a, const void *b) {
+static inline int cmp_f(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Median of 7 replays of graph ge on s, per call (calls in the graph). */
-static double replay_us(cudaGraphExec_t ge, cudaStream_t s, int calls) {
+static inline double replay_us(cudaGraphExec_t ge, cudaStream_t s, int calls) {
     CK(cudaGraphLaunch(ge, s));
     CK(cudaStreamSynchronize(s));
     float t[7];
