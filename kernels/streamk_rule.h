@@ -1,7 +1,7 @@
 /* streamk_rule.h: how the skinny kernels cut their work (gemm/skinny_gemm.cuh and the fix-up of
  * epilogue/streamk.cuh), written once for the kernels (NVRTC sees this file as a header) and
  * the host: the chooser sizes a dense launch's grid by it (runtime/gpu_plan.c) and
- * tests/t_plan.c replays every block's segments and arrivals by it. Plain C.
+ * tests/t_walk.c replays every block's segments and arrivals by it. Plain C.
  *
  * A launch's `items` work items (output tiles x tiles_k, K tiles fastest) are cut into one
  * contiguous range per taking-part block, range b = [start(b), start(b + 1)). A tile whose

@@ -1,6 +1,6 @@
 /* ws_walk.h: the order in which the warp-specialised kernels' blocks -- or a persistent grid's
  * items -- take the (stripe group, token tile) grid (gemm/ws_gemm.cuh, moe_gemm.cu), written
- * once for the kernels (NVRTC sees this file as a header) and the host, so that tests/t_plan.c
+ * once for the kernels (NVRTC sees this file as a header) and the host, so that tests/t_walk.c
  * can replay it: every cell of the grid taken exactly once. Plain C. */
 #ifndef HC_WS_WALK_H
 #define HC_WS_WALK_H

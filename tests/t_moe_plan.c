@@ -1,7 +1,6 @@
 /* t_moe_plan.c: the GPU runtime's MoE decisions that need no GPU: the grouped kernel, tile and
  * launch for a call's routing (runtime/gpu_plan.h hc__gpu_moe_route_plan and
- * hc__gpu_moe_gemm_plan), the warp-specialised kernels' walk of their grid (kernels/ws_walk.h),
- * the MoE forced-kernel names, and which tensors hc_gpu_model_load
+ * hc__gpu_moe_gemm_plan), the MoE forced-kernel names, and which tensors hc_gpu_model_load
  * uploads for one MoE layer (runtime/gpu_moe_load.c). Expected figures are worked out here
  * from the rules as docs/gpu.md states them, not taken from the chooser. */
 #include <stdio.h>
@@ -11,7 +10,6 @@
 #include "gpu_int.h"
 #include "plan_fixtures.h"
 #include "test.h"
-#include "ws_walk.h"
 
 /* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
  * touched expert; the tile T the smallest of 8, 16, 32, 64 with r + 2 sqrt(r) <= T: T = 8
@@ -586,39 +584,7 @@ static void test_moe_layer_tensors(void) {
     unlink(path);
 }
 
-/* hc_ws_walk (kernels/ws_walk.h, the warp-specialised kernels' block order and the persistent
- * kernels' item order): on grids of 1-21 groups x 1-40 tiles every cell is taken once, and the
- * ids in a run of HC_WIDE_GROUP x gx keep their tiles within one group of HC_WIDE_GROUP (what
- * keeps the blocks in flight on shared weights and activations); a persistent grid of G blocks
- * (ids b + k G) takes each once too, as those are the same ids. */
-static void test_ws_walk(void) {
-    static unsigned char seen[21 * 40];
-    for (unsigned gx = 1; gx <= 21; gx++)
-        for (unsigned gy = 1; gy <= 40; gy++) {
-            memset(seen, 0, sizeof seen);
-            bool ok = true;
-            for (unsigned id = 0; id < gx * gy && ok; id++) {
-                unsigned vp = ~0u, mt = ~0u;
-                hc_ws_walk(gx, gy, id, &vp, &mt);
-                const unsigned g0 = id / (HC_WIDE_GROUP * gx) * HC_WIDE_GROUP;
-                if (vp >= gx || mt >= gy || seen[vp * gy + mt]++ || mt < g0 ||
-                    mt >= g0 + HC_WIDE_GROUP) {
-                    CHECK_FAIL_("gx %u gy %u: id %u -> (%u, %u)", gx, gy, id, vp, mt);
-                    ok = false;
-                }
-            }
-            for (unsigned i = 0; i < gx * gy && ok; i++)
-                if (seen[(i % gx) * gy + i / gx] != 1) {
-                    CHECK_FAIL_("gx %u gy %u: cell (%u, %u) not taken once", gx, gy, i % gx,
-                                i / gx);
-                    ok = false;
-                }
-            CHECK(ok);
-        }
-}
-
 void suite_moeplan(void) {
-    RUN(test_ws_walk);
     RUN(test_moe_plan);
     RUN(test_moe_w8_plan);
     RUN(test_moe_w8_pick);

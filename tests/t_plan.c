@@ -1,7 +1,7 @@
 /* t_plan.c: the GPU runtime's decisions for dense layers that need no GPU (runtime/gpu_plan.h
  * over the family registry runtime/gpu_families.h): which kernel runs a layer for M tokens on a
- * device, with what grid, block, shared memory and K split; the skinny kernels' stream-K cut
- * (kernels/streamk_rule.h) replayed; the forced-kernel names and refusals; the M limits; and
+ * device, with what grid, block, shared memory and K split (the stream-K cut itself replayed:
+ * t_walk.c); the forced-kernel names and refusals; the M limits; and
  * that GPU error messages carry their prefix once (MoE: t_moe_plan.c). Expected figures are worked out
  * here from the rules as docs/gpu.md states them and from the kernels' own comments on their
  * shared memory (kernels/tile_mma.cu), not taken from the chooser. */
@@ -355,96 +355,6 @@ static void test_skinny(void) {
     CHECK_EQ_INT(choose_ok(&h200, &sq, 129, HC_GK_SKINNY64).kernel, HC_GK_WS128);
 }
 
-/* One launch of the skinny kernels replayed on the host by streamk_rule.h: every taking-part
- * block walks its range as the kernel does (a tile wholly in the range is stored; otherwise the
- * segment goes to slot 0 if the range begins with it, else 1, and arrives at the tile's
- * counter). Returns the number of broken promises: a block with an empty range, a slot written
- * twice, a tile stored and also cut, a cut tile whose arrivals are not the count the last
- * arrival waits for, or whose reader's slots are not the ones its blocks wrote. grid: the
- * blocks that take part (hc_streamk_blocks, or another count to show what breaks). */
-static unsigned streamk_replay(uint64_t units, uint64_t tk, uint64_t g) {
-    const uint64_t items = units * tk;
-    unsigned bad = 0;
-    int64_t *slot_unit = malloc(g * 2 * sizeof *slot_unit);
-    unsigned *stored = calloc(units, sizeof *stored), *arrived = calloc(units, sizeof *arrived);
-    if (!slot_unit || !stored || !arrived) {
-        free(slot_unit), free(stored), free(arrived);
-        return 1;
-    }
-    for (uint64_t i = 0; i < g * 2; i++) slot_unit[i] = -1;
-    for (uint64_t b = 0; b < g; b++) {
-        const uint64_t t0 = hc_streamk_start((unsigned)b, (unsigned)items, (unsigned)g),
-                       t1 = hc_streamk_start((unsigned)b + 1, (unsigned)items, (unsigned)g);
-        bad += t1 <= t0;
-        for (uint64_t t = t0; t < t1;) {
-            const uint64_t u = t / tk, u0 = u * tk, e = t1 < u0 + tk ? t1 : u0 + tk;
-            if (t == u0 && e == u0 + tk) {
-                stored[u]++;
-            } else {
-                const unsigned sl = t == t0 ? 0 : 1;
-                bad += slot_unit[b * 2 + sl] != -1;
-                slot_unit[b * 2 + sl] = (int64_t)u;
-                arrived[u]++;
-            }
-            t = e;
-        }
-    }
-    for (uint64_t u = 0; u < units; u++) {
-        const uint64_t u0 = u * tk;
-        const uint64_t b0 = hc_streamk_owner(u0, items, g), b1 = hc_streamk_owner(u0 + tk - 1, items, g);
-        /* the kernels find b0 and b1 by stepping from any block of the tile: the same blocks */
-        for (uint64_t b = b0; b <= b1 && b < g; b++)
-            bad += hc_streamk_owner_from((unsigned)u0, (unsigned)b, (unsigned)items, (unsigned)g) != b0 ||
-                   hc_streamk_owner_from((unsigned)(u0 + tk - 1), (unsigned)b, (unsigned)items,
-                                         (unsigned)g) != b1;
-        if (stored[u]) {
-            bad += stored[u] != 1 || arrived[u] != 0 || b0 != b1;
-            continue;
-        }
-        bad += arrived[u] != b1 - b0 + 1;
-        for (uint64_t b = b0; b <= b1 && b < g; b++)
-            bad += slot_unit[b * 2 + hc_streamk_slot((unsigned)b, (unsigned)u0, (unsigned)items,
-                                                     (unsigned)g)] != (int64_t)u;
-    }
-    free(slot_unit), free(stored), free(arrived);
-    return bad;
-}
-
-/* The skinny kernels' cut (kernels/streamk_rule.h) over launches of 1-300 tiles of 1-64 K
- * tiles on grids of 1-300 blocks, the MoE case of more blocks than items included: with the
- * blocks hc_streamk_blocks lets take part, every promise holds. With every block of a grid
- * larger than the work taking part, some tile's blocks never all arrive (what the H200 showed:
- * session 15's 66 moe_test failures). */
-static void test_streamk_rule(void) {
-    uint64_t rng = 0x5eed;
-    unsigned bad = 0, broken_without = 0;
-    for (int i = 0; i < 4000; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        const uint64_t units = 1 + rng % 300, tk = 1 + (rng >> 12) % 64, grid = 1 + (rng >> 24) % 300;
-        const uint64_t g = hc_streamk_blocks(units * tk, grid, HC_SKINNY_MIN_TILES);
-        CHECK(g >= 1 && g <= grid);
-        bad += streamk_replay(units, tk, g);
-        if (grid > units * tk) broken_without += streamk_replay(units, tk, grid) != 0;
-    }
-    CHECK_EQ_INT(bad, 0);
-    CHECK(broken_without > 0);
-    /* the 32-bit start is floor(b x items / g) over the launches' whole range (items < 2^31,
-     * b <= g < 2^16), against the 64-bit product */
-    unsigned off = 0;
-    for (int i = 0; i < 100000; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        const uint64_t items = 1 + (rng & 0x7FFFFFFE), g = 1 + (rng >> 33) % 65535, b = (rng >> 49) % (g + 1);
-        off += hc_streamk_start((unsigned)b, (unsigned)items, (unsigned)g) != b * items / g;
-    }
-    CHECK_EQ_INT(off, 0);
-    CHECK_EQ_U64(hc_streamk_start(65535, 0x7FFFFFFF, 65535), 0x7FFFFFFF);
-    /* by hand: 120 items (15 tiles of 2 parts x 4) on 132 SMs: 15 blocks of 8 */
-    CHECK_EQ_U64(hc_streamk_blocks(120, 132, 8), 15);
-    CHECK_EQ_U64(hc_streamk_blocks(14336, 132, 8), 132);
-    CHECK_EQ_U64(hc_streamk_blocks(2, 132, 8), 1);
-    CHECK_EQ_U64(hc_streamk_owner(0, 120, 132), 1); /* block 0 of 132 would be empty */
-}
-
 /* ws128k (v84, forced only): ws128's output tiles of a pair x 128 tokens, K tiles fastest, cut
  * stream-K over a block per SM (streamk_rule.h; HC_SKINNY_MIN_TILES items a block at least):
  * 28672 x 8192 at M = 128 -- 224 tiles x 128 K tiles = 28672 items on 132 blocks; 8192^2 -- 64
@@ -683,7 +593,6 @@ void suite_plan(void) {
     RUN(test_small_m);
     RUN(test_warp_specialised_tiles);
     RUN(test_skinny);
-    RUN(test_streamk_rule);
     RUN(test_ws_streamk);
     RUN(test_fallbacks);
     RUN(test_forced_kernels);

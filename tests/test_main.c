@@ -101,7 +101,8 @@ int main(int argc, char **argv) {
                   {"regex", suite_regex},   {"hostile", suite_hostile},
                   {"faults", suite_faults}, {"convert", suite_convert},
                   {"plan", suite_plan},     {"moe", suite_moe},
-                  {"moeblock", suite_moeblock}, {"moeplan", suite_moeplan}};
+                  {"moeblock", suite_moeblock}, {"moeplan", suite_moeplan},
+                  {"walk", suite_walk}};
     int ran = 0;
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
         bool want = argc < 2;
