@@ -40,8 +40,8 @@
 #define HC_MOE_FIN_THREADS 64u
 #define HC_MOE_FIN_BATCH 8u
 
-/* The warp-specialised grouped kernels' stripe groups, their grid's x (the runtime's plan and
- * the persistent kernels' walk both count them so): fuse 1 (halves) -- spw of gate's
+/* The warp-specialised grouped kernels' stripe groups, their grid's x (the runtime's plan;
+ * moe_gemm.cu moe_ws_tile takes its part and first stripe by it): fuse 1 (halves) -- spw of gate's
  * ceil(I / 64) stripes a group; else 2 spw stripes of each part's tiles_n, parts times */
 #define HC_MOE_WS_GROUPS(fuse, I, tiles_n, spw, parts)                                         \
     ((fuse) == 1 ? (((I) + 63) / 64 + (spw) - 1) / (spw)                                         \

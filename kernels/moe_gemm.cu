@@ -11,8 +11,7 @@
 //                rows at r ~ 64 and r ~ 256: one tile an expert where tiles of 64 / 256 take two);
 //                _96w: four stripes a block (two a consumer warpgroup), grid (groups of four x
 //                parts, tiles); _24x6: six stripes a block (three a warpgroup), tiles of 24;
-//                _80d: a pair at tiles of 80, two blocks an SM; _24p, _80p: _24x6's and _96w's
-//                bodies at 24 / 80 on a persistent grid (a block an SM over (group, tile) items)
+//                _80d: a pair at tiles of 80, two blocks an SM
 //   hc_moe_ws256r, _80r: tiles of 256 / 80 and each expert's remainder in a tile of 64, grid
 //                (groups x parts, tiles of either size, 2); _80r four stripes a block
 //   hc_moe_skinny16, _32, _64: 8 < rows per expert <= 64 (gemm/skinny_gemm.cuh, sm_90a), one
@@ -127,27 +126,14 @@ template <int SPW> struct moe_act_of {
         return f;
     }
 };
-/* stripe group vp's part and first stripe: of its part's groups of 2 SPW, or (halves of a
- * fused gate_up, moe_args.h) of gate's groups of SPW, up's the same rows */
-template <int SPW>
-__device__ __forceinline__ void moe_ws_stripes(const hc_moe_args &a, const hc_mma_params &p,
-                                               unsigned vp, unsigned *part, hc_u64 *nb0) {
-    *part = 0;
-    if (a.fuse == 1) {
-        *nb0 = (hc_u64)vp * SPW;
-    } else {
-        const unsigned groups = (unsigned)HC_MOE_WS_GROUPS(0u, 0u, p.tiles_n, SPW, 1u);
-        *part = vp / groups, *nb0 = (hc_u64)(vp - *part * groups) * 2 * SPW;
-    }
-}
 /* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM */
 template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                             unsigned vp, unsigned i, hc_u64 tok0) {
     const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
-    /* (moe_ws_stripes written out: through the helper ptxas lays the grid kernels' code out
-     * otherwise, and they keep their measured code until v83 is measured) */
+    /* the block's first stripe: of its part's groups of 2 SPW, or (halves of a fused gate_up,
+     * moe_args.h) of gate's groups of SPW, up's the same rows */
     unsigned part = 0;
     hc_u64 nb0;
     if (a.fuse == 1) {
@@ -162,29 +148,6 @@ __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_p
         (const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0, tok0 + (hc_u64)rows,
         out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
 }
-/* the same as a persistent block's item (ws_gemm_items) */
-template <int SPW>
-__device__ __forceinline__ ws_item<moe_act_of<SPW>> moe_ws_item(const hc_moe_args &a,
-                                                                const hc_mma_params &p,
-                                                                hc_u16 *__restrict__ out,
-                                                                unsigned vp, unsigned i,
-                                                                hc_u64 tok0) {
-    const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
-    unsigned part;
-    hc_u64 nb0;
-    moe_ws_stripes<SPW>(a, p, vp, &part, &nb0);
-    ws_item<moe_act_of<SPW>> it = {(const hc_u8 *)a.wtab[part * a.el + (unsigned)e],
-                                   p,
-                                   nb0,
-                                   tok0,
-                                   0,
-                                   p.tiles_k,
-                                   tok0 + (hc_u64)rows,
-                                   out + part * a.ystride,
-                                   moe_act_of<SPW>{&a, &p, nb0, (unsigned)e}};
-    if (a.gdiv) it.p.global_div = a.gdiv[part * a.el + (unsigned)e];
-    return it;
-}
 template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
                                        hc_u16 *__restrict__ out, const hc_tmap &tmx) {
@@ -192,36 +155,6 @@ __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params
     hc_ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     if ((int)mt >= a.meta[0]) return;
     moe_ws_tile<TOKS, SPW, BPS>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
-}
-/* The persistent grid's items: item id = blockIdx.x + k gridDim.x of the groups x meta[0]
- * (group, tile) walk -- hc_ws_walk's order, so that the items in flight at once share their
- * tiles' activations in L2 as the blocks of the grid kernels do. */
-template <int TOKS, int SPW> struct moe_ws_items {
-    const hc_moe_args *a;
-    const hc_mma_params *p;
-    hc_u16 *out;
-    unsigned groups, n; /* n: groups x meta[0] (under 2^31: gpu_plan.c) */
-    __device__ __forceinline__ bool get(unsigned k, ws_item<moe_act_of<SPW>> &it) const {
-        const hc_u64 id = blockIdx.x + (hc_u64)k * gridDim.x;
-        if (id >= n) return false;
-        unsigned vp, mt;
-        hc_ws_walk(groups, n / groups, (unsigned)id, &vp, &mt);
-        it = moe_ws_item<SPW>(*a, *p, out, vp, mt, (hc_u64)mt * TOKS);
-        return true;
-    }
-    /* (each item a whole tile) */
-    __device__ __forceinline__ void store(const ws_item<moe_act_of<SPW>> &it, const float *d,
-                                          unsigned wgc, unsigned r0, unsigned c, hc_u8 *stg) const {
-        ws_store_item<TOKS, SPW>(d, wgc, r0, c, stg, it.p, it.nb0, it.tok0, it.m, it.y, it.actf);
-    }
-};
-/* (its groups: the plan's grid.x, by the same rule -- moe_args.h HC_MOE_WS_GROUPS) */
-template <int TOKS, int SPW = 1, int BPS = 1>
-__device__ __forceinline__ void moe_ws_persist(const hc_moe_args &a, const hc_mma_params &p,
-                                               hc_u16 *__restrict__ out, const hc_tmap &tmx) {
-    const unsigned groups = (unsigned)HC_MOE_WS_GROUPS(a.fuse, a.I, p.tiles_n, SPW, a.parts);
-    ws_gemm_items<TOKS, SPW, moe_act_of<SPW>, BPS>(
-        moe_ws_items<TOKS, SPW>{&a, &p, out, groups, groups * (unsigned)a.meta[0]}, tmx);
 }
 /* two tile sizes (the route's T = BIG and Ts = SMALL, moe_args.h): grid z 0 the tiles of BIG
  * rows (tmx: boxes of BIG rows), z 1 those of SMALL after them (tms: boxes of SMALL); the
@@ -243,12 +176,10 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
     }
 }
 #define HC_MOE_WS_BODY(toks, spw, bps) moe_ws<toks, spw, bps>(a, p, out, tmx)
-#define HC_MOE_WS_PERSIST_BODY(toks, spw) moe_ws_persist<toks, spw>(a, p, out, tmx)
 #define HC_MOE_WS_TWO_BODY(big, small, spw) moe_ws_two<big, small, spw>(a, p, out, tmx, tms)
 #else
 #define HC_MOE_WS_BODY(toks, spw, bps)                                                         \
     ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
-#define HC_MOE_WS_PERSIST_BODY(toks, spw) ((void)a, (void)p, (void)out, (void)tmx, __trap())
 #define HC_MOE_WS_TWO_BODY(big, small, spw)                                                    \
     ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
@@ -294,20 +225,6 @@ HC_MOE_WS_TWO_KERNEL(hc_moe_ws256r, 256, 64, 1)
  * 32) block 1239.3 us against moe-skinny64's 1380.8, DeepSeek-like 999.7 against 1006.0,
  * bench/NOTES.md session 33; past 64 rows an expert the two-block ws80d wins) */
 HC_MOE_WS_TWO_KERNEL(hc_moe_ws80r, 80, 64, 2)
-/* persistent: a grid of one block an SM walking the (group, tile) items (moe_ws_items; the
- * runtime launches min(SMs, items) blocks), the producer running on into the
- * next item while the consumers store the last (ws_gemm_items) -- v83, forced only until measured:
- * at r = 16 (Qwen3-like M = 256) moe-ws24x6's blocks are ~16 us with ~2-3 us of pipeline fill
- * and epilogue each and no other block on their SM to hide them (ws24d's two blocks an SM did,
- * but gave up ws24x6's six stripes behind one activation tile); ws80p the same for r = 64 */
-#define HC_MOE_WS_PERSIST_KERNEL(name, toks, spw)                                              \
-    extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, 1)                             \
-        name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
-             const __grid_constant__ hc_tmap tmx) {                                            \
-        HC_MOE_WS_PERSIST_BODY(toks, spw);                                                     \
-    }
-HC_MOE_WS_PERSIST_KERNEL(hc_moe_ws24p, 24, 3)
-HC_MOE_WS_PERSIST_KERNEL(hc_moe_ws80p, 80, 2)
 
 /* ---- skinny (sm_90a): the dense skinny body (gemm/skinny_gemm.cuh) over output tiles (tile i,
  * part, quad) of the routing's meta[0] tiles of TOKS rows, K tiles fastest; the tensor map and

@@ -82,8 +82,9 @@ extern "C" __global__ void __launch_bounds__(HC_GEMM_THREADS, 2)
 HC_WS_KERNEL(hc_wgmma_gemm256, 256)
 HC_WS_KERNEL(hc_wgmma_gemm64, 64)
 HC_WS_KERNEL(hc_wgmma_gemm128, 128)
-/* the same tiles cut stream-K over a grid of the SMs (v84, forced only until measured: "ws128k";
- * ws / cnt as the skinny kernels': the segments' sums and a counter per output tile) */
+/* the same tiles cut stream-K over a grid of the SMs ("ws128k", v84: the pick at 64 < M <= 128
+ * on layers of few stripes; ws / cnt as the skinny kernels': the segments' sums and a counter
+ * per output tile) */
 #ifdef HC_SM90A
 #define HC_WSK_BODY(toks) ws_gemm_streamk<toks>(w, p, expert, m, y, tmx, ws, cnt)
 #else

@@ -101,8 +101,8 @@ static const hc_gpu_family families[] = {
      {{HC_GK_SKINNY16Q, "hc_skinny_gemm16q", "skinny16q", 16, 0, HC_SKINNY_STAGES_MAX},
       {HC_GK_SKINNY32Q, "hc_skinny_gemm32q", "skinny32q", 32, 0, HC_SKINNY_STAGES_MAX},
       {HC_GK_SKINNY64Q, "hc_skinny_gemm64q", "skinny64q", 64, 0, HC_SKINNY_STAGES_MAX}}},
-    /* (never the chooser's: forced only until measured, v84 -- after mma.sync, which serves
-     * every M) */
+    /* (after mma.sync, which serves every M: never first -- the chooser puts it in the skinny
+     * family's place past 64 tokens, gpu_plan.c streamk_tiles_instead; v84) */
     {"ws-stream-K", HC_KF_WS, HC_GPU_ARGS_STREAMK, HC_WS_THREADS, "sm_90a", true, false, 17,
      HC_GPU_M_MAX, wsk_smem, 1,
      {{HC_GK_WS128K, "hc_wgmma_gemm128k", "ws128k", 128, 0, HC_WS_STAGES(128)}}},
@@ -157,10 +157,6 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .stripes = 4, .small = 64},
     {.id = HC_GMK_WS80D, .entry = "hc_moe_ws80d", .forced = "moe-ws80d", .like = HC_GK_WS64,
      .toks = 80, .bps = 2},
-    {.id = HC_GMK_WS24P, .entry = "hc_moe_ws24p", .forced = "moe-ws24p", .like = HC_GK_WS64,
-     .toks = 24, .stripes = 6, .persist = 1},
-    {.id = HC_GMK_WS80P, .entry = "hc_moe_ws80p", .forced = "moe-ws80p", .like = HC_GK_WS64,
-     .toks = 80, .stripes = 4, .persist = 1},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {
@@ -175,13 +171,8 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     if (mv->smem) return mv->smem(chunk);
     hc_gpu_variant v;
     const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
-    /* (a persistent kernel's epilogue stages its bf16 sums, [toks][64 stripes + 8], past the
-     * ring: kernels/gemm/ws_gemm.cuh ws_gemm_items) */
-    const size_t stg = mv->persist ? ((size_t)v.toks * (64 * hc__gpu_moe_stripes(mv) + 8) * 2 +
-                                      1023) / 1024 * 1024
-                                   : 0;
-    if (mv->stripes) return ws_smem_of(v.toks, mv->stripes, chunk) + stg; /* (warp-specialised) */
-    return f->smem(&v, chunk) + stg;
+    if (mv->stripes) return ws_smem_of(v.toks, mv->stripes, chunk); /* (warp-specialised only) */
+    return f->smem(&v, chunk);
 }
 
 unsigned hc__gpu_moe_stripes(const hc_gpu_moe_variant *mv) {

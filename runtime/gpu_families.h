@@ -93,9 +93,6 @@ typedef enum {
     HC_GMK_WS80R,    /* hc_moe_ws80r (sm_90a): tiles of 80 rows and of 64, four stripes a
                       * block (v78) */
     HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79) */
-    HC_GMK_WS24P,    /* hc_moe_ws24p (sm_90a): ws24x6 on a persistent grid (v83: forced only) */
-    HC_GMK_WS80P,    /* hc_moe_ws80p (sm_90a): four stripes at tiles of 80 on a persistent grid
-                      * (v83: forced only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -124,10 +121,6 @@ typedef struct {
      * config.h HC_WS_PREGS / HC_WS_CREGS; the runtime asks for the shared-memory carveout that
      * holds them), else 0 */
     unsigned bps;
-    /* 1: a persistent grid (moe_gemm.cu moe_ws_items): bps blocks an SM, at most the plan's
-     * (group, tile) items, walking them; its epilogue's staging past the ring (shared memory
-     * hc__gpu_moe_smem's); else 0 */
-    unsigned persist;
 } hc_gpu_moe_variant;
 
 /* The family of grouped kernel mv, *v its dense variant at mv's token tile. */

@@ -31,27 +31,24 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
     mp.ldx = ldx;
     cudaKernel_t k = md->g->mods[pr->mod].gk[lp->kernel];
     const char *entry = hc__gpu_moe_variants(&(size_t){0})[lp->kernel].entry;
-    const hc_gpu_caps dev = hc__gpu_caps_of(md->g);
-    unsigned grid[3];
-    hc__gpu_moe_launch_grid(&dev, lp, grid);
     if (lp->args == HC_GPU_ARGS_GEMV) {
         void *args[] = {&a, &mp, (void *)&x, &out, &w->part, &w->cnt};
-        return hc__gpu_launch(k, grid, lp->block, lp->smem, true, args, s, entry, err);
+        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
     CUtensorMap tm, tms;
     HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
     if (lp->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
         void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
-        return hc__gpu_launch(k, grid, lp->block, lp->smem, true, args, s, entry, err);
+        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
     if (r->tile_small) { /* + the map of the small tiles' boxes (moe_gemm.cu moe_ws_two) */
         HC_TRY(hc__gpu_tmap_rows(&tms, x, rows, mp.K, ldx, r->tile_small, "the sorted activations",
                                  err));
         void *args[] = {&a, &mp, &out, &tm, &tms};
-        return hc__gpu_launch(k, grid, lp->block, lp->smem, false, args, s, entry, err);
+        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
     }
     void *args[] = {&a, &mp, &out, &tm};
-    return hc__gpu_launch(k, grid, lp->block, lp->smem, false, args, s, entry, err);
+    return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
 }
 
 /* One chunk: m tokens from x (rows of H), their slots' ids and weights, into y. */

@@ -216,6 +216,24 @@ static bool auto_serves(const hc_gpu_family *f, const hc_gpu_caps *dev, const hc
            (l->tiles_n + 1) / 2 * hc__cdiv_u64(m, top) < (uint64_t)HC_SKINNY_WIDE_WAVES * dev->sms;
 }
 
+/* Past the skinny family's largest token tile, where it is still the pick (HC_SKINNY_WIDE_WAVES:
+ * the warp-specialised grid would leave the SMs mostly idle), ws128k instead -- ws128's tiles
+ * cut stream-K over a block per SM, one decode of the weights where skinny64 decodes them once
+ * a token tile (v84, H100, bench/NOTES.md session 34: 8192^2 at M = 96 / 128 int4 37.9 / 38.0
+ * us against skinny64's 39.5 / 40.1, mxfp4 40.5 / 42.5 against 47.3 / 47.7; on 28672 x 8192,
+ * where ws128's grid is 1.7 waves, it did not beat ws128, which stays). Else *pf, *pv stay. */
+static void streamk_tiles_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m,
+                                  const hc_gpu_family **pf, const hc_gpu_variant **pv) {
+    const hc_gpu_family *f = *pf;
+    const hc_gpu_variant *k = NULL;
+    const hc_gpu_family *wk = hc__gpu_kernel_family(HC_GK_WS128K, &k);
+    if (f->args != HC_GPU_ARGS_STREAMK || m <= f->var[f->nvar - 1].toks || !wk ||
+        !(l->families & wk->kf) || !serves(wk, m) || !hc__gpu_family_runs_on(wk, dev->arch, dev->tmap) ||
+        !fits(dev, wk, k, l))
+        return;
+    *pf = wk, *pv = k;
+}
+
 hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t m, int forced,
                         hc_gpu_choice *out, hc_err *err) {
     memset(out, 0, sizeof *out);
@@ -259,7 +277,10 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
         if (sk) f = sk;
     }
     if (!v) v = variant_for(f, dev, l, m);
-    if (!applied && f->args == HC_GPU_ARGS_STREAMK) quarters_instead(dev, l, m, &f, &v);
+    if (!applied && f->args == HC_GPU_ARGS_STREAMK) {
+        quarters_instead(dev, l, m, &f, &v);
+        streamk_tiles_instead(dev, l, m, &f, &v);
+    }
     out->family = f, out->variant = v, out->kernel = v->id;
     out->block = f->block;
     out->smem = f->smem(v, l->chunk_bytes);
@@ -513,28 +534,12 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         return HC_OK;
     }
     const unsigned sb = hc__gpu_moe_stripes(mv); /* (a pair; four: moe-ws96w; six: ws24x6) */
-    uint64_t groups = HC_MOE_WS_GROUPS(0u, 0u, l->tiles_n, sb / 2, (uint64_t)parts), items;
+    uint64_t groups = HC_MOE_WS_GROUPS(0u, 0u, l->tiles_n, sb / 2, (uint64_t)parts);
     if (groups > 0x7FFFFFFFull) return hc__fail(err, HC_INVALID, "too many stripes for one launch");
-    /* (a persistent kernel's items, groups x tiles, count in 32 bits: moe_gemm.cu moe_ws_items) */
-    if (mv->persist && (!hc__mul_u64(groups, r->tiles_max, &items) || items >= (1ull << 31) ||
-                        groups >= (1ull << 28))) /* (hc_ws_walk's bound too) */
-        return hc__fail(err, HC_UNSUPPORTED, "%llu tiles of %u rows are too many work items for "
-                       "the persistent kernel %s", (unsigned long long)r->tiles_max, r->tile,
-                       mv->forced);
     /* (two tile sizes: a grid plane each, moe_gemm.cu moe_ws_two) */
     out->grid[0] = (unsigned)groups, out->grid[1] = (unsigned)r->tiles_max;
     out->grid[2] = r->tile_small ? 2 : 1;
     return HC_OK;
-}
-
-void hc__gpu_moe_launch_grid(const hc_gpu_caps *dev, const hc_gpu_moe_launch *lu, unsigned grid[3]) {
-    size_t nv = 0;
-    const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&nv)[lu->kernel];
-    grid[0] = lu->grid[0], grid[1] = lu->grid[1], grid[2] = lu->grid[2];
-    if (!mv->persist) return;
-    const uint64_t items = (uint64_t)lu->grid[0] * lu->grid[1];
-    const uint64_t blocks = (uint64_t)dev->sms * (mv->bps ? mv->bps : 1);
-    grid[0] = (unsigned)(items < blocks ? items : blocks), grid[1] = grid[2] = 1;
 }
 
 unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, unsigned parts, bool interleaved, uint64_t I,

@@ -84,8 +84,7 @@ typedef struct {
  * "ws64", "ws128", "ws256", "skinny16", "skinny32", "skinny64", "skinny16q", "skinny32q",
  * "skinny64q", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256", "moe-skinny16",
  * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96", "moe-ws256r", "moe-ws288",
- * "moe-ws96w", "moe-ws24x6", "moe-ws80r", "moe-ws80d", "moe-ws24p", "moe-ws80p",
- * "moe-act-apart". HC_USAGE naming it
+ * "moe-ws96w", "moe-ws24x6", "moe-ws80r", "moe-ws80d", "moe-act-apart". HC_USAGE naming it
  * for any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
@@ -167,11 +166,5 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
  * ceil(I / 64). */
 unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, unsigned parts, bool interleaved, uint64_t I,
                                bool part_divisors, bool down_perm, uint64_t *ustripes);
-
-/* The grid launch lu runs on dev (after hc__gpu_moe_fuse_plan): its plan's, or for a persistent
- * kernel (the registry's persist) its blocks an SM times the SMs, no more than the plan's
- * (group, tile) items, in x (the kernel walks the items: its groups as the plan's grid.x, its
- * tiles the routing's, moe_gemm.cu moe_ws_persist). */
-void hc__gpu_moe_launch_grid(const hc_gpu_caps *dev, const hc_gpu_moe_launch *lu, unsigned grid[3]);
 
 #endif

@@ -265,52 +265,6 @@ static void test_moe_plan(void) {
     CHECK(2 * (lu.smem + 1024) <= h200.smem_sm);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 12);
-    /* the persistent kernels (v83, forced only): the plan's grid as their grid twins' -- six
-     * stripes a block at 24 rows (down's 32 in 6 groups), four at 80 (8 groups) -- and the
-     * launch a block an SM walking its groups x tiles items; shared memory the ring and the
-     * epilogue's staging past it, [toks][64 stripes + 8] bf16 */
-    {
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_WS24P, &r, &err), HC_OK);
-        CHECK_EQ_INT(r.tile, 24);
-        CHECK_EQ_U64(r.tiles_max, 208);
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-        CHECK_EQ_INT(lu.grid[0], 6);
-        CHECK_EQ_INT(lu.grid[1], 208);
-        CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(24 * 128 + 6 * 2304) +
-                                  round1024(24 * (64 * 6 + 8) * 2));
-        unsigned grid[3];
-        hc__gpu_moe_launch_grid(&h200, &lu, grid);
-        CHECK_EQ_INT(grid[0], 132); /* (6 x 208 = 1248 items) */
-        CHECK_EQ_INT(grid[1], 1);
-        CHECK_EQ_INT(grid[2], 1);
-        /* fused gate_up: three of gate and three of up a block, 12 / 3 = 4 groups walked (the
-         * kernel counts them the same way: moe_gemm.cu moe_ws_persist) */
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
-        CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &(uint64_t){0}), 1);
-        CHECK_EQ_INT(lu.grid[0], 4);
-        hc__gpu_moe_launch_grid(&h200, &lu, grid);
-        CHECK_EQ_INT(grid[0], 132);
-        /* fewer items than SMs: a block an item */
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS24P, &r, &err), HC_OK);
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-        hc__gpu_moe_launch_grid(&h200, &lu, grid);
-        CHECK_EQ_INT(grid[0], 6 * 8);
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80P, &r, &err), HC_OK);
-        CHECK_EQ_INT(r.tile, 80);
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-        CHECK_EQ_INT(lu.grid[0], 8);
-        CHECK_EQ_INT(lu.block, 384);
-        CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 4 * 2304) +
-                                  round1024(80 * (64 * 4 + 8) * 2));
-        hc__gpu_moe_launch_grid(&h200, &lu, grid);
-        CHECK_EQ_INT(grid[0], 132);
-        /* a grid kernel's launch is its plan's */
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80D, &r, &err), HC_OK);
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-        hc__gpu_moe_launch_grid(&h200, &lu, grid);
-        CHECK_EQ_INT(grid[0], 16);
-        CHECK_EQ_INT(grid[1], 228);
-    }
     /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles, rows
      * 8 + 8 x 191; one slot: a tile of 256's rows at least (1 + 191 < 256) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
@@ -343,7 +297,7 @@ static void test_moe_plan(void) {
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
                                         "moe-ws96",     "moe-ws256r",   "moe-ws288",
                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80r",
-                                        "moe-ws80d",    "moe-ws24p",    "moe-ws80p"};
+                                        "moe-ws80d"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);

@@ -284,9 +284,8 @@ static void test_skinny(void) {
         {8192, 8192, 64, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 128, 1},
         {8192, 8192, 128, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 132, 1}, /* 256 tiles */
         {704, 4096, 40, HC_GK_SKINNY64Q, HC_GK_SKINNY64Q, 11, 1},
-        /* 64 < M <= 128 where ws64's grid is under 2 x 132 blocks: 8192^2, 64 pairs x 2 */
-        {8192, 8192, 65, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
-        {8192, 8192, 128, HC_GPU_KERNEL_AUTO, HC_GK_SKINNY64, 132, 64},
+        /* (64 < M <= 128 where ws64's grid is under 2 x 132 blocks -- 8192^2 -- the skinny
+         * family's place goes to ws128k: test_ws_streamk) */
         {28672, 8192, 128, HC_GK_SKINNY64, HC_GK_SKINNY64, 132, 224}, /* forced: 112 x 2 */
         {8192, 8192, 128, HC_GK_SKINNY32, HC_GK_SKINNY32, 132, 128},
     };
@@ -317,8 +316,9 @@ static void test_skinny(void) {
      * 32 x 32 = 1024 < 16 x 132; 4096^2: 16 x 64 = 1024) unless forced, but not 8192^2 (32 x
      * 128 = 4096 >= 2112); M = 65-128 goes to the warp-specialised kernel where its grid is
      * two waves or more (28672 x 8192: 224 pairs x 2 = 448; 8192 x 16384 at M = 129-192: 64 x 3
-     * = 192 < 264, but skinny stops at 128); off Hopper or without tensor maps there is no
-     * skinny kernel */
+     * = 192 < 264, but skinny stops at 128) -- and where the skinny family would run it
+     * there, ws128k (test_ws_streamk); off Hopper or without tensor maps there is no skinny
+     * kernel */
     hc_gpu_shape sq = layer(8192, 8192, 2176), big = layer(28672, 8192, 2176);
     hc_gpu_shape wide = layer(8192, 2048, 2176), small = layer(4096, 4096, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 16, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY16Q);
@@ -343,7 +343,7 @@ static void test_skinny(void) {
     CHECK_EQ_INT(choose_ok(&h200, &big, 65, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &big, 128, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 129, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
-    CHECK_EQ_INT(choose_ok(&h200, &small, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_SKINNY64);
+    CHECK_EQ_INT(choose_ok(&h200, &small, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128K);
     hc_gpu_caps notmap = {"sm_90a", 132, false, 233472, 232448}, a100 = {"sm_80", 108, true, 167936, 166912};
     CHECK_EQ_INT(choose_ok(&notmap, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WGMMA);
     CHECK_EQ_INT(choose_ok(&a100, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
@@ -360,7 +360,8 @@ static void test_skinny(void) {
  * 28672 x 8192 at M = 128 -- 224 tiles x 128 K tiles = 28672 items on 132 blocks; 8192^2 -- 64
  * tiles, 8192 items; a small layer -- 6 tiles x 4 K tiles = 24 items, 3 blocks of 8. Segments
  * sized as the skinny kernels' (two slots of 256 rows x 128 tokens a block: twice what its 128
- * rows need), a counter a tile; never the chooser's. */
+ * rows need), a counter a tile; the chooser's past 64 tokens where the skinny family would run
+ * two token tiles (gpu_plan.c streamk_tiles_instead). */
 static void test_ws_streamk(void) {
     static const struct {
         uint64_t n, k;
@@ -378,9 +379,21 @@ static void test_ws_streamk(void) {
         CHECK_EQ_U64(c.cnt_bytes, cases[i].units * 4);
         CHECK_EQ_U64(c.smem, 1024 + HC_WIDE_STAGES * round1024(128 * 128 + 2 * 2176) +
                                  round1024(128 * 136 * 2));
-        /* unforced, never */
-        CHECK(choose_ok(&h200, &l, 128, HC_GPU_KERNEL_AUTO).kernel != HC_GK_WS128K);
+        /* unforced: where the skinny family would take M = 65-128 over two token tiles
+         * (ws64's grid of pairs x 2 under two waves: 8192^2's 128, the small layer's 12), not
+         * 28672 x 8192 (448: ws128) */
+        CHECK_EQ_INT(choose_ok(&h200, &l, 128, HC_GPU_KERNEL_AUTO).kernel,
+                     cases[i].n == 28672 ? HC_GK_WS128 : HC_GK_WS128K);
+        CHECK_EQ_INT(choose_ok(&h200, &l, 65, HC_GPU_KERNEL_AUTO).kernel,
+                     cases[i].n == 28672 ? HC_GK_WS128 : HC_GK_WS128K);
+        /* and never past 128 or at 64 and under */
+        CHECK(choose_ok(&h200, &l, 129, HC_GPU_KERNEL_AUTO).kernel != HC_GK_WS128K);
+        CHECK(choose_ok(&h200, &l, 64, HC_GPU_KERNEL_AUTO).kernel != HC_GK_WS128K);
     }
+    /* off Hopper, no ws128k: the skinny family's absence leaves M = 100 to the others */
+    hc_gpu_caps a100 = {"sm_80", 108, true, 167936, 166912};
+    hc_gpu_shape sq = layer(8192, 8192, 2176);
+    CHECK_EQ_INT(choose_ok(&a100, &sq, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
     /* M = 333: three token tiles (the last short), 224 x 3 tiles */
     hc_gpu_shape big = layer(28672, 8192, 2176);
     CHECK_EQ_U64(choose_ok(&h200, &big, 333, HC_GK_WS128K).cnt_bytes, 224 * 3 * 4);
@@ -443,7 +456,7 @@ static void test_forced_kernels(void) {
                           "moe-ws256, "
                           "moe-skinny16, moe-skinny32, moe-skinny64, moe-w8, moe-ws96, "
                           "moe-ws256r, moe-ws288, moe-ws96w, moe-ws24x6, moe-ws80r, "
-                          "moe-ws80d, moe-ws24p, moe-ws80p, moe-act-apart");
+                          "moe-ws80d, moe-act-apart");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("moe-act-apart", &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_MOE_ACT_APART);

@@ -172,12 +172,12 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     store_staged<TOKS, SPW>(&d[0][0], smem, tid, wgc, r0, c, live, y, nb0, tok0, p, m);
 }
 
-/* ---- the persistent form (the grouped moe-ws24p / moe-ws80p, v83; the dense stream-K ws128k,
- * v84): a block walks work items, its ring carried from one to the next. ws_gemm_block above
- * is the same producer and consumer steps for one item, written out once more on purpose: built
- * from the functions below it compiled to other register choices -- 8 bytes spilled in
- * moe-ws96w's int8 kind with zero points (bench/NOTES.md v83) -- so the measured kernels keep
- * their code until v83 / v84 are measured and one form is deleted. ---- */
+/* ---- the persistent form (the dense stream-K ws128k, v84): a block walks work items, its ring
+ * carried from one to the next. ws_gemm_block above is the same producer and consumer steps for
+ * one item, written out once more on purpose: built from the functions below it compiled to
+ * other register choices -- 8 bytes spilled in moe-ws96w's int8 kind with zero points
+ * (bench/NOTES.md v83). The grouped kernels on this form (moe-ws24p / moe-ws80p, v83) were
+ * measured and deleted: no faster than their one-tile grids (session 34). ---- */
 
 /* The shape of a block's stage ring: TOKS x 64 activations and 2 SPW chunks a stage, NS
  * stages (config.h HC_WS_STAGES), each padded to 1024 bytes */
@@ -331,8 +331,8 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc
     epi(&d[0][0], wgc, r0, c);
 }
 
-/* A one-tile item's epilogue (the persistent kernels' items): the sums staged at stg -- past
- * the ring -- then stored to y or through actf's activation */
+/* A whole tile's epilogue in a persistent block: the sums staged at stg -- past the ring --
+ * then stored to y or through actf's activation */
 template <int TOKS, int SPW, class ACTF>
 __device__ __forceinline__ void ws_store_item(const float *d, unsigned wgc, unsigned r0,
                                               unsigned c, hc_u8 *stg, const hc_mma_params &p,
@@ -379,8 +379,8 @@ template <class ACTF> struct ws_item {
  * K tiles while the consumers finish the last one's and store it, so the ring stays full from
  * item to item; the ring's stages and phases carry over, every stage a consumer took is
  * released, and an epilogue stages its sums at stg, past the ring (shared memory for it: the
- * registry's, runtime/gpu_families.c). The grouped persistent kernels' items are whole tiles
- * (moe_gemm.cu moe_ws_items), the dense stream-K kernel's K ranges (ws_streamk_items below). */
+ * registry's, runtime/gpu_families.c). The dense stream-K kernel's items are K ranges of its
+ * tiles (ws_streamk_items below). */
 template <int TOKS, int SPW, class ACTF, int BPS, class SRC>
 __device__ __forceinline__ void ws_gemm_items(const SRC &src, const hc_tmap &tmx) {
     using S = ws_shape<TOKS, SPW>;
@@ -419,14 +419,15 @@ __device__ __forceinline__ void ws_gemm(const hc_u8 *__restrict__ w, const hc_mm
                         (hc_u64)mt * TOKS, m, y, tmx);
 }
 
-/* ---- the dense stream-K form (hc_wgmma_gemm128k, v84, forced only until measured): a grid of
+/* ---- the dense stream-K form (hc_wgmma_gemm128k, v84): a grid of
  * g blocks cuts the work items -- output tiles (pair, token tile), K tiles fastest -- into equal
  * contiguous ranges (streamk_rule.h), each block walking its range's tiles as items, the ring
  * carried from one to the next. A tile whose K range lies whole in the block's range is stored
  * as the grid kernels store it (staged past the ring); a cut one's sums go to the workspace and
  * the tile's last block to arrive adds them in block order (epilogue/streamk.cuh: the same bits
- * on every run, no block waiting for another). For M where the grid kernels' tiles leave a
- * partial last wave: 28672 x 8192 at M = 128 is 224 tiles of 128 x 128 on 132 SMs. ---- */
+ * on every run, no block waiting for another). The pick at 64 < M <= 128 where the grid
+ * kernels' tiles would leave most SMs idle (8192^2: 64 tiles; runtime/gpu_plan.c
+ * streamk_tiles_instead); on 28672 x 8192 (224 tiles, 1.7 waves) it did not beat ws128. ---- */
 /* Block blk's items of the stream-K cut (of g blocks): the output tiles its range [t0, t1) of
  * the items touches -- tile u's pair u % pairs and token tile u / pairs, its K tiles in the
  * range -- each stored whole or, cut, through the workspace ws and the tiles' counters cnt

@@ -11,8 +11,7 @@
  * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
  * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w at ~166, moe-ws24x6 at ~16 and ~256,
- * moe-ws80r and moe-ws80d at ~64 and ~166, the persistent moe-ws24p at ~16 and ~256 and
- * moe-ws80p at ~64 and ~166), the activation in gate_up's epilogue (the default
+ * moe-ws80r and moe-ws80d at ~64 and ~166), the activation in gate_up's epilogue (the default
  * wherever the plan allows) and
  * in its own launch (forced "moe-act-apart") on the picks and each warp-specialised tile, a
  * rank of expert parallelism, and the same bits on a second run; the
@@ -300,7 +299,7 @@ int main(void) {
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
                                          "moe-ws96w",    "moe-ws24x6",   "moe-ws80r",
-                                         "moe-ws80d",    "moe-ws24p",    "moe-ws80p"};
+                                         "moe-ws80d"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -388,19 +387,6 @@ int main(void) {
                      * at ~166 rows an expert (three tiles, the last short) */
                     check(md, c, cf, &r, label, "moe-ws80d", 64, 8, true, seed + 56, 0, all);
                     check(md, c, cf, &r, label, "moe-ws80d", 333, 4, true, seed + 52, 0, all);
-                    /* the persistent kernels (v83: blocks walking items, the ring carried from
-                     * one item to the next) where ws24x6 and ws80d run above */
-                    check(md, c, cf, &r, label, "moe-ws24p", 256, 8, false, seed + 53, 0, all);
-                    check(md, c, cf, &r, label, "moe-ws24p", 256, 8, true, seed + 57, 0, all);
-                    check(md, c, cf, &r, label, "moe-ws80p", 64, 8, false, seed + 58, 0, all);
-                    check(md, c, cf, &r, label, "moe-ws80p", 333, 4, true, seed + 59, 0, all);
-                    /* and many items a block: E = 8 at 4096 x top-8 (~1370 tiles of 24, ~410 of
-                     * 80, over 132 blocks -- the ring lapped many times, each item's last stage
-                     * handed on to the next), the first layout only */
-                    if (si == 0 && ci == 0) {
-                        check(md, c, cf, &r, label, "moe-ws24p", 4096, 8, false, seed + 90, 0, all);
-                        check(md, c, cf, &r, label, "moe-ws80p", 4096, 8, true, seed + 91, 0, all);
-                    }
                 }
                 /* the activation in its own launch (forced "moe-act-apart"; everything else here
                  * runs it in gate_up's epilogue where the plan allows, v74): halves on
@@ -412,7 +398,7 @@ int main(void) {
                 if (ci <= 2 && md && ws) {
                     static const char *const fk[] = {"moe-ws64",   "moe-ws128",  "moe-ws288",
                                                      "moe-ws96w",  "moe-ws24x6", "moe-ws80r",
-                                                     "moe-ws80d",  "moe-ws24p",  "moe-ws80p"};
+                                                     "moe-ws80d"};
                     act_apart = true;
                     check(md, c, cf, &r, label, NULL, 333, 4, false, seed + 60, 0, all);
                     check(md, c, cf, &r, label, NULL, 256, 8, true, seed + 61, 0, all);
