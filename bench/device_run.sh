@@ -18,6 +18,7 @@
 # carry .whl): with `bench` in the same call ours and cuBLASLt print beside it on the same GPU.
 # pdlrace: racecheck on the back-to-back chains, the skinny kernels' PDL on and off.
 # race64q: racecheck on skinny64q alone: its ring of 4 stages, cut to 2, every lane arriving (NOTES).
+# race128k: racecheck and memcheck on ws128k alone (the chains, where it is also the pick at M = 100).
 # fixup: the skinny kernels at M = 16, 32, 64 with and without the stream-K fix-up (bench build).
 # DEADLINE (seconds from the start, default 580) cuts every step's time limit to what is left.
 # (moe: bench/moe_bench.c from the bench build, so that the gate_up GEMM is timed alone too --
@@ -230,6 +231,17 @@ if has race64q; then
             "$(grep -E 'passed, .* failed' "$out/race64q.log" | tail -1)"
     done
     grep -E '^==|hazards\]' "$out/race64q.log" | sort | uniq -c | head -20
+fi
+if has race128k; then
+    # racecheck and memcheck on ws128k alone (gpu_test's chains: 2048 x 2048 at M = 32, 64 and
+    # 100, forced and -- at 100 -- the chooser's pick, six launches back to back, int4 and mxfp4)
+    : >"$out/race128k.log"
+    for tool in racecheck memcheck; do
+        HC_GPU_TEST_CHAIN_ONLY=1 timeout "$(lim 120)" compute-sanitizer --tool $tool --print-limit 50 \
+            --kernel-name kns=gemm128k $b/gpu_test >>"$out/race128k.log" 2>&1
+        echo "race128k $tool rc=$?: $(grep -E 'SUMMARY' "$out/race128k.log" | tail -1)" \
+            "$(grep -E 'passed, .* failed' "$out/race128k.log" | tail -1)"
+    done
 fi
 if has bench; then
     timeout "$(lim 240)" $b/bench/gpu_bench >"$out/bench.log" 2>&1

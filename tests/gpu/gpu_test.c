@@ -363,7 +363,7 @@ static void test_chain(hc_gpu *g, uint64_t seed) {
     static const size_t specs[] = {0, 7};
     static const uint64_t ms[] = {1, 16, 32, 64, 100};
     static const char *const forced[] = {"auto",      "skinny16",  "skinny32", "skinny64",
-                                         "skinny16q", "skinny32q", "skinny64q"};
+                                         "skinny16q", "skinny32q", "skinny64q", "ws128k"};
     enum { NF = sizeof forced / sizeof forced[0] };
     const uint64_t K = 2048;
     char path[256], msg[1024];
