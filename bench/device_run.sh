@@ -218,13 +218,13 @@ if has race64q; then
     # the hazards it reports at every read of every lap (bench/NOTES.md session 30) follow the
     # ring's depth (a tool limit) or not, and whether the bits stay right with 2 stages
     # -- and a copy where every lane of a consumer warp arrives on the empty barrier
-    # (HC_SKINNY_EMPTY_LANES 32): no hazard there means the tool, not the ring (session 31)
+    # (HC_EMPTY_LANES 32): no hazard there means the tool, not the ring (session 31)
     rc2=/tmp/hc-ring2 rc3=/tmp/hc-lanes32
     config_copy "$rc2" HC_SKINNY_STAGES_MAX 2 || echo "race64q: the 2-stage copy does not build (build.log)"
-    config_copy "$rc3" HC_SKINNY_EMPTY_LANES 32 || echo "race64q: the all-lanes copy does not build (build.log)"
+    config_copy "$rc3" HC_EMPTY_LANES 32 || echo "race64q: the all-lanes copy does not build (build.log)"
     : >"$out/race64q.log"
     for t in . "$rc2" "$rc3"; do
-        echo "== $(grep -h '^#define HC_SKINNY_STAGES_MAX\|^#define HC_SKINNY_EMPTY_LANES' "$t/kernels/config.h" | tr '\n' ' ')" >>"$out/race64q.log"
+        echo "== $(grep -h '^#define HC_SKINNY_STAGES_MAX\|^#define HC_EMPTY_LANES' "$t/kernels/config.h" | tr '\n' ' ')" >>"$out/race64q.log"
         (cd "$t" && HC_GPU_TEST_CHAIN_ONLY=1 timeout "$(lim 150)" compute-sanitizer --tool racecheck \
             --print-limit 400 --kernel-name kns=skinny_gemm64q $b/gpu_test) >>"$out/race64q.log" 2>&1
         echo "race64q ($t) rc=$?: $(grep -E 'RACECHECK SUMMARY' "$out/race64q.log" | tail -1)" \

@@ -84,11 +84,13 @@
  * macros); a block's K range is at least HC_SKINNY_MIN_TILES tiles */
 #define HC_SKINNY_THREADS 640
 #define HC_SKINNY_STAGES_MAX 12
-/* the lanes of a skinny consumer warp that arrive on a stage's empty barrier: 1 (lane 0 after
+/* the lanes of a consumer warp that arrive on a stage's empty barrier, in the skinny and the
+ * warp-specialised rings alike (gemm/skinny_gemm.cuh, gemm/ws_gemm.cuh): 1 (lane 0 after
  * __syncwarp: the kernels' rule) or 32 (racecheck only until measured: racecheck reports every
- * refill of a skinny ring against the reads of lanes 1-31 -- it does not carry __syncwarp's
- * order into lane 0's arrive -- and reports nothing with 32, bench/NOTES.md session 33) */
-#define HC_SKINNY_EMPTY_LANES 1
+ * refill of a lapped ring -- the producer's bulk copy -- against the decode reads of lanes 1-31:
+ * it does not carry __syncwarp's order into lane 0's arrive; skinny64q reported nothing with
+ * 32, bench/NOTES.md session 33; ws128k's chains the same pattern, session 34) */
+#define HC_EMPTY_LANES 1
 #define HC_SKINNY_SMEM (224u * 1024u)
 #define HC_SKINNY_MIN_TILES 8
 /* the dense skinny kernels start under programmatic dependent launch: a block's first stages

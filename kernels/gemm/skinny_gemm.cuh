@@ -104,8 +104,8 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     if (tid == 0) {
         for (unsigned s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 4);   /* the four producer warps */
-            /* the sixteen consumer warps (config.h HC_SKINNY_EMPTY_LANES of each) */
-            mbar_init(smem_addr(&empty[s]), 16 * HC_SKINNY_EMPTY_LANES);
+            /* the sixteen consumer warps (config.h HC_EMPTY_LANES of each) */
+            mbar_init(smem_addr(&empty[s]), 16 * HC_EMPTY_LANES);
         }
         mbar_init(smem_addr(&seg_done), 16);   /* the consumer warps, their first segment stored */
         mbar_init(smem_addr(&first_ready), 1); /* the handoff thread, first_last written */
@@ -253,7 +253,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         wgmma_wait<LAG>();
         if (t >= t0 + LAG) {
             __syncwarp();
-            if (HC_SKINNY_EMPTY_LANES == 32 || lane == 0)
+            if (HC_EMPTY_LANES == 32 || lane == 0)
                 mbar_arrive(empty0 + 8 * (S >= LAG ? S - LAG : S + NS - LAG));
         }
         if (t + 1 == e) return true;

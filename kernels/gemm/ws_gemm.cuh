@@ -66,7 +66,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     if (tid == 0) {
         for (int s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 1);
-            mbar_init(smem_addr(&empty[s]), 8);
+            mbar_init(smem_addr(&empty[s]), 8 * HC_EMPTY_LANES);
         }
         mbar_init_fence();
     }
@@ -141,7 +141,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         wgmma_wait<1>();
         if (kb > 0) {
             __syncwarp();
-            if (lane == 0) mbar_arrive(smem_addr(&empty[sp]));
+            if (HC_EMPTY_LANES == 32 || lane == 0) mbar_arrive(smem_addr(&empty[sp]));
         }
         if (kb + 1 < tiles) decode(sn, phn, an);
     };
@@ -279,7 +279,7 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc
     /* gives stage sr (its wgmma done) back to the producer */
     auto release = [&](unsigned sr) {
         __syncwarp();
-        if (lane == 0) mbar_arrive(smem_addr(&empty[sr]));
+        if (HC_EMPTY_LANES == 32 || lane == 0) mbar_arrive(smem_addr(&empty[sr]));
     };
     /* issues tile kb's wgmma (stage sk, A in a), then decodes tile kb + 1 into an (stage sn,
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
@@ -356,7 +356,7 @@ __device__ __forceinline__ void ws_ring_init(unsigned long long *full, unsigned 
     if (threadIdx.x == 0) {
         for (int s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 1);
-            mbar_init(smem_addr(&empty[s]), 8);
+            mbar_init(smem_addr(&empty[s]), 8 * HC_EMPTY_LANES);
         }
         mbar_init_fence();
     }
