@@ -32,6 +32,10 @@
 #define HC_GEMV_MINB 4
 #define HC_GEMV16_MINB 2
 #define HC_MOE_GEMV16_MINB 3
+/* the grouped 24-token one (moe-t24, v85, forced only until measured): one stripe a block, its
+ * stages 4 warps x 4 x (chunk + 3 KiB), ~82 KiB at int4 g128: two blocks an sm_90 SM (at a
+ * bound of 3, 168 registers, ptxas spilled 12-48 bytes: acc 48 + B fragments 24 a thread) */
+#define HC_MOE_GEMV24_MINB 2
 /* the 64-row stripes a block of a dense small-M kernel of toks tokens takes for tiles of chunk
  * bytes: the 16-token one two where a chunk is at most HC_GEMV16_PAIR_CHUNK_MAX (the 4-bit
  * layouts, whose chunks are 2176-2304 bytes), its warps' stages holding the K tile's chunk of

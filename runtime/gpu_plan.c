@@ -516,8 +516,8 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         out->ksplit = hc__gemv_ksplit(all, l->tiles_k, dev->sms, l->gemv_occ[v - f->var]);
         out->grid[0] = (unsigned)stripes, out->grid[1] = out->ksplit;
         out->grid[2] = (unsigned)r->tiles_max;
-        if (out->ksplit > 1) {
-            out->part_bytes = all * out->ksplit * 64 * v->toks * 4;
+        if (out->ksplit > 1) { /* (the grouped kernel's tile: moe-t24's is not its twin's) */
+            out->part_bytes = all * out->ksplit * 64 * (uint64_t)hc__gpu_moe_tile(mv) * 4;
             out->cnt_bytes = all * 4;
         }
         return HC_OK;
