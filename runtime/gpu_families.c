@@ -1,7 +1,8 @@
 /* gpu_families.c: the kernel-family registry (gpu_families.h): one entry per family of
  * kernels/tile_mma.cu, its shared memory written from the constants of kernels/config.h (the
  * kernels size their buffers from the same constants). A new family is one entry here, its
- * kernels in kernels/, its branch of the chooser (gpu_plan.c) and a test in tests/t_plan.c. */
+ * kernels in kernels/, its branch of the chooser (gpu_plan.c) and tests in tests/t_plan.c (the
+ * choice) and tests/t_registry.c (its entry and shared memory). */
 #include "gpu_families.h"
 
 #include <string.h>

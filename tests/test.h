@@ -77,6 +77,7 @@ void suite_convert(void);
 void suite_plan(void);
 void suite_moeplan(void);
 void suite_walk(void);
+void suite_registry(void);
 void suite_moe(void);
 void suite_moeblock(void);
 

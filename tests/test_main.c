@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
                   {"faults", suite_faults}, {"convert", suite_convert},
                   {"plan", suite_plan},     {"moe", suite_moe},
                   {"moeblock", suite_moeblock}, {"moeplan", suite_moeplan},
-                  {"walk", suite_walk}};
+                  {"walk", suite_walk},         {"registry", suite_registry}};
     int ran = 0;
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++) {
         bool want = argc < 2;
