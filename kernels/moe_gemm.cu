@@ -149,7 +149,7 @@ __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_p
     if (a.fuse == 1) {
         nb0 = (hc_u64)vp * SPW;
     } else {
-        const unsigned groups = (unsigned)((p.tiles_n + 2 * SPW - 1) / (2 * SPW));
+        const unsigned groups = (unsigned)HC_MOE_WS_GROUPS(0u, 0u, p.tiles_n, SPW, 1u);
         part = vp / groups, nb0 = (hc_u64)(vp - part * groups) * 2 * SPW;
     }
     hc_mma_params pe = p;

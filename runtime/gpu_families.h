@@ -26,7 +26,8 @@ typedef enum {
     HC_GK_SKINNY16Q, /* hc_skinny_gemm16q: K in quads inside the block, no fix-up (v59) */
     HC_GK_SKINNY32Q, /* hc_skinny_gemm32q */
     HC_GK_SKINNY64Q, /* hc_skinny_gemm64q (v60) */
-    HC_GK_WS128K,    /* hc_wgmma_gemm128k: ws128's tiles cut stream-K (v84: forced only) */
+    HC_GK_WS128K,    /* hc_wgmma_gemm128k: ws128's tiles cut stream-K (v84; the pick in skinny64's
+                      * place past 64 tokens, gpu_plan.c streamk_tiles_instead) */
     HC_GK_COUNT
 } hc_gpu_kernel;
 

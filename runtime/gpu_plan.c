@@ -81,6 +81,14 @@ static bool fits(const hc_gpu_caps *dev, const hc_gpu_family *f, const hc_gpu_va
     return hc__gpu_smem_fits(dev, f->smem(v, l->chunk_bytes));
 }
 
+/* Whether variant v of family f can run layer l on dev: f reads the layer's layout, runs on the
+ * device (architecture, tensor maps) and v's shared memory fits a block. */
+static bool runs_here(const hc_gpu_caps *dev, const hc_gpu_family *f, const hc_gpu_variant *v,
+                      const hc_gpu_shape *l) {
+    return (l->families & f->kf) && hc__gpu_family_runs_on(f, dev->arch, dev->tmap) &&
+           fits(dev, f, v, l);
+}
+
 /* The variant of family f for m tokens. Small M: the first whose stages hold M rows and fit the
  * device (t8 for M = 1 where t1's six stages do not: 8-bit chunks on sm_86/sm_89). GEMM: the
  * smallest token tile that holds M (at most half empty), else the largest; then smaller while
@@ -160,9 +168,8 @@ static void quarters_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint
     const hc_gpu_family *f = k == HC_GK_COUNT ? NULL : hc__gpu_kernel_family(k, &q);
     uint64_t units;
     if (!f || m > v->toks || !hc__mul_u64(l->tiles_n, hc__cdiv_u64(m, v->toks), &units) ||
-        units > dev->sms ||
-        units * 4 < (uint64_t)dev->sms * 3 || (l->tiles_k + 3) / 4 < HC_SKINNY_MIN_TILES ||
-        !hc__gpu_family_runs_on(f, dev->arch, dev->tmap) || !fits(dev, f, q, l))
+        units > dev->sms || units * 4 < (uint64_t)dev->sms * 3 ||
+        (l->tiles_k + 3) / 4 < HC_SKINNY_MIN_TILES || !runs_here(dev, f, q, l))
         return;
     *pf = f, *pv = q;
 }
@@ -184,10 +191,9 @@ static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_
     const hc_gpu_variant *v16 = NULL;
     const hc_gpu_family *sk = hc__gpu_kernel_family(HC_GK_SKINNY16, &v16);
     uint64_t items;
-    if (m <= 8 || m > 16 || !sk || !(l->families & sk->kf) ||
-        !hc__gpu_family_runs_on(sk, dev->arch, dev->tmap) ||
+    if (m <= 8 || m > 16 || !sk || !runs_here(dev, sk, v16, l) ||
         !hc__mul_u64(hc__cdiv_u64(l->tiles_n, 4), l->tiles_k, &items) ||
-        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms || !fits(dev, sk, v16, l) ||
+        items < (uint64_t)HC_SKINNY16_MIN_ITEMS * dev->sms ||
         (HC_GEMV_STRIPES(16u, l->chunk_bytes) == 2 &&
          items >= (uint64_t)HC_SKINNY16_MAX_ITEMS * dev->sms))
         return NULL;
@@ -208,8 +214,7 @@ static const hc_gpu_family *skinny_instead(const hc_gpu_caps *dev, const hc_gpu_
  * skinny family's largest tile only where HC_SKINNY_WIDE_WAVES says). */
 static bool auto_serves(const hc_gpu_family *f, const hc_gpu_caps *dev, const hc_gpu_shape *l,
                         uint64_t m) {
-    if (!serves(f, m) || !(l->families & f->kf) ||
-        !hc__gpu_family_runs_on(f, dev->arch, dev->tmap) || !fits(dev, f, variant_for(f, dev, l, m), l))
+    if (!serves(f, m) || !runs_here(dev, f, variant_for(f, dev, l, m), l))
         return false; /* (a variant past the device's shared memory: the next family) */
     const uint64_t top = f->var[f->nvar - 1].toks;
     return f->args != HC_GPU_ARGS_STREAMK || m <= top ||
@@ -227,9 +232,8 @@ static void streamk_tiles_instead(const hc_gpu_caps *dev, const hc_gpu_shape *l,
     const hc_gpu_family *f = *pf;
     const hc_gpu_variant *k = NULL;
     const hc_gpu_family *wk = hc__gpu_kernel_family(HC_GK_WS128K, &k);
-    if (f->args != HC_GPU_ARGS_STREAMK || m <= f->var[f->nvar - 1].toks || !wk ||
-        !(l->families & wk->kf) || !serves(wk, m) || !hc__gpu_family_runs_on(wk, dev->arch, dev->tmap) ||
-        !fits(dev, wk, k, l))
+    if (f->args != HC_GPU_ARGS_STREAMK || m <= f->var[f->nvar - 1].toks || !wk || !serves(wk, m) ||
+        !runs_here(dev, wk, k, l))
         return;
     *pf = wk, *pv = k;
 }
