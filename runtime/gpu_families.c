@@ -162,7 +162,7 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .stripes = 4, .small = 64},
     {.id = HC_GMK_WS80D, .entry = "hc_moe_ws80d", .forced = "moe-ws80d", .like = HC_GK_WS64,
      .toks = 80, .bps = 2},
-    /* (t16's family and launch; its K split sized by t16's occupancy) */
+    /* (t16's family and launch; its K split sized by its own occupancy, gemv_occ[3]) */
     {.id = HC_GMK_T24, .entry = "hc_moe_gemv_t24", .forced = "moe-t24", .like = HC_GK_GEMV_T16,
      .toks = 24, .smem = moe_gemv24_smem},
 };

@@ -358,7 +358,7 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
          * its counters one per block of a split of at least 2 */
         for (int q = 0; q < 2; q++) {
             const hc_gpu_shape *sh = q ? &ml->down.shape : &ml->up.shape;
-            for (int v = 1; v < 3; v++) {
+            for (int v = 1; v < 4; v++) {
                 uint64_t wave = (uint64_t)md->g->sms * (sh->gemv_occ[v] ? sh->gemv_occ[v] : 1);
                 if (wave * 64 * 24 * 4 > w->part_bytes) w->part_bytes = wave * 64 * 24 * 4;
                 if (wave / 2 * 4 > w->cnt_bytes) w->cnt_bytes = wave / 2 * 4;

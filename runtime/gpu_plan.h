@@ -49,10 +49,10 @@ static inline bool hc__gpu_smem_fits(const hc_gpu_caps *dev, uint64_t dyn) {
 typedef struct {
     uint64_t tiles_n, tiles_k, chunk_bytes;
     unsigned families;    /* HC_KF_* of its layout row (contract/layouts.h) */
-    unsigned gemv_occ[3]; /* resident blocks per SM of the small-M variants (t1, t8, t16) with
-                             this layer's shared memory (of an MoE projection:
-                             the grouped moe-t8/t16, hc__gpu_moe_gemv_occupancy); 0: unknown
-                             (no K split) */
+    unsigned gemv_occ[4]; /* resident blocks per SM of the small-M variants (t1, t8, t16) with
+                             this layer's shared memory (of an MoE projection: the grouped
+                             moe-t8/t16, and in [3] moe-t24, hc__gpu_moe_gemv_occupancy); 0:
+                             unknown (no K split) */
 } hc_gpu_shape;
 
 /* No forced kernel: the chooser picks (hc_gpu_model_force_kernel "auto"). */

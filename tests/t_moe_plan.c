@@ -119,13 +119,14 @@ static void test_moe_plan(void) {
         CHECK_EQ_U64(l.part_bytes, 0);
         /* moe-t24 (v85, forced only): tiles of 24 -- at M = 256 x top-8 over 128 experts,
          * (2048 + 128 x 23) / 24 = 208; t16's launch with 24 activation rows a stage; at M = 1
-         * (8 tiles, 192 blocks, t16's occupancy 3: a split of 2) its partial sums are 64 x 24
-         * floats a block, not t16's 64 x 16 */
+         * (8 tiles, 192 blocks) its K split reads its own occupancy (gemv_occ[3], not t16's
+         * [2]): 3 resident, a split of 2, and its partial sums are 64 x 24 floats a block, not
+         * t16's 64 x 16; 2 resident (t16 still 3), no split */
         CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_T24, &r, &err), HC_OK);
         CHECK_EQ_INT(r.kernel, HC_GMK_T24);
         CHECK_EQ_INT(r.tile, 24);
         CHECK_EQ_U64(r.tiles_max, 208);
-        gu.gemv_occ[2] = 3;
+        gu.gemv_occ[2] = 3, gu.gemv_occ[3] = 3;
         CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
         CHECK_EQ_INT(l.kernel, HC_GMK_T24);
         CHECK_EQ_INT(l.block, 128);
@@ -138,6 +139,10 @@ static void test_moe_plan(void) {
         CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
         CHECK_EQ_INT(l.ksplit, 2);
         CHECK_EQ_U64(l.part_bytes, 192ull * 2 * 64 * 24 * 4);
+        gu.gemv_occ[3] = 2;
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
+        CHECK_EQ_INT(l.ksplit, 1);
+        CHECK_EQ_U64(l.part_bytes, 0);
         /* never the route's pick (r = 16 on sm_90a: moe-ws24x6) */
         CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GPU_KERNEL_AUTO, &r, &err),
                      HC_OK);
