@@ -32,10 +32,6 @@
 #define HC_GEMV_MINB 4
 #define HC_GEMV16_MINB 2
 #define HC_MOE_GEMV16_MINB 3
-/* the grouped 24-token one (moe-t24, v85, forced only until measured): one stripe a block, its
- * stages 4 warps x 4 x (chunk + 3 KiB), ~82 KiB at int4 g128: two blocks an sm_90 SM (at a
- * bound of 3, 168 registers, ptxas spilled 12-48 bytes: acc 48 + B fragments 24 a thread) */
-#define HC_MOE_GEMV24_MINB 2
 /* the 64-row stripes a block of a dense small-M kernel of toks tokens takes for tiles of chunk
  * bytes: the 16-token one two where a chunk is at most HC_GEMV16_PAIR_CHUNK_MAX (the 4-bit
  * layouts, whose chunks are 2176-2304 bytes), its warps' stages holding the K tile's chunk of
@@ -89,12 +85,14 @@
 #define HC_SKINNY_THREADS 640
 #define HC_SKINNY_STAGES_MAX 12
 /* the lanes of a consumer warp that arrive on a stage's empty barrier, in the skinny and the
- * warp-specialised rings alike (gemm/skinny_gemm.cuh, gemm/ws_gemm.cuh): 1 (lane 0 after
- * __syncwarp: the kernels' rule) or 32 (racecheck only until measured: racecheck reports every
- * refill of a lapped ring -- the producer's bulk copy -- against the decode reads of lanes 1-31:
- * it does not carry __syncwarp's order into lane 0's arrive; skinny64q reported nothing with
- * 32, bench/NOTES.md session 33; ws128k's chains the same pattern, session 34) */
-#define HC_EMPTY_LANES 1
+ * warp-specialised rings alike (gemm/skinny_gemm.cuh, gemm/ws_gemm.cuh): 32, every lane after
+ * its own last read of the stage. With 1 (lane 0 after __syncwarp, as correct) racecheck reported
+ * every refill of a lapped ring -- the producer's bulk copy -- against the decode reads of lanes
+ * 1-31 (it does not carry __syncwarp's order into lane 0's arrive: skinny64q, session 33;
+ * ws128k, session 34); with 32 it reports nothing, and on the H100 every dense kernel at M =
+ * 1-128 and every MoE block to M = 1024 ran as fast or faster (geomean 0.99x, bench/NOTES.md
+ * session 35) */
+#define HC_EMPTY_LANES 32
 #define HC_SKINNY_SMEM (224u * 1024u)
 #define HC_SKINNY_MIN_TILES 8
 /* the dense skinny kernels start under programmatic dependent launch: a block's first stages

@@ -4,7 +4,7 @@
 // same four options, kernels/codec/kind.cuh), but only for models that have MoE layers, so
 // dense models build and load nothing of it. The kernels are the dense families' bodies with
 // the expert, the rows and the outputs taken from the routing tables:
-//   hc_moe_gemv_t8, _t16, _t24: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
+//   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
 //   hc_moe_gemv_w8: small M over items a warp owns (gemm/gemv_items.cuh), one wave of blocks
 //   hc_moe_ws64, _96, _128, _256, _288: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x
 //                parts, tiles); _96 and _288 have no dense twin (a tile that holds r + 2 sqrt(r)
@@ -57,16 +57,6 @@ extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_MOE_GEMV16_MINB
     hc_moe_gemv_t16(hc_moe_args a, hc_mma_params p, const hc_u16 *x, hc_u16 *out, float *ws,
                     unsigned *cnt) {
     moe_gemv<16>(a, p, x, out, ws, cnt);
-}
-/* tiles of 24 rows (v85, forced only until measured): at r = 10-16 rows an expert a tile of 24
- * holds nearly every expert's rows once (t16 takes two tiles for about half of them, reading
- * their weights twice: H100, Qwen3-like M = 256, moe-t16's gate_up streams ~2.8 TB/s over 1.5x
- * the weights, ws24x6's ~1.9 TB/s over 1.03x -- bench/NOTES.md session 34); the mma.sync body
- * with three token tiles of 8 a decoded fragment (Humming's tile at this M is 24 x 512) */
-extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_MOE_GEMV24_MINB)
-    hc_moe_gemv_t24(hc_moe_args a, hc_mma_params p, const hc_u16 *x, hc_u16 *out, float *ws,
-                    unsigned *cnt) {
-    moe_gemv<24>(a, p, x, out, ws, cnt);
 }
 
 /* ---- warp-owned items (hc_moe_gemv_w8; tiles of 8): item u = (tile i, part, stripe nb), stripes

@@ -25,10 +25,6 @@ static size_t gemv_smem(const hc_gpu_variant *v, uint64_t chunk) {
 static size_t moe_gemv16_smem(uint64_t chunk) {
     return gemv_smem_of(HC_GEMV_STAGES, 1, 16, 16, chunk);
 }
-/* hc_moe_gemv_t24 (no dense twin): one stripe a block, 24 activation rows a stage */
-static size_t moe_gemv24_smem(uint64_t chunk) {
-    return gemv_smem_of(HC_GEMV_STAGES, 1, 24, 24, chunk);
-}
 
 /* warp-owned small-M items (hc_moe_gemv_w8): 4 warps x stages x (chunk + 8 activation rows x
  * 128 bytes); its item descriptors are static */
@@ -162,9 +158,6 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .stripes = 4, .small = 64},
     {.id = HC_GMK_WS80D, .entry = "hc_moe_ws80d", .forced = "moe-ws80d", .like = HC_GK_WS64,
      .toks = 80, .bps = 2},
-    /* (t16's family and launch; its K split sized by its own occupancy, gemv_occ[3]) */
-    {.id = HC_GMK_T24, .entry = "hc_moe_gemv_t24", .forced = "moe-t24", .like = HC_GK_GEMV_T16,
-     .toks = 24, .smem = moe_gemv24_smem},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {

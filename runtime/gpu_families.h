@@ -94,7 +94,6 @@ typedef enum {
     HC_GMK_WS80R,    /* hc_moe_ws80r (sm_90a): tiles of 80 rows and of 64, four stripes a
                       * block (v78) */
     HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79) */
-    HC_GMK_T24,      /* hc_moe_gemv_t24: tiles of 24 rows, the small-M body (v85: forced only) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 

@@ -156,12 +156,11 @@ hc_status hc__gpu_launch(cudaKernel_t k, const unsigned grid[3], unsigned block,
 hc_status hc__gpu_layer_module(hc_gpu *g, hc_gpu_kind k, int *index, hc_err *err);
 /* The resident blocks per SM of the small-M kernels of module mod with layer p's shared memory
  * (hc_gpu_shape.gemv_occ; 2 where CUDA cannot tell). */
-void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[4]);
+void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]);
 /* The same for the grouped small-M kernels of module mod (its MoE kernels loaded) at tiles of
- * chunk bytes: occ[1] moe-t8, occ[2] moe-t16, occ[3] moe-t24 (occ[0] untouched) -- their shared
- * memory is not the dense kernels' (moe-t16 takes one stripe a block where dense t16 may take
- * two; moe-t24 has no dense twin). */
-void hc__gpu_moe_gemv_occupancy(const hc_gpu *g, int mod, uint64_t chunk, unsigned occ[4]);
+ * chunk bytes: occ[1] moe-t8, occ[2] moe-t16 (occ[0] untouched) -- their shared memory is not
+ * the dense kernels' (moe-t16 takes one stripe a block where dense t16 may take two). */
+void hc__gpu_moe_gemv_occupancy(const hc_gpu *g, int mod, uint64_t chunk, unsigned occ[3]);
 
 #ifdef HC_BENCH_DIAG
 /* Bench builds (gpu_diag.c): the small-M workspace bytes of choice ch with the timeline's

@@ -183,7 +183,7 @@ static unsigned occupancy_of(cudaKernel_t k, unsigned block, size_t smem) {
     return (unsigned)b;
 }
 
-void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[4]) {
+void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, unsigned occ[3]) {
     const hc_gpu_family *f = hc__gpu_kernel_family(HC_GK_GEMV_T1, NULL);
     for (unsigned i = 0; i < 3; i++) {
         const hc_gpu_variant *v = &f->var[i < f->nvar ? i : f->nvar - 1];
@@ -191,11 +191,11 @@ void hc__gpu_gemv_occupancy(const hc_gpu *g, int mod, const hc_tile_params *p, u
     }
 }
 
-void hc__gpu_moe_gemv_occupancy(const hc_gpu *g, int mod, uint64_t chunk, unsigned occ[4]) {
+void hc__gpu_moe_gemv_occupancy(const hc_gpu *g, int mod, uint64_t chunk, unsigned occ[3]) {
     size_t nv = 0;
     const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
-    const int ids[3] = {HC_GMK_T8, HC_GMK_T16, HC_GMK_T24};
-    for (int i = 0; i < 3; i++) {
+    const int ids[2] = {HC_GMK_T8, HC_GMK_T16};
+    for (int i = 0; i < 2; i++) {
         const hc_gpu_family *f = hc__gpu_kernel_family(mv[ids[i]].like, NULL);
         occ[i + 1] = occupancy_of(g->mods[mod].gk[ids[i]], f->block,
                                   hc__gpu_moe_smem(&mv[ids[i]], chunk));

@@ -354,13 +354,13 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
         if (t > w->tiles) w->tiles = t;
         /* the small-M K split, whichever the slots (it is not monotone in them): a split is
          * taken only while blocks x split fit one wave (hc__gemv_ksplit), so its partial sums
-         * are at most sms x occ blocks of 64 rows x 24 tokens (moe-t24's tile, the largest) and
-         * its counters one per block of a split of at least 2 */
+         * are at most sms x occ blocks of 64 rows x 16 tokens and its counters one per block of
+         * a split of at least 2 */
         for (int q = 0; q < 2; q++) {
             const hc_gpu_shape *sh = q ? &ml->down.shape : &ml->up.shape;
-            for (int v = 1; v < 4; v++) {
+            for (int v = 1; v < 3; v++) {
                 uint64_t wave = (uint64_t)md->g->sms * (sh->gemv_occ[v] ? sh->gemv_occ[v] : 1);
-                if (wave * 64 * 24 * 4 > w->part_bytes) w->part_bytes = wave * 64 * 24 * 4;
+                if (wave * 64 * 16 * 4 > w->part_bytes) w->part_bytes = wave * 64 * 16 * 4;
                 if (wave / 2 * 4 > w->cnt_bytes) w->cnt_bytes = wave / 2 * 4;
             }
         }

@@ -517,14 +517,11 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
         uint64_t stripes = l->tiles_n * parts, all;
         if (!hc__mul_u64(stripes, r->tiles_max, &all) || stripes > 0x7FFFFFFFull)
             return hc__fail(err, HC_INVALID, "too many stripes for one launch");
-        /* (its resident blocks: moe-t24 has its own, gemv_occ[3] -- two an SM where t16 holds
-         * three at 4-bit chunks -- the others their dense twin's slot) */
-        const unsigned occ = l->gemv_occ[out->kernel == HC_GMK_T24 ? 3 : v - f->var];
-        out->ksplit = hc__gemv_ksplit(all, l->tiles_k, dev->sms, occ);
+        out->ksplit = hc__gemv_ksplit(all, l->tiles_k, dev->sms, l->gemv_occ[v - f->var]);
         out->grid[0] = (unsigned)stripes, out->grid[1] = out->ksplit;
         out->grid[2] = (unsigned)r->tiles_max;
-        if (out->ksplit > 1) { /* (the grouped kernel's tile: moe-t24's is not its twin's) */
-            out->part_bytes = all * out->ksplit * 64 * (uint64_t)hc__gpu_moe_tile(mv) * 4;
+        if (out->ksplit > 1) {
+            out->part_bytes = all * out->ksplit * 64 * v->toks * 4;
             out->cnt_bytes = all * 4;
         }
         return HC_OK;

@@ -49,10 +49,10 @@ static inline bool hc__gpu_smem_fits(const hc_gpu_caps *dev, uint64_t dyn) {
 typedef struct {
     uint64_t tiles_n, tiles_k, chunk_bytes;
     unsigned families;    /* HC_KF_* of its layout row (contract/layouts.h) */
-    unsigned gemv_occ[4]; /* resident blocks per SM of the small-M variants (t1, t8, t16) with
-                             this layer's shared memory (of an MoE projection: the grouped
-                             moe-t8/t16, and in [3] moe-t24, hc__gpu_moe_gemv_occupancy); 0:
-                             unknown (no K split) */
+    unsigned gemv_occ[3]; /* resident blocks per SM of the small-M variants (t1, t8, t16) with
+                             this layer's shared memory (of an MoE projection:
+                             the grouped moe-t8/t16, hc__gpu_moe_gemv_occupancy); 0: unknown
+                             (no K split) */
 } hc_gpu_shape;
 
 /* No forced kernel: the chooser picks (hc_gpu_model_force_kernel "auto"). */
@@ -84,8 +84,8 @@ typedef struct {
  * "ws64", "ws128", "ws256", "skinny16", "skinny32", "skinny64", "skinny16q", "skinny32q",
  * "skinny64q", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256", "moe-skinny16",
  * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96", "moe-ws256r", "moe-ws288",
- * "moe-ws96w", "moe-ws24x6", "moe-ws80r", "moe-ws80d", "moe-t24", "moe-act-apart". HC_USAGE
- * naming it for any other. */
+ * "moe-ws96w", "moe-ws24x6", "moe-ws80r", "moe-ws80d", "moe-act-apart". HC_USAGE naming it
+ * for any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err);

@@ -117,36 +117,6 @@ static void test_moe_plan(void) {
         CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
         CHECK_EQ_INT(l.ksplit, 1);
         CHECK_EQ_U64(l.part_bytes, 0);
-        /* moe-t24 (v85, forced only): tiles of 24 -- at M = 256 x top-8 over 128 experts,
-         * (2048 + 128 x 23) / 24 = 208; t16's launch with 24 activation rows a stage; at M = 1
-         * (8 tiles, 192 blocks) its K split reads its own occupancy (gemv_occ[3], not t16's
-         * [2]): 3 resident, a split of 2, and its partial sums are 64 x 24 floats a block, not
-         * t16's 64 x 16; 2 resident (t16 still 3), no split */
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_T24, &r, &err), HC_OK);
-        CHECK_EQ_INT(r.kernel, HC_GMK_T24);
-        CHECK_EQ_INT(r.tile, 24);
-        CHECK_EQ_U64(r.tiles_max, 208);
-        gu.gemv_occ[2] = 3, gu.gemv_occ[3] = 3;
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
-        CHECK_EQ_INT(l.kernel, HC_GMK_T24);
-        CHECK_EQ_INT(l.block, 128);
-        CHECK_EQ_INT(l.grid[0], 24);
-        CHECK_EQ_INT(l.grid[2], 208);
-        CHECK_EQ_INT(l.ksplit, 1);
-        CHECK_EQ_U64(l.smem, 4 * HC_GEMV_STAGES * (2304 + 24 * 128));
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_T24, &r, &err), HC_OK);
-        CHECK_EQ_U64(r.tiles_max, 8);
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
-        CHECK_EQ_INT(l.ksplit, 2);
-        CHECK_EQ_U64(l.part_bytes, 192ull * 2 * 64 * 24 * 4);
-        gu.gemv_occ[3] = 2;
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
-        CHECK_EQ_INT(l.ksplit, 1);
-        CHECK_EQ_U64(l.part_bytes, 0);
-        /* never the route's pick (r = 16 on sm_90a: moe-ws24x6) */
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GPU_KERNEL_AUTO, &r, &err),
-                     HC_OK);
-        CHECK_EQ_INT(r.kernel, HC_GMK_WS24X6);
     }
     /* refusals: no slot; more than 65535 tiles; a forced kernel the device lacks */
     hc_err e1 = {0}, e2 = {0}, e3 = {0};
@@ -327,15 +297,13 @@ static void test_moe_plan(void) {
                                         "moe-skinny32", "moe-skinny64", "moe-w8",
                                         "moe-ws96",     "moe-ws256r",   "moe-ws288",
                                         "moe-ws96w",    "moe-ws24x6",   "moe-ws80r",
-                                        "moe-ws80d",    "moe-t24"};
+                                        "moe-ws80d"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         CHECK_EQ_INT(hc__gpu_force_parse(names[i], &f, &err), HC_OK);
         CHECK_EQ_INT(f, HC_GPU_MOE_FORCED + i);
         CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);
         hc_err e4 = {0};
-        /* (the small-M bodies run anywhere: moe-t8, moe-t16, moe-w8, moe-t24) */
-        CHECK_EQ_INT(hc__gpu_force_check(&a100, f, &e4),
-                     i < 2 || i == 8 || i == 16 ? HC_OK : HC_UNSUPPORTED);
+        CHECK_EQ_INT(hc__gpu_force_check(&a100, f, &e4), i < 2 || i == 8 ? HC_OK : HC_UNSUPPORTED);
     }
 }
 

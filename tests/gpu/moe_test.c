@@ -11,8 +11,7 @@
  * per layout (moe-ws96 also at M = 333 x top-4: two 96-row tiles an expert; moe-ws256r where
  * experts get a 256-row tile and a 64-row remainder, one of them alone, uniform and skewed;
  * moe-ws288 at ~300 and ~166 rows an expert, moe-ws96w at ~166, moe-ws24x6 at ~16 and ~256,
- * moe-ws80r and moe-ws80d at ~64 and ~166, moe-t24 at ~166 and where K is split), the
- * activation in gate_up's epilogue (the default
+ * moe-ws80r and moe-ws80d at ~64 and ~166), the activation in gate_up's epilogue (the default
  * wherever the plan allows) and
  * in its own launch (forced "moe-act-apart") on the picks and each warp-specialised tile, a
  * rank of expert parallelism, and the same bits on a second run; the
@@ -300,7 +299,7 @@ int main(void) {
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
                                          "moe-ws96w",    "moe-ws24x6",   "moe-ws80r",
-                                         "moe-ws80d",    "moe-t24"};
+                                         "moe-ws80d"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -350,13 +349,6 @@ int main(void) {
                 if (ci == 0 && md)
                     for (size_t f = 0; f < (ws ? sizeof forced / sizeof forced[0] : 2u); f++)
                         check(md, c, cf, &r, label, forced[f], 64, 2, true, seed + 20 + f, 0, all);
-                /* moe-t24 (v85, forced only: the small-M body at tiles of 24) over experts of
-                 * ~166 rows (seven tiles each, skewed), and where K is split (H = 2048, ~16 rows
-                 * an expert: a tile each, its partial sums 64 x 24 a block) */
-                if (md && (ci == 0 || ci == 3)) {
-                    check(md, c, cf, &r, label, "moe-t24", ci == 0 ? 333 : 16, 4, ci == 0,
-                          seed + 39, 0, all);
-                }
                 /* moe-ws96 (v62, no dense twin) over experts of ~166 rows: two tiles each, the
                  * second part full */
                 if (ci == 0 && md && ws) {
