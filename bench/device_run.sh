@@ -11,6 +11,8 @@
 # checks: test and sanitize in less wall time (the two test programs side by side, then the two
 # sanitizers: correctness only, so sharing the GPU and the cores changes no result);
 # quickchecks: the two test programs side by side only (a short call).
+# racepair: racecheck on both quick sets side by side (no memcheck: a pair of runs finishes where
+# four did not).
 # gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~430 s on an H100; side
 # by side they run at under half speed, so a call that must finish both takes one each).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
@@ -194,6 +196,18 @@ if has sanitize; then
             $b/gpu_moe_test >>"$out/$tool.log" 2>&1
         echo "$tool (MoE) rc=$?: $(grep -E 'SUMMARY' "$out/$tool.log" | tail -1)"
         cat "$out/$tool.log" >>"$out/sanitize.log" && rm -f "$out/$tool.log"
+    done
+fi
+if has racepair; then
+    for prog in gpu_test gpu_moe_test; do
+        HC_GPU_TEST_QUICK=1 timeout "$(lim 400)" compute-sanitizer --tool racecheck --error-exitcode 9 \
+            $b/$prog >"$out/racecheck.$prog.log" 2>&1 &
+    done
+    wait
+    for prog in gpu_test gpu_moe_test; do
+        echo "racecheck $prog: $(grep -E 'SUMMARY' "$out/racecheck.$prog.log" | tail -1)" \
+            "$(grep -E 'passed, .* failed' "$out/racecheck.$prog.log" | tail -1)"
+        cat "$out/racecheck.$prog.log" >>"$out/sanitize.log" && rm -f "$out/racecheck.$prog.log"
     done
 fi
 if has pdlrace; then
