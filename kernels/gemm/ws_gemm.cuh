@@ -58,7 +58,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
      * 2 K tiles ahead -- the stage the producer refills next is not yet released) */
     constexpr unsigned GP = (TOKS * 8 + 255) / 256;
     static_assert(!GATHER || (SPW == 1 && NS >= 3 && TOKS <= 256), "a gathering pair kernel");
-    __shared__ hc_u64 grow[GATHER ? TOKS : 1]; /* x's element offset of each row, ~0: zeros */
+    /* x's row of each of the tile's rows (a chunk's tokens: under 2^32), ~0: zeros */
+    __shared__ unsigned grow[GATHER ? TOKS : 1];
     const bool gat = GATHER && gx.x != nullptr;
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
     /* (two stripes a warpgroup at 128 tokens spill in the int8 kind with zero points: t_jit;
@@ -84,7 +85,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     }
     if (GATHER && gat && tid < TOKS) {
         const int sl = tok0 + tid < m ? gx.sorted[tok0 + tid] : -1;
-        grow[tid] = sl >= 0 ? (hc_u64)sl / gx.rdiv * p.ldx : ~0ull;
+        grow[tid] = sl >= 0 ? (unsigned)((hc_u64)sl / gx.rdiv) : ~0u;
     }
     __syncthreads();
     if (warp < 4) { /* ---- producer ---- */
@@ -146,9 +147,11 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         for (unsigned i = 0; i < GP; i++) {
             const unsigned q = ct + 256 * i, row = q >> 3, pc = q & 7;
             if (TOKS * 8 % 256 != 0 && q >= TOKS * 8) break;
-            const hc_u64 ro = grow[row], k = (hc_u64)t * 64 + pc * 8;
-            const bool ok = ro != ~0ull && k < p.K;
-            cp16(xs + row * 128 + ((pc ^ (row & 7)) * 16), ok ? gx.x + ro + k : gx.x, ok ? 16 : 0);
+            const unsigned xr = grow[row];
+            const hc_u64 k = (hc_u64)t * 64 + pc * 8;
+            const bool ok = xr != ~0u && k < p.K;
+            cp16(xs + row * 128 + ((pc ^ (row & 7)) * 16), ok ? gx.x + xr * p.ldx + k : gx.x,
+                 ok ? 16 : 0);
         }
         cp_async_mbar_arrive(smem_addr(&full[sg]));
     };
