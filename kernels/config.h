@@ -64,13 +64,14 @@
  * row, 8 a block: v80, measured in session 33 within the spread -- Qwen3-like expands 1-6%
  * faster, DeepSeek-like ones 2-12% slower at M <= 1024) */
 #define HC_MOE_EXPAND_ROW_THREADS 256
-/* v86 (0 until measured): moe-ws80d gathers gate_up's rows of x itself -- its consumer threads
- * copy them with cp.async, NS - 2 K tiles ahead, into the stage's swizzled activation tile --
- * so that gate_up has no expand launch before it (the rows x H x 2 bytes it writes and the
- * GEMM reads back: 17.8 us of Qwen3-like M = 1024 on the H100). v73 gathered from the producer
- * warpgroup and lost (bench/NOTES.md session 31); this is Humming's way, the loads issued by the
- * threads that multiply. 1: ws80d's gate_up gathers where the layer has no act-order
- * permutation and x's rows are 16-byte aligned (runtime/gpu_moe.c) */
+/* v86 (0 until measured): the grouped moe-ws80d and moe-ws288 gather gate_up's rows of x
+ * themselves -- their consumer threads copy them with cp.async, NS - 2 K tiles ahead, into the
+ * stage's swizzled activation tile -- so that gate_up has no expand launch before it (the rows
+ * x H x 2 bytes it writes and the GEMM reads back: 17.8 us of Qwen3-like M = 1024, 75.8 of M =
+ * 4096 on the H100). v73 gathered from the producer warpgroup and lost (bench/NOTES.md session
+ * 31); this is Humming's way, the loads issued by the threads that multiply. 1: they gather
+ * where the layer has no act-order permutation and x's rows are 16-byte aligned
+ * (runtime/gpu_moe.c) */
 #define HC_MOE_WS_GATHER 0
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks

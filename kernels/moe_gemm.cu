@@ -201,7 +201,8 @@ HC_MOE_WS_KERNEL(hc_moe_ws64, 64, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws96, 96, 1) /* (MoE only: ~64 rows an expert in one tile; v62) */
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws256, 256, 1)
-HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1) /* (MoE only: ~200-256 rows an expert in one tile) */
+/* (MoE only: ~200-256 rows an expert in one tile) */
+HC_MOE_WS_KERNEL_N(hc_moe_ws288, 288, 1, 1, HC_MOE_WS_GATHER)
 /* four stripes a block, two a consumer warpgroup (v69: a tile's activations read once for 256
  * weight rows, twice the independent work a warp; the route's pick at ~50-90 rows an expert) */
 HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)

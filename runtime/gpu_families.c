@@ -148,7 +148,9 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 96},
     {.id = HC_GMK_WS256R, .entry = "hc_moe_ws256r", .forced = "moe-ws256r", .like = HC_GK_WS256,
      .small = 64},
+    /* (gathering, config.h HC_MOE_WS_GATHER: its token table is static, 288 x 4 bytes) */
     {.id = HC_GMK_WS288, .entry = "hc_moe_ws288", .forced = "moe-ws288", .like = HC_GK_WS256,
+     .stat = HC_MOE_WS_GATHER ? 288 * 4 : 0,
      .toks = 288},
     {.id = HC_GMK_WS96W, .entry = "hc_moe_ws96w", .forced = "moe-ws96w", .like = HC_GK_WS64,
      .toks = 96, .stripes = 4},

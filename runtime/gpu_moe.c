@@ -103,11 +103,12 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     /* (the expand: 256 / HC_MOE_EXPAND_ROW_THREADS rows a block) */
     const uint64_t erows = hc__cdiv_u64(rows, 256 / HC_MOE_EXPAND_ROW_THREADS);
     const unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
-    /* gate_up: x read in place by slot where the small-M kernels can (and moe-ws80d, where it
-     * gathers: config.h HC_MOE_WS_GATHER), else expanded rows */
-    const bool in_place = (lu.args == HC_GPU_ARGS_GEMV ||
-                           (HC_MOE_WS_GATHER && lu.kernel == HC_GMK_WS80D)) &&
-                          !ml->up.ptab && ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
+    /* gate_up: x read in place by slot where the small-M kernels can (and moe-ws80d / ws288,
+     * where they gather: config.h HC_MOE_WS_GATHER), else expanded rows */
+    const bool gathers =
+        HC_MOE_WS_GATHER && (lu.kernel == HC_GMK_WS80D || lu.kernel == HC_GMK_WS288);
+    const bool in_place = (lu.args == HC_GPU_ARGS_GEMV || gathers) && !ml->up.ptab &&
+                          ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
     const void *xin = x;
     uint64_t ldx = ml->H, rdiv = topk;
     if (!in_place) {
