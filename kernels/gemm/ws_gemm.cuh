@@ -141,7 +141,10 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     const unsigned ct = tid - 128;
     auto gather = [&](unsigned t) {
         const unsigned sg = t % NS;
-        if (t >= (unsigned)NS) mbar_wait(smem_addr(&empty[sg]), (t / NS - 1) & 1);
+        if (t >= (unsigned)NS) { /* (then the wgmma's async-proxy reads before these writes) */
+            mbar_wait(smem_addr(&empty[sg]), (t / NS - 1) & 1);
+            fence_proxy_async();
+        }
         hc_u8 *xs = smem + sg * stage_bytes;
 #pragma unroll
         for (unsigned i = 0; i < GP; i++) {
