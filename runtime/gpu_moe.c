@@ -35,8 +35,10 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
         void *args[] = {&a, &mp, (void *)&x, &out, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
-    CUtensorMap tm, tms;
-    HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
+    CUtensorMap tm = {0}, tms;
+    /* (a kernel that gathers its rows of x -- rdiv -- reads no tensor map: none encoded) */
+    if (!rdiv)
+        HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
     if (lp->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
         void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
@@ -103,12 +105,11 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     /* (the expand: 256 / HC_MOE_EXPAND_ROW_THREADS rows a block) */
     const uint64_t erows = hc__cdiv_u64(rows, 256 / HC_MOE_EXPAND_ROW_THREADS);
     const unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
-    /* gate_up: x read in place by slot where the small-M kernels can (and moe-ws80d / ws288,
-     * where they gather: config.h HC_MOE_WS_GATHER), else expanded rows */
-    const bool gathers =
-        HC_MOE_WS_GATHER && (lu.kernel == HC_GMK_WS80D || lu.kernel == HC_GMK_WS288);
-    const bool in_place = (lu.args == HC_GPU_ARGS_GEMV || gathers) && !ml->up.ptab &&
-                          ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
+    /* gate_up: x read in place by slot where the small-M kernels can, or the kernel gathers its
+     * rows itself (the registry's `gathers`), else expanded rows */
+    const bool in_place = (lu.args == HC_GPU_ARGS_GEMV ||
+                           hc__gpu_moe_variants(&(size_t){0})[lu.kernel].gathers) &&
+                          !ml->up.ptab && ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
     const void *xin = x;
     uint64_t ldx = ml->H, rdiv = topk;
     if (!in_place) {

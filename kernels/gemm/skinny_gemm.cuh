@@ -251,11 +251,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         wgmma_tile<TOKS>(d, a, dhi, dls, t == seg);
         wgmma_commit();
         wgmma_wait<LAG>();
-        if (t >= t0 + LAG) {
-            __syncwarp();
-            if (HC_EMPTY_LANES == 32 || lane == 0)
-                mbar_arrive(empty0 + 8 * (S >= LAG ? S - LAG : S + NS - LAG));
-        }
+        if (t >= t0 + LAG) ring_release(empty0 + 8 * (S >= LAG ? S - LAG : S + NS - LAG), lane);
         if (t + 1 == e) return true;
         decode(SN, SN == 0 ? ph ^ 1 : ph, an);
         t++;

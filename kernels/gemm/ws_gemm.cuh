@@ -83,7 +83,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         }
         mbar_init_fence();
     }
-    if (GATHER && gat && tid < TOKS) {
+    if (gat && tid < TOKS) {
         const int sl = tok0 + tid < m ? gx.sorted[tok0 + tid] : -1;
         grow[tid] = sl >= 0 ? (unsigned)((hc_u64)sl / gx.rdiv) : ~0u;
     }
@@ -163,7 +163,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
      * it through the async one) */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4][4]) {
         mbar_wait(smem_addr(&full[s]), ph);
-        if (GATHER && gat) fence_proxy_async();
+        if (gat) fence_proxy_async();
 #pragma unroll
         for (int j = 0; j < SPW; j++)
             ws_decode(smem + s * stage_bytes + XB + (wgc * SPW + j) * cb, p, wl, lane, r0, a[j]);
@@ -185,14 +185,11 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         }
         wgmma_commit();
         wgmma_wait<1>();
-        if (kb > 0) {
-            __syncwarp();
-            if (HC_EMPTY_LANES == 32 || lane == 0) mbar_arrive(smem_addr(&empty[sp]));
-        }
-        if (GATHER && gat && kb + NS - 2 < tiles) gather((unsigned)kb + NS - 2);
+        if (kb > 0) ring_release(smem_addr(&empty[sp]), lane);
+        if (gat && kb + NS - 2 < tiles) gather((unsigned)kb + NS - 2);
         if (kb + 1 < tiles) decode(sn, phn, an);
     };
-    if (GATHER && gat)
+    if (gat)
         for (unsigned t = 0; t < NS - 2 && t < tiles; t++) gather(t);
     if (tiles > 0) decode(0, 0, a0);
     unsigned s = 0, ph = 0, sp = NS - 1;
@@ -326,10 +323,7 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc
                       a[j]);
     };
     /* gives stage sr (its wgmma done) back to the producer */
-    auto release = [&](unsigned sr) {
-        __syncwarp();
-        if (HC_EMPTY_LANES == 32 || lane == 0) mbar_arrive(smem_addr(&empty[sr]));
-    };
+    auto release = [&](unsigned sr) { ring_release(smem_addr(&empty[sr]), lane); };
     /* issues tile kb's wgmma (stage sk, A in a), then decodes tile kb + 1 into an (stage sn,
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
     auto step = [&](hc_u64 kb, unsigned sk, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,

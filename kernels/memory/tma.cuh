@@ -23,6 +23,13 @@ __device__ __forceinline__ void mbar_init_fence() {
 __device__ __forceinline__ void mbar_arrive(unsigned a) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(a) : "memory");
 }
+/* a consumer warp's release of a ring stage it has read (barrier bar, its lane lane): every lane
+ * or lane 0 alone after the warp's reads, as config.h HC_EMPTY_LANES says -- the barrier counts
+ * HC_EMPTY_LANES a consumer warp */
+__device__ __forceinline__ void ring_release(unsigned bar, unsigned lane) {
+    __syncwarp();
+    if (HC_EMPTY_LANES == 32 || lane == 0) mbar_arrive(bar);
+}
 /* arrives and expects bytes more to land (the copies that complete_tx on the barrier) */
 __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned a, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes)
