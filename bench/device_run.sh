@@ -15,6 +15,8 @@
 # four did not).
 # gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~430 s on an H100; side
 # by side they run at under half speed, so a call that must finish both takes one each).
+# moequick: gpu_moe_test's quick set alone, no sanitizer (a new kernel's first run: every forced
+# grouped kernel on the first layout, in well under a minute).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
 # hdense: bench/humming_dense.py (Humming's dense GEMM on the issue's four dense layers, M = 1-8192;
 # carry .whl): with `bench` in the same call ours and cuBLASLt print beside it on the same GPU.
@@ -96,15 +98,19 @@ config_copy() {
 }
 # VARIANT="NAME VALUE": the base is a copy of this tree with kernels/config.h's #define NAME
 # set to VALUE (a variant that waits on main behind a default-off constant, docs/DESIGN.md):
-# the kernels, moe and timeline steps then run it beside this tree ("base" in the logs)
+# the kernels, moe and timeline steps then run it beside this tree ("base" in the logs);
+# "NAME VALUE, NAME2 VALUE2" sets several
 if [ -n "${VARIANT:-}" ] && [ -z "${BASE:-}" ]; then
-    vname=${VARIANT%% *} vvalue=${VARIANT#* }
-    if ! tree_copy /tmp/hc-variant || ! grep -q "^#define $vname " /tmp/hc-variant/kernels/config.h ||
-        ! sed -i "s|^#define $vname .*|#define $vname $vvalue|" /tmp/hc-variant/kernels/config.h; then
-        echo "VARIANT: no '#define $vname' in kernels/config.h to set"
-        exit 1
-    fi
-    echo "variant: $(grep "^#define $vname " /tmp/hc-variant/kernels/config.h) (the base below)"
+    tree_copy /tmp/hc-variant || exit 1
+    echo "$VARIANT" | tr ',' '\n' | while read -r vname vvalue; do
+        [ -n "$vname" ] || continue
+        if ! grep -q "^#define $vname " /tmp/hc-variant/kernels/config.h ||
+            ! sed -i "s|^#define $vname .*|#define $vname $vvalue|" /tmp/hc-variant/kernels/config.h; then
+            echo "VARIANT: no '#define $vname' in kernels/config.h to set"
+            exit 1
+        fi
+        echo "variant: $(grep "^#define $vname " /tmp/hc-variant/kernels/config.h) (the base below)"
+    done || exit 1
     BASE=/tmp/hc-variant
 fi
 base=${BASE:-}
@@ -148,6 +154,12 @@ if has checks || has quickchecks; then
     wait $p2
     echo "gpu_moe_test rc=$?: $(tail -1 "$out/gpu_moe_test.log")"
     grep -v '^ok' "$out/gpu_moe_test.log" | head -25
+fi
+if has moequick; then
+    t0=$(date +%s)
+    HC_GPU_TEST_QUICK=1 timeout "$(lim 200)" $b/gpu_moe_test >"$out/gpu_moe_test.quick.log" 2>&1
+    echo "gpu_moe_test quick rc=$? in $(($(date +%s) - t0)) s: $(tail -1 "$out/gpu_moe_test.quick.log")"
+    grep -v '^ok' "$out/gpu_moe_test.quick.log" | head -15
 fi
 for step in gputest moetest; do
     has $step || continue

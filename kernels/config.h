@@ -73,6 +73,10 @@
  * where the layer has no act-order permutation and x's rows are 16-byte aligned
  * (runtime/gpu_moe.c) */
 #define HC_MOE_WS_GATHER 0
+/* v87 (0 until measured): v86's gather in moe-ws24x6 too (the pick at r = 10-16, six stripes a
+ * block behind one 24-row tile: 192 of the 256 consumer threads copy a piece each a K tile),
+ * for the expand launch's 8.8 us of Qwen3-like M = 256's gate_up (H100) */
+#define HC_MOE_WS24_GATHER 0
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at

@@ -210,7 +210,7 @@ HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
  * 10-16 -- weights streamed 384 rows a block behind one small activation tile, three
  * independent decodes a warp; v70's eight stripes (Humming's 24 x 512) left a third of Qwen3's
  * gate_up blocks' stripes dead (768 rows a part) and lost to moe-t16) */
-HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
+HC_MOE_WS_KERNEL_N(hc_moe_ws24x6, 24, 3, 1, HC_MOE_WS24_GATHER)
 /* two stripes a block, tiles of 80, two blocks an SM at 104 consumer registers (v79: the
  * route's pick at r = 50-68 and 128-146 -- r = 64 holds r + 2 sqrt(r) = 80, Humming's tile
  * there; the two blocks overlap one's fill, drain and epilogue, the fused activation's too, with

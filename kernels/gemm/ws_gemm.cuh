@@ -57,7 +57,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     /* (GATHER: the consumers' 256 threads copy the tile's 16-byte pieces, GP each a K tile, NS -
      * 2 K tiles ahead -- the stage the producer refills next is not yet released) */
     constexpr unsigned GP = (TOKS * 8 + 255) / 256;
-    static_assert(!GATHER || (SPW == 1 && NS >= 3), "a gathering pair kernel");
+    static_assert(!GATHER || (SPW != 2 && NS >= 3), "a gathering pair or six-stripe kernel");
     /* x's row of each of the tile's rows (a chunk's tokens: under 2^32), ~0: zeros */
     __shared__ unsigned grow[GATHER ? TOKS : 1];
     const bool gat = GATHER && gx.x != nullptr;
