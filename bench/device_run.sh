@@ -15,8 +15,8 @@
 # four did not).
 # gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~430 s on an H100; side
 # by side they run at under half speed, so a call that must finish both takes one each).
-# moequick: gpu_moe_test's quick set alone, no sanitizer (a new kernel's first run: every forced
-# grouped kernel on the first layout, in well under a minute).
+# gpuquick / moequick: gpu_test's / gpu_moe_test's quick set alone, no sanitizer (a new
+# kernel's first run; gpu_moe_test's forces every grouped kernel on the first layout).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
 # hdense: bench/humming_dense.py (Humming's dense GEMM on the issue's four dense layers, M = 1-8192;
 # carry .whl): with `bench` in the same call ours and cuBLASLt print beside it on the same GPU.
@@ -155,12 +155,15 @@ if has checks || has quickchecks; then
     echo "gpu_moe_test rc=$?: $(tail -1 "$out/gpu_moe_test.log")"
     grep -v '^ok' "$out/gpu_moe_test.log" | head -25
 fi
-if has moequick; then
+for step in gpuquick moequick; do
+    has $step || continue
+    prog=gpu_test
+    [ $step = moequick ] && prog=gpu_moe_test
     t0=$(date +%s)
-    HC_GPU_TEST_QUICK=1 timeout "$(lim 200)" $b/gpu_moe_test >"$out/gpu_moe_test.quick.log" 2>&1
-    echo "gpu_moe_test quick rc=$? in $(($(date +%s) - t0)) s: $(tail -1 "$out/gpu_moe_test.quick.log")"
-    grep -v '^ok' "$out/gpu_moe_test.quick.log" | head -15
-fi
+    HC_GPU_TEST_QUICK=1 timeout "$(lim 200)" $b/$prog >"$out/$prog.quick.log" 2>&1
+    echo "$prog quick rc=$? in $(($(date +%s) - t0)) s: $(tail -1 "$out/$prog.quick.log")"
+    grep -v '^ok' "$out/$prog.quick.log" | head -15
+done
 for step in gputest moetest; do
     has $step || continue
     prog=gpu_test

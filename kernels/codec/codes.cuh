@@ -11,11 +11,21 @@
 
 #if HC_CODEC == HC_CODEC_INT4
 /* int4 pair t of w as 128 + u, before the zero point is taken off (exact_pair's first step; the
- * small-M kernels of HC_GEMV_ZFOLD_MT token tiles or more take it off their sums instead) */
+ * small-M kernels of HC_GEMV_ZFOLD_MT token tiles or more take it off their sums instead); with
+ * HC_INT4_ODD16 (config.h) an odd pair -- row g + 8's -- as 128 + 16 u, masked in place from
+ * the even pair's shifted word, whose row's scale and zero operand the callers then take for
+ * that (row8_scale, zero_operand_row) */
 __device__ __forceinline__ unsigned biased_pair(unsigned w, int t) {
+#if HC_INT4_ODD16
+    return lop_and_or(w >> (8 * (t >> 1)), t & 1 ? 0x00F000F0u : 0x000F000Fu, 0x43004300u);
+#else
     return lop_and_or(w >> (4 * t), 0x000F000Fu, 0x43004300u);
+#endif
 }
 #endif
+/* what row g + 8's scale is multiplied by: its pairs' values come 16 times their codes' with
+ * HC_INT4_ODD16 (every product, sum and zero correction too, so the bits come out the same) */
+#define HC_ROW8_SCALE (HC_CODEC == HC_CODEC_INT4 && HC_INT4_ODD16 ? 0.0625f : 1.0f)
 
 /* Pair t (0..3) of a lane's fragment is A register t: (a2t, a2t+1), one row (g for t even,
  * g + 8 for t odd). 4-bit: w is the lane's word for one k16 step; nibbles of pair t sit at bit
@@ -55,6 +65,15 @@ __device__ __forceinline__ unsigned zero_operand(unsigned z) {
     return z;
 #else
     return (0xC300u | z) * 0x10001u;
+#endif
+}
+/* The same for tile row r0 + 8 (odd pairs): with HC_INT4_ODD16, -(128 + 16 z) = 16 x -(128 +
+ * z) + 1920, exact */
+__device__ __forceinline__ unsigned zero_operand_row8(unsigned z) {
+#if HC_CODEC == HC_CODEC_INT4 && HC_INT4_ODD16
+    return bf2_fma(zero_operand(z), 0x41804180u, 0x44F044F0u);
+#else
+    return zero_operand(z);
 #endif
 }
 

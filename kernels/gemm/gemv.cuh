@@ -61,7 +61,8 @@ __device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc
     constexpr int NG = 4 >> HC_LGS; /* groups a tile */
     float corr[NG][MT][4];
     if constexpr (ZF) {
-        const unsigned zc = zero_operand(p.zero_const), az[4] = {zc, zc, zc, zc};
+        const unsigned zc = zero_operand(p.zero_const), z8 = zero_operand_row8(p.zero_const),
+                       az[4] = {zc, z8, zc, z8};
 #pragma unroll
         for (int q = 0; q < NG; q++)
 #pragma unroll
@@ -104,7 +105,7 @@ __device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc
             }
             if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
                 float s0 = gemv_scale(ch, p, rb * 16 + g, j);
-                float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j);
+                float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j) * HC_ROW8_SCALE;
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     acc[rb][mt][0] = fmaf(part[mt][0], s0, acc[rb][mt][0]);
