@@ -8,14 +8,13 @@
 #include "codec/codes.cuh"
 #include "codec/scale.cuh"
 
-/* tile rows r0 (pairs 0, 2) and r0 + 8 (pairs 1, 3), scale group j, zero point taken off (row
- * r0 + 8's values times 16 with HC_INT4_ODD16: codes.cuh) */
+/* tile rows r0 (pairs 0, 2) and r0 + 8 (pairs 1, 3), scale group j, zero point taken off */
 __device__ __forceinline__ void exact_frag(const hc_u8 *ch, const hc_mma_params &p, unsigned r0,
                                            unsigned j, frag_words f, unsigned *a) {
     unsigned z0 = 0, z1 = 0;
 #if HC_HAS_ZERO
     z0 = zero_operand(tile_zero(ch, p, r0, j));
-    z1 = zero_operand_row8(tile_zero(ch, p, r0 + 8, j));
+    z1 = zero_operand_odd(tile_zero(ch, p, r0 + 8, j));
 #else
     (void)ch, (void)p, (void)j;
 #endif
@@ -32,7 +31,7 @@ __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params
     if (SH) {
         s0 = record_scale(ch, r0, j), s1 = record_scale(ch, r0 + 8, j);
     } else {
-        s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j) * HC_ROW8_SCALE;
+        s0 = tile_scale(ch, p, r0, j), s1 = tile_scale(ch, p, r0 + 8, j);
     }
     exact_frag(ch, p, r0, j, f, a);
 #if HC_SCALE_IS_BF16
