@@ -106,9 +106,11 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     const uint64_t erows = hc__cdiv_u64(rows, 256 / HC_MOE_EXPAND_ROW_THREADS);
     const unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
     /* gate_up: x read in place by slot where the small-M kernels can, or the kernel gathers its
-     * rows itself (the registry's `gathers`), else expanded rows */
+     * rows itself (the registry's `gathers`; its table holds 32-bit offsets into x), else
+     * expanded rows */
     const bool in_place = (lu.args == HC_GPU_ARGS_GEMV ||
-                           hc__gpu_moe_variants(&(size_t){0})[lu.kernel].gathers) &&
+                           (hc__gpu_moe_variants(&(size_t){0})[lu.kernel].gathers &&
+                            m * ml->H < (1ull << 32))) &&
                           !ml->up.ptab && ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
     const void *xin = x;
     uint64_t ldx = ml->H, rdiv = topk;

@@ -58,7 +58,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
      * 2 K tiles ahead -- the stage the producer refills next is not yet released) */
     constexpr unsigned GP = (TOKS * 8 + 255) / 256;
     static_assert(!GATHER || (SPW != 2 && NS >= 3), "a gathering pair or six-stripe kernel");
-    /* x's row of each of the tile's rows (a chunk's tokens: under 2^32), ~0: zeros */
+    /* where each of the tile's rows starts in x, in elements (the runtime gathers only where x
+     * is under 2^32 elements: runtime/gpu_moe.c), ~0: zeros */
     __shared__ unsigned grow[GATHER ? TOKS : 1];
     const bool gat = GATHER && gx.x != nullptr;
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
@@ -85,7 +86,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     }
     if (gat && tid < TOKS) {
         const int sl = tok0 + tid < m ? gx.sorted[tok0 + tid] : -1;
-        grow[tid] = sl >= 0 ? (unsigned)((hc_u64)sl / gx.rdiv) : ~0u;
+        grow[tid] = sl >= 0 ? (unsigned)((hc_u64)sl / gx.rdiv * p.ldx) : ~0u;
     }
     __syncthreads();
     if (warp < 4) { /* ---- producer ---- */
@@ -135,26 +136,28 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     }
     unsigned a0[SPW][4][4], a1[SPW][4][4];
     /* GATHER: K tile t's activations into stage t % NS by this thread's pieces (16 bytes of row
-     * q / 8 at column piece q % 8, the 128-byte swizzle: pieces of row r at r x 128 + (c ^ r % 8)
-     * x 16), zeros for a pad row or past K, then an arrive on the stage's full barrier once they
-     * land; for t >= NS, once every consumer released tile t - NS there */
-    const unsigned ct = tid - 128;
+     * q / 8 at column piece q % 8, q = ct + 256 i, the 128-byte swizzle: pieces of row r at r x
+     * 128 + (c ^ r % 8) x 16 -- the piece column and r % 8 are the same for each i, so the
+     * pieces lie 32 rows, 4096 bytes, apart), zeros for a pad row or past K, then an arrive on
+     * the stage's full barrier once they land; for t >= NS, once every consumer released tile t
+     * - NS there */
+    const unsigned ct = tid - 128, gpc = ct & 7, grw = ct >> 3;
+    const unsigned gdst = grw * 128 + ((gpc ^ (grw & 7)) * 16);
     auto gather = [&](unsigned t) {
         const unsigned sg = t % NS;
         if (t >= (unsigned)NS) { /* (then the wgmma's async-proxy reads before these writes) */
             mbar_wait(smem_addr(&empty[sg]), (t / NS - 1) & 1);
             fence_proxy_async();
         }
-        hc_u8 *xs = smem + sg * stage_bytes;
+        hc_u8 *xs = smem + sg * stage_bytes + gdst;
+        const hc_u64 k = (hc_u64)t * 64 + gpc * 8;
+        const bool kin = k < p.K;
 #pragma unroll
         for (unsigned i = 0; i < GP; i++) {
-            const unsigned q = ct + 256 * i, row = q >> 3, pc = q & 7;
-            if (TOKS * 8 % 256 != 0 && q >= TOKS * 8) break;
-            const unsigned xr = grow[row];
-            const hc_u64 k = (hc_u64)t * 64 + pc * 8;
-            const bool ok = xr != ~0u && k < p.K;
-            cp16(xs + row * 128 + ((pc ^ (row & 7)) * 16), ok ? gx.x + xr * p.ldx + k : gx.x,
-                 ok ? 16 : 0);
+            if (TOKS * 8 % 256 != 0 && ct + 256 * i >= TOKS * 8) break;
+            const unsigned xo = grow[grw + 32 * i];
+            const bool ok = kin && xo != ~0u;
+            cp16(xs + 4096 * i, ok ? gx.x + xo + k : gx.x, ok ? 16 : 0);
         }
         cp_async_mbar_arrive(smem_addr(&full[sg]));
     };
