@@ -64,15 +64,6 @@
  * row, 8 a block: v80, measured in session 33 within the spread -- Qwen3-like expands 1-6%
  * faster, DeepSeek-like ones 2-12% slower at M <= 1024) */
 #define HC_MOE_EXPAND_ROW_THREADS 256
-/* v88 (0 until measured): int4 codes (HC_CODEC_INT4) decode with one shift a word, not three.
- * A lane's word holds pair t's nibbles at bits 4t and 16 + 4t; pairs 0 and 2 (row g) are
- * masked after shifts of 0 and 8 as before (128 + u), pairs 1 and 3 (row g + 8) masked in place
- * one nibble up from the same two words (128 + 16 u) and taken / 16 - (8 + z) by the FMA that
- * took - (128 + z): exact, the same values and bits -- two ALU instructions fewer of the
- * fifteen an eight-code word costs (the integer pipe runs at half the FMA pipe's rate). The
- * small-M kernels that fold the zero point into their sums (gemm/gemv.cuh) start row g + 8's
- * from -(128 + 16 z) x the activations' sums and take its scale / 16 (codec/codes.cuh) */
-#define HC_INT4_ODD16 0
 /* v86 (0 until measured): the grouped moe-ws80d and moe-ws288 gather gate_up's rows of x
  * themselves -- their consumer threads copy them with cp.async, NS - 2 K tiles ahead, into the
  * stage's swizzled activation tile -- so that gate_up has no expand launch before it (the rows

@@ -11,29 +11,19 @@
 
 #if HC_CODEC == HC_CODEC_INT4
 /* int4 pair t of w as 128 + u, before the zero point is taken off (exact_pair's first step; the
- * small-M kernels of HC_GEMV_ZFOLD_MT token tiles or more take it off their sums instead); with
- * HC_INT4_ODD16 (config.h) an odd pair -- row g + 8's -- comes as 128 + 16 u, masked in place
- * from the word the even pair before it was shifted to: one shift a word instead of three */
+ * small-M kernels of HC_GEMV_ZFOLD_MT token tiles or more take it off their sums instead) */
 __device__ __forceinline__ unsigned biased_pair(unsigned w, int t) {
-#if HC_INT4_ODD16
-    return lop_and_or(w >> (8 * (t >> 1)), t & 1 ? 0x00F000F0u : 0x000F000Fu, 0x43004300u);
-#else
     return lop_and_or(w >> (4 * t), 0x000F000Fu, 0x43004300u);
-#endif
 }
 #endif
-/* 1: biased_pair's odd pairs are 128 + 16 u */
-#define HC_ODD16 (HC_CODEC == HC_CODEC_INT4 && HC_INT4_ODD16)
 
 /* Pair t (0..3) of a lane's fragment is A register t: (a2t, a2t+1), one row (g for t even,
  * g + 8 for t odd). 4-bit: w is the lane's word for one k16 step; nibbles of pair t sit at bit
- * 4t and 16 + 4t. 8-bit: w0 holds a0..a3, w1 a4..a7. zb: zero_operand of the row's zero point
- * (zero_operand_odd for t odd). */
+ * 4t and 16 + 4t. 8-bit: w0 holds a0..a3, w1 a4..a7. zb: zero_operand of the row's zero point. */
 __device__ __forceinline__ unsigned exact_pair(unsigned w0, unsigned w1, int t, unsigned zb) {
 #if HC_CODEC == HC_CODEC_INT4
     (void)w1;
-    /* - (128 + z), or (HC_ODD16, t odd) / 16 - (8 + z): exact */
-    return bf2_fma(biased_pair(w0, t), HC_ODD16 && (t & 1) ? 0x3D803D80u : 0x3F803F80u, zb);
+    return bf2_fma(biased_pair(w0, t), 0x3F803F80u, zb); /* - (128 + z): exact */
 #elif HC_CODEC == HC_CODEC_INT4_SM
     (void)w1, (void)zb;
     unsigned s = w0 >> (4 * t);
@@ -65,14 +55,6 @@ __device__ __forceinline__ unsigned zero_operand(unsigned z) {
     return z;
 #else
     return (0xC300u | z) * 0x10001u;
-#endif
-}
-/* The same for an odd pair (row g + 8): with HC_ODD16, -(8 + z) = -(128 + z) + 120, exact */
-__device__ __forceinline__ unsigned zero_operand_odd(unsigned z) {
-#if HC_ODD16
-    return bf2_fma(zero_operand(z), 0x3F803F80u, 0x42F042F0u);
-#else
-    return zero_operand(z);
 #endif
 }
 

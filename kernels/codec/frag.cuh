@@ -14,7 +14,7 @@ __device__ __forceinline__ void exact_frag(const hc_u8 *ch, const hc_mma_params 
     unsigned z0 = 0, z1 = 0;
 #if HC_HAS_ZERO
     z0 = zero_operand(tile_zero(ch, p, r0, j));
-    z1 = zero_operand_odd(tile_zero(ch, p, r0 + 8, j));
+    z1 = zero_operand(tile_zero(ch, p, r0 + 8, j));
 #else
     (void)ch, (void)p, (void)j;
 #endif

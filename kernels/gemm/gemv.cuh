@@ -56,16 +56,12 @@ __device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc
 #if HC_CODEC == HC_CODEC_INT4 && HC_ZP == 0
     /* the zero point folded (kernels of HC_GEMV_ZFOLD_MT token tiles or more): each group's sums
      * start from - (128 + z) x the activations' sums over the group (the same for every row),
-     * the codes enter as 128 + u -- with HC_ODD16 row g + 8's as 128 + 16 u, so its sums start
-     * from - (128 + 16 z) x the activations' (16 x - (128 + z) + 1920, exact) and its scale is
-     * taken / 16 (its sums are 16 (u - z) x: less cancellation than (128 + u) - (128 + z)) */
+     * the codes enter as 128 + u */
     constexpr bool ZF = MT >= HC_GEMV_ZFOLD_MT;
     constexpr int NG = 4 >> HC_LGS; /* groups a tile */
     float corr[NG][MT][4];
     if constexpr (ZF) {
-        const unsigned zc = zero_operand(p.zero_const),
-                       z8 = HC_ODD16 ? bf2_fma(zc, 0x41804180u, 0x44F044F0u) : zc,
-                       az[4] = {zc, z8, zc, z8};
+        const unsigned zc = zero_operand(p.zero_const), az[4] = {zc, zc, zc, zc};
 #pragma unroll
         for (int q = 0; q < NG; q++)
 #pragma unroll
@@ -109,7 +105,6 @@ __device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc
             if ((((unsigned)ks + 1) & gmask) == 0) { /* end of a scale group */
                 float s0 = gemv_scale(ch, p, rb * 16 + g, j);
                 float s1 = gemv_scale(ch, p, rb * 16 + g + 8, j);
-                if (ZF && HC_ODD16) s1 *= 0.0625f;
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
                     acc[rb][mt][0] = fmaf(part[mt][0], s0, acc[rb][mt][0]);
