@@ -80,6 +80,15 @@ bool hc__tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
                              "byte", q->zeros[i]);
                     return false;
                 }
+                /* (the GPU takes 4-bit codes off 128 + z in one exact bf16 FMA: z <= 127,
+                 * kernels/codec/codes.cuh zero_operand; a 4-bit code's zero point past 15 is
+                 * already outside its range, which validate warns of) */
+                if (p->code_bits == 4 && q->zeros[i] > 127) {
+                    snprintf(pl->reason, sizeof pl->reason, "a zero point (%d) of 4-bit codes "
+                             "is above 127, past what the GPU decode takes exactly",
+                             q->zeros[i]);
+                    return false;
+                }
                 uniform &= q->zeros[i] == q->zeros[0];
             }
             if (uniform && n) { /* symmetric in all but name (GPTQ sym): one constant */

@@ -169,6 +169,38 @@ static void test_int4_sign_magnitude(void) {
     }
 }
 
+/* Zero points: any byte for 8-bit codes; for 4-bit codes at most 127 (the GPU's exact
+ * - (128 + z), codec/codes.cuh), a larger one refused with the reason; uniform ones become the
+ * constant. */
+static void test_int_zero_point_range(void) {
+    static const struct {
+        int bits, zero;
+        bool ok;
+    } cases[] = {{4, 15, true}, {4, 127, true}, {4, 128, false}, {4, 200, false},
+                 {8, 200, true}, {8, 255, true}, {8, 256, false}, {4, -1, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        uint64_t N = 64, K = 128;
+        hc_qtensor q = {.E = 1, .N = N, .K = K, .ndim = 2, .kind = HC_Q_INT, .bits = cases[c].bits,
+                        .sn = N, .sk = 1, .gn = 1, .gk = K, .scale_dtype = HC_DT_F32};
+        q.codes = calloc(N * K, 1);
+        q.scales = calloc(N, sizeof(double));
+        q.zeros = calloc(N, sizeof(int32_t));
+        for (uint64_t n = 0; n < N; n++) q.zeros[n] = (int32_t)(n % 3); /* not uniform */
+        q.zeros[N / 2] = cases[c].zero;
+        hc_tile_plan pl;
+        const bool ok = hc__tile_plan_make(&q, &pl);
+        CHECK_EQ_INT(ok, cases[c].ok);
+        if (ok) {
+            CHECK(pl.p.zeros);
+            hc__tile_plan_free(&pl);
+        } else {
+            CHECK_CONTAINS(pl.reason, cases[c].zero < 0 || cases[c].zero > 255 ? "does not fit a byte"
+                                                                               : "above 127");
+        }
+        hc__qtensor_free(&q);
+    }
+}
+
 /* The shuffle emitter writes the same bytes as the portable one, and both match the reader's
  * addressing (hc__tile_code_pos). */
 static void test_nibble_emitters_agree(void) {
@@ -283,6 +315,7 @@ void suite_layout(void) {
     RUN(test_layout_params_refused);
     RUN(test_nibble_emitters_agree);
     RUN(test_int4_sign_magnitude);
+    RUN(test_int_zero_point_range);
     RUN(test_code_positions_are_a_bijection);
     RUN(test_e4m3_of_fp4_exact_and_complete);
     RUN(test_mxfold_lossless);
