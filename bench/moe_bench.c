@@ -358,18 +358,23 @@ int main(void) {
                     printf("    sweep M=%llu: %-12s block %7.1f us, gate_up %7.1f us\n",
                            (unsigned long long)M, alts[q].name, aus, agu);
             }
-            if (!sweep) { /* 8 < rows per expert <= 64: a kernel the chooser did not take beside
-                 * (skinny16 | skinny32 at 9, ws24x6 | skinny32 at 10-16, skinny32 | skinny64 at
-                 * 17-22, ws80r | skinny64 at 23-49, ws80d | skinny64 at 50-64) */
+            if (!sweep) { /* 4 < rows per expert <= 64: the kernels the chooser weighs there,
+                 * forced beside its pick (skinny16 on both projections at 5-9, where a long K
+                 * runs on t16; ws24x6 and skinny32 at 10-16, by the memory's rate; skinny64 at
+                 * 17-64 beside skinny32, ws80r or ws80d) */
                 const uint64_t rpe = rx;
-                const char *alt = rpe <= 8    ? NULL
-                                  : rpe <= 16 ? "moe-skinny32"
-                                  : rpe <= 64 ? "moe-skinny64"
-                                              : NULL;
+                const char *alts2[2] = {rpe <= 4    ? NULL
+                                        : rpe <= 9  ? "moe-skinny16"
+                                        : rpe <= 16 ? "moe-ws24x6"
+                                        : rpe <= 64 ? "moe-skinny64"
+                                                    : NULL,
+                                        rpe > 9 && rpe <= 16 ? "moe-skinny32" : NULL};
                 double aus, agu;
-                if (alt && forced_us(md, &oc, s, alt, &aus, &agu))
-                    printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
-                           "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, alt, aus, agu, us, gu);
+                for (int q = 0; q < 2; q++)
+                    if (alts2[q] && forced_us(md, &oc, s, alts2[q], &aus, &agu))
+                        printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
+                               "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, alts2[q], aus, agu,
+                               us, gu);
                 /* tiles of 8: the chooser runs moe-w8 for a short-K down at enough items
                  * (gpu_plan.c w8_serves); moe-t8 and moe-w8 forced on both projections beside */
                 for (int q = 0; q < 2 && rpe <= 4; q++) {

@@ -201,6 +201,9 @@ typedef struct hc_gpu hc_gpu;
 HC_API hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len);
 HC_API void hc_gpu_free(hc_gpu *g); /* accepts NULL */
 HC_API const char *hc_gpu_arch(const hc_gpu *g); /* "sm_90a" */
+/* The device memory's peak rate in GB/s as the driver states it (memory clock x bus width; 0
+ * where it does not): the one rate the MoE kernel choice reads (docs/gpu.md). */
+HC_API uint64_t hc_gpu_mem_gbps(const hc_gpu *g);
 /* The reference GPU GEMM: Y = X W^T for the tiled layer NAME, float32 host buffers, the
  * same arithmetic and order as hc_cpu_linear (bit-identical results). */
 HC_API hc_status hc_gpu_linear_ref(hc_gpu *g, hc_container *c, const char *name, uint32_t expert,

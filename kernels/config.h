@@ -64,18 +64,15 @@
  * row, 8 a block: v80, measured in session 33 within the spread -- Qwen3-like expands 1-6%
  * faster, DeepSeek-like ones 2-12% slower at M <= 1024) */
 #define HC_MOE_EXPAND_ROW_THREADS 256
-/* v86 (0 until measured): the grouped moe-ws80d and moe-ws288 gather gate_up's rows of x
- * themselves -- their consumer threads copy them with cp.async, NS - 2 K tiles ahead, into the
- * stage's swizzled activation tile -- so that gate_up has no expand launch before it (the rows
- * x H x 2 bytes it writes and the GEMM reads back: 17.8 us of Qwen3-like M = 1024, 75.8 of M =
- * 4096 on the H100). v73 gathered from the producer warpgroup and lost (bench/NOTES.md session
- * 31); this is Humming's way, the loads issued by the threads that multiply. 1: they gather
- * where the layer has no act-order permutation and x's rows are 16-byte aligned
- * (runtime/gpu_moe.c) */
-#define HC_MOE_WS_GATHER 0
-/* v87 (0 until measured): v86's gather in moe-ws24x6 too (the pick at r = 10-16, six stripes a
- * block behind one 24-row tile: 192 of the 256 consumer threads copy a piece each a K tile),
- * for the expand launch's 8.8 us of Qwen3-like M = 256's gate_up (H100) */
+/* v87 (0 until its full test run): moe-ws24x6 (the pick at r = 10-16 where memory is
+ * H100-fast: runtime/gpu_plan.c) gathers gate_up's rows of x itself -- 192 of its 256 consumer
+ * threads copy a 16-byte piece each a K tile with cp.async, NS - 2 K tiles ahead, into the
+ * stage's swizzled activation tile -- so that gate_up has no expand launch before it (H200,
+ * Qwen3-like M = 256: gate_up with its expand 117.1 -> 112.9 us). The same gather in moe-ws80d
+ * and moe-ws288 (v86) lost on the H200 (M = 1024 155.7 -> 180.0 us, M = 4096 435.2 -> 457.9:
+ * 64-288 rows' copies on the consumers cost more than the expand launch) and was deleted
+ * (bench/NOTES.md session 37). 1: gathers where the layer has no act-order permutation and x's
+ * rows are 16-byte aligned (runtime/gpu_moe.c) */
 #define HC_MOE_WS24_GATHER 0
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks

@@ -189,7 +189,7 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
 #endif
 /* (bps: blocks an SM, the launch bounds and config.h HC_WS_PREGS / HC_WS_CREGS; g: the block
  * gathers its rows of xg, x of the call, where the launch gives it -- a.rdiv = topk -- config.h
- * HC_MOE_WS_GATHER; xg is 0 otherwise, and the rows come through tmx) */
+ * HC_MOE_WS24_GATHER, moe-ws24x6 only; xg is 0 otherwise, and the rows come through tmx) */
 #define HC_MOE_WS_KERNEL_N(name, toks, spw, bps, g)                                            \
     extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, bps)                           \
         name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
@@ -202,7 +202,7 @@ HC_MOE_WS_KERNEL(hc_moe_ws96, 96, 1) /* (MoE only: ~64 rows an expert in one til
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws256, 256, 1)
 /* (MoE only: ~200-256 rows an expert in one tile) */
-HC_MOE_WS_KERNEL_N(hc_moe_ws288, 288, 1, 1, HC_MOE_WS_GATHER)
+HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1)
 /* four stripes a block, two a consumer warpgroup (v69: a tile's activations read once for 256
  * weight rows, twice the independent work a warp; the route's pick at ~50-90 rows an expert) */
 HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
@@ -216,7 +216,7 @@ HC_MOE_WS_KERNEL_N(hc_moe_ws24x6, 24, 3, 1, HC_MOE_WS24_GATHER)
  * there; the two blocks overlap one's fill, drain and epilogue, the fused activation's too, with
  * the other's main loop, and give 16 consumer warps an SM: H100, Qwen3-like M = 1024 block
  * 270.6 us against the four-stripe one-block ws80w's 290.9, bench/NOTES.md session 33) */
-HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2, HC_MOE_WS_GATHER)
+HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2, 0)
 /* two tile sizes: an expert's whole tiles of big rows and its remainder in one of small where
  * it fits (moe_route.cu route_split), spw stripes a consumer warpgroup */
 #define HC_MOE_WS_TWO_KERNEL(name, big, small, spw)                                            \

@@ -50,6 +50,14 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
        "shared memory per multiprocessor");
     CU(hc__cuda.attr(&g->smem_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0),
        "shared memory per block (opt-in)");
+    { /* the memory's peak rate: its clock (kHz, double data rate) x its bus width (bits) -- the
+       * MoE chooser's one device-rate input (gpu_plan.c); unknown where the driver says 0 */
+        int khz = 0, bits = 0;
+        if (hc__cuda.attr(&khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
+            hc__cuda.attr(&bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess && khz > 0 &&
+            bits > 0)
+            g->mem_gbps = (uint64_t)khz * (uint64_t)bits * 2 / 8 / 1000000;
+    }
     pthread_mutex_init(&g->mu, NULL);
 out:
     free(cubin);
@@ -76,9 +84,11 @@ void hc_gpu_free(hc_gpu *g) {
 
 const char *hc_gpu_arch(const hc_gpu *g) { return g->arch; }
 
+uint64_t hc_gpu_mem_gbps(const hc_gpu *g) { return g->mem_gbps; }
+
 hc_gpu_caps hc__gpu_caps_of(const hc_gpu *g) {
     return (hc_gpu_caps){g->arch, (uint64_t)g->sms, hc__cuda.tmap_encode != NULL,
-                         (uint64_t)g->smem_sm, (uint64_t)g->smem_block};
+                         (uint64_t)g->smem_sm, (uint64_t)g->smem_block, g->mem_gbps};
 }
 
 int hc__gpu_layer_cmp(const void *a, const void *b) {

@@ -148,9 +148,8 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 96},
     {.id = HC_GMK_WS256R, .entry = "hc_moe_ws256r", .forced = "moe-ws256r", .like = HC_GK_WS256,
      .small = 64},
-    /* (gathering, its token table is static: 288 x 4 bytes) */
     {.id = HC_GMK_WS288, .entry = "hc_moe_ws288", .forced = "moe-ws288", .like = HC_GK_WS256,
-     .stat = HC_MOE_WS_GATHER ? 288 * 4 : 0, .toks = 288, .gathers = HC_MOE_WS_GATHER},
+     .toks = 288},
     {.id = HC_GMK_WS96W, .entry = "hc_moe_ws96w", .forced = "moe-ws96w", .like = HC_GK_WS64,
      .toks = 96, .stripes = 4},
     {.id = HC_GMK_WS24X6, .entry = "hc_moe_ws24x6", .forced = "moe-ws24x6", .like = HC_GK_WS64,
@@ -158,7 +157,7 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {.id = HC_GMK_WS80R, .entry = "hc_moe_ws80r", .forced = "moe-ws80r", .like = HC_GK_WS64,
      .toks = 80, .stripes = 4, .small = 64},
     {.id = HC_GMK_WS80D, .entry = "hc_moe_ws80d", .forced = "moe-ws80d", .like = HC_GK_WS64,
-     .toks = 80, .bps = 2, .gathers = HC_MOE_WS_GATHER},
+     .toks = 80, .bps = 2},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {

@@ -122,9 +122,8 @@ typedef struct {
      * config.h HC_WS_PREGS / HC_WS_CREGS; the runtime asks for the shared-memory carveout that
      * holds them), else 0 */
     unsigned bps;
-    /* 1 where its gate_up reads x's rows itself, no expand launch before it (v86: moe-ws80d and
-     * moe-ws288 when config.h HC_MOE_WS_GATHER is 1, v87: moe-ws24x6 when HC_MOE_WS24_GATHER is;
-     * moe_gemm.cu instances them so), else 0 */
+    /* 1 where its gate_up reads x's rows itself, no expand launch before it (v87: moe-ws24x6
+     * when config.h HC_MOE_WS24_GATHER is 1; moe_gemm.cu instances it so), else 0 */
     unsigned gathers;
 } hc_gpu_moe_variant;
 

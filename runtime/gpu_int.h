@@ -35,6 +35,7 @@ struct hc_gpu {
     int device, sms;
     int smem_sm; /* shared memory of a multiprocessor, bytes */
     int smem_block; /* the most a block may opt in to, bytes */
+    uint64_t mem_gbps; /* the memory's peak rate, GB/s (0: the driver did not say) */
     char arch[16];
     cudaLibrary_t lib;
     cudaKernel_t gemm_ref, stream_read, gather;

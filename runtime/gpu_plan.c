@@ -323,6 +323,17 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
  * past (bench/NOTES.md session 20: v44 lost at long K) */
 #define HC_MOE_W8_TILES_K 12u
 
+/* moe-ws24x6 is the pick at r = 10-16 only below this memory rate (GB/s, hc_gpu_caps.mem_gbps;
+ * 0, unknown, counts as below): the H100 SXM (~3350) takes it, the H200 (~4900) skinny32
+ * (bench/NOTES.md session 37) */
+#define HC_MOE_WS24_GBPS_MAX 4000u
+/* the fewest K tiles of 64 at which a projection of a tile-of-16 route (moe-skinny16's) runs
+ * on moe-t16, the small-M body with its K split, instead (t16_serves): H200, r = 8 -- DeepSeek-
+ * like FP8 gate_up (112 tiles) 245.3 us against skinny16's 332.5, gpt-oss-like MXFP4 (45 tiles
+ * both) block 817.3 against 840.7; H100 (session 31) gpt-oss-like gate_up 523.3 against
+ * 547.3; DeepSeek-like down (4 tiles) 417 against 218: short K stays on skinny16 */
+#define HC_MOE_T16_TILES_K 40u
+
 /* Whether a tile of T rows holds r + 2 sqrt(r) (a touched expert's count, r +- sqrt(r) under
  * uniform routing, with room): r <= T and (T - r)^2 >= 4 r. */
 static bool tile_holds(uint64_t T, uint64_t r) { return r <= T && (T - r) * (T - r) >= 4 * r; }
@@ -400,10 +411,12 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
                 const double c = ws_tiles_of(ws_tiles[i].rows, r) * ws_tiles[i].cost;
                 if (i == 0 || c < best) best = c, k = ws_tiles[i].k;
             }
-        } else if (has_ws && T == 32 && tile_holds(24, r)) {
-            /* r = 10-16: one tile of 24 on moe-ws24x6, six stripes a block (H100, Qwen3-like
-             * gate_up at r = 16 with its expand: 110.7 us against moe-t16's 116.4 and
-             * skinny32's 128.8; bench/NOTES.md v72) */
+        } else if (has_ws && T == 32 && tile_holds(24, r) && dev->mem_gbps < HC_MOE_WS24_GBPS_MAX) {
+            /* r = 10-16 where memory runs at an H100's rate: one tile of 24 on moe-ws24x6, six
+             * stripes a block (H100, Qwen3-like gate_up at r = 16 with its expand: 110.7 us
+             * against moe-t16's 116.4 and skinny32's 128.8; bench/NOTES.md v72). On an H200
+             * skinny32's 16 consumer warps an SM keep up with the faster memory where
+             * ws24x6's 8 do not: 100.2 us against 112.6 (session 37), so it falls through */
             k = HC_GMK_WS24X6;
         } else if (has_ws && T == 64) {
             /* r = 23-49: a tile of 64 holds an expert's rows; moe-ws80r takes them in one, four
@@ -482,10 +495,25 @@ static bool w8_serves(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned pa
            items >= 4 * wave && blocks <= 65535 && items <= 0x7FFFFFFFull;
 }
 
+/* Whether a projection of the route's tiles of 16 on moe-skinny16 runs on moe-t16 instead: a
+ * long K (at least HC_MOE_T16_TILES_K tiles), where the K split fills the machine from a
+ * few stripes an expert and x is read in place (no expand); both take the route's tiles of 16.
+ * Not where a kernel is forced. */
+static bool t16_serves(const hc_gpu_caps *dev, const hc_gpu_shape *l, const hc_gpu_moe_route *r) {
+    if (r->forced || r->kernel != HC_GMK_SKINNY16 || l->tiles_k < HC_MOE_T16_TILES_K) return false;
+    size_t nv = 0;
+    const hc_gpu_moe_variant *t16 = &hc__gpu_moe_variants(&nv)[HC_GMK_T16];
+    const hc_gpu_family *f = hc__gpu_kernel_family(t16->like, NULL);
+    return (l->families & f->kf) && hc__gpu_family_runs_on(f, dev->arch, dev->tmap) &&
+           hc__gpu_smem_fits(dev, hc__gpu_moe_smem(t16, l->chunk_bytes) + t16->stat);
+}
+
 hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                                const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err) {
     memset(out, 0, sizeof *out);
-    out->kernel = w8_serves(dev, l, parts, r) ? HC_GMK_W8 : r->kernel;
+    out->kernel = w8_serves(dev, l, parts, r) ? HC_GMK_W8
+                  : t16_serves(dev, l, r)      ? HC_GMK_T16
+                                               : r->kernel;
     size_t nv = 0;
     const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&nv)[out->kernel];
     const hc_gpu_variant *v = NULL;

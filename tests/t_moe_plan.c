@@ -36,9 +36,10 @@ static void test_moe_plan(void) {
         {640, HC_GMK_SKINNY16, 16, 160},   /* r = 5: 5 + 2 x 2.2 > 8: (640 + 128 x 15) / 16 */
         {1024, HC_GMK_SKINNY16, 16, 184},  /* M = 128: r = 8: (1024 + 1920) / 16 */
         {1152, HC_GMK_SKINNY16, 16, 192},  /* r = 9: (16 - 9)^2 = 49 >= 36 */
-        /* r = 10-16: past 16, within a tile of 24 ((24 - r)^2 >= 4 r): moe-ws24x6 */
-        {1280, HC_GMK_WS24X6, 24, 176},    /* r = 10: 36 < 40: (1280 + 128 x 23) / 24 */
-        {2048, HC_GMK_WS24X6, 24, 208},    /* M = 256: r = 16: 64 >= 64: (2048 + 2944) / 24 */
+        /* r = 10-16: past 16, within a tile of 24 ((24 - r)^2 >= 4 r): on the H200's memory
+         * moe-skinny32 (moe-ws24x6 below HC_MOE_WS24_GBPS_MAX: the H100 cases below) */
+        {1280, HC_GMK_SKINNY32, 32, 164},  /* r = 10: 36 < 40: (1280 + 128 x 31) / 32 */
+        {2048, HC_GMK_SKINNY32, 32, 188},  /* M = 256: r = 16: 64 >= 64: (2048 + 3968) / 32 */
         {2176, HC_GMK_SKINNY32, 32, 192},  /* r = 17: 49 < 68: (2176 + 3968) / 32 */
         {2816, HC_GMK_SKINNY32, 32, 212},  /* r = 22: 100 >= 88 */
         /* r = 23-49: 64 holds r: moe-ws80r, tiles of 80 and of 64 -- at most slots / 80 of 80
@@ -76,6 +77,34 @@ static void test_moe_plan(void) {
         CHECK_EQ_U64(r.tiles_max, cases[i].tiles);
         CHECK_EQ_U64(r.touched, cases[i].slots < 128 ? cases[i].slots : 128);
     }
+    /* the same routes on an H100's memory (and on one whose rate the driver did not state): r =
+     * 10-16 on moe-ws24x6, one tile of 24; the rest as on the H200 */
+    {
+        hc_gpu_caps unk = h100;
+        unk.mem_gbps = 0;
+        const hc_gpu_caps *slow[2] = {&h100, &unk};
+        for (int d = 0; d < 2; d++) {
+            static const struct {
+                uint64_t slots;
+                hc_gpu_moe_kernel k;
+                unsigned tile;
+                uint64_t tiles;
+            } hc[] = {
+                {1152, HC_GMK_SKINNY16, 16, 192}, /* r = 9 */
+                {1280, HC_GMK_WS24X6, 24, 176},   /* r = 10: (1280 + 128 x 23) / 24 */
+                {2048, HC_GMK_WS24X6, 24, 208},   /* r = 16: (2048 + 2944) / 24 */
+                {2176, HC_GMK_SKINNY32, 32, 192}, /* r = 17 */
+                {8192, HC_GMK_WS80D, 80, 228},    /* r = 64 */
+            };
+            for (size_t i = 0; i < sizeof hc / sizeof hc[0]; i++) {
+                CHECK_EQ_INT(hc__gpu_moe_route_plan(slow[d], ws, hc[i].slots, 128,
+                                                    HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+                CHECK_EQ_INT(r.kernel, hc[i].k);
+                CHECK_EQ_INT(r.tile, hc[i].tile);
+                CHECK_EQ_U64(r.tiles_max, hc[i].tiles);
+            }
+        }
+    }
     /* the routing sort: one block up to 2048 slots, then a block per 1024, at most 32 */
     static const struct {
         uint64_t slots;
@@ -87,7 +116,7 @@ static void test_moe_plan(void) {
         CHECK_EQ_INT(r.sort_blocks, sorts[i].blocks);
     }
     /* no warp-specialised kernels (sm_80, or a layout without them): tiles of 16 */
-    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912, 0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 65536, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_T16);
     CHECK_EQ_U64(r.tiles_max, (65536 + 128 * 15) / 16);
@@ -332,7 +361,7 @@ static void test_moe_w8_plan(void) {
     hc_gpu_shape wide = layer(2048, 768, 5376);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &wide, 1, &r, &l, &err), HC_OK);
     CHECK_EQ_INT(l.grid[0], 132);
-    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912, 0};
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a100, &wide, 1, &r, &l, &err), HC_OK);
     CHECK_EQ_INT(l.grid[0], 108);
     /* DeepSeek-like down (H = 7168: 112 stripes) at 65536 slots over 256 experts: (65536 + 256
@@ -350,7 +379,7 @@ static void test_moe_w8_plan(void) {
     CHECK_CONTAINS(e1.msg, "moe-w8");
     /* forced on a GPU whose SM cannot hold one block (sm_86: 100 KiB; int8 chunks: 153600 +
      * 12288 bytes): refused by name, not a failed launch */
-    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376};
+    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376, 0};
     hc_err e2 = {0};
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 128, 128, HC_GMK_W8, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &wide, 1, &r, &l, &e2), HC_UNSUPPORTED);
@@ -360,7 +389,9 @@ static void test_moe_w8_plan(void) {
 
 /* The chooser's kernel per projection: where the route runs tiles of 8 unforced, a projection
  * of at most 12 K tiles runs moe-w8 when its items (tiles x stripes x parts) are at least the
- * warps of one wave (4 x blocks), else moe-t8; every other route runs its own kernel on both. */
+ * warps of one wave (4 x blocks), else moe-t8; where it runs moe-skinny16 unforced, a
+ * projection of at least 40 K tiles runs moe-t16; every other route runs its own kernel on
+ * both. */
 static void test_moe_w8_pick(void) {
     hc_err err = {0};
     hc_gpu_moe_route r;
@@ -393,9 +424,27 @@ static void test_moe_w8_pick(void) {
         {"int8 down M=16", 2048, 768, 5376, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 132},
         /* forced moe-t8: every projection on it */
         {"forced t8", 2048, 768, 2304, 128, 128, 1, HC_GMK_T8, HC_GMK_T8, 32},
-        /* a route of 16-row tiles (r = 8: skinny16) keeps its kernel */
+        /* a route of 16-row tiles (r = 8: skinny16) keeps its kernel at a short K */
         {"skinny16 route", 2048, 768, 2304, 128, 1024, 1, HC_GPU_KERNEL_AUTO, HC_GMK_SKINNY16,
          132},
+        /* ... and hands a projection of at least 40 K tiles (HC_MOE_T16_TILES_K) to moe-t16 on
+         * the same tiles of 16: DeepSeek-like at M = 256 (r = 8), FP8 block chunks -- gate and up
+         * (K = 7168: 112 tiles, 4 stripes each) on t16, down (K = 256) on skinny16 */
+        {"deepseek gate_up M=256", 256, 7168, 4352, 256, 2048, 2, HC_GPU_KERNEL_AUTO, HC_GMK_T16,
+         8},
+        {"deepseek down M=256", 7168, 256, 4352, 256, 2048, 1, HC_GPU_KERNEL_AUTO,
+         HC_GMK_SKINNY16, 132},
+        /* gpt-oss-like at M = 256 (top-4, r = 8): gate_up's 5760 rows (90 stripes) over K =
+         * 2880 (45 tiles) */
+        {"gpt-oss gate_up M=256", 5760, 2880, 2304, 128, 1024, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T16,
+         90},
+        /* the bound: 39 tiles stay, 40 go; Qwen3-like gate_up (32 tiles) stays; forced skinny16
+         * keeps every projection */
+        {"K 39 tiles", 2048, 2496, 2304, 128, 1024, 1, HC_GPU_KERNEL_AUTO, HC_GMK_SKINNY16, 132},
+        {"K 40 tiles", 2048, 2560, 2304, 128, 1024, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T16, 32},
+        {"qwen3 gate_up M=128", 768, 2048, 2304, 128, 1024, 2, HC_GPU_KERNEL_AUTO,
+         HC_GMK_SKINNY16, 132},
+        {"forced skinny16", 256, 7168, 4352, 256, 2048, 2, HC_GMK_SKINNY16, HC_GMK_SKINNY16, 132},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hc_gpu_shape sh = layer(cases[i].n, cases[i].k, cases[i].chunk);
@@ -408,12 +457,13 @@ static void test_moe_w8_pick(void) {
         CHECK_EQ_INT(l.grid[0], cases[i].grid0);
         CHECK_EQ_INT(l.args, cases[i].want == HC_GMK_SKINNY16 ? HC_GPU_ARGS_STREAMK
                                                                : HC_GPU_ARGS_GEMV);
+        if (cases[i].want == HC_GMK_T16) CHECK_EQ_INT(r.tile, 16); /* (the route's tiles) */
         if (l.kernel == HC_GMK_W8) CHECK_EQ_U64(l.part_bytes + l.cnt_bytes, 0);
     }
     /* sm_86 (100 KiB an SM, 99 KiB a block): 4224-byte int8 chunks do not fit moe-w8 (101376 +
      * 12288 bytes), so down stays on moe-t8 (65536 + 16384); 5376-byte chunks fit neither, and
      * the plan refuses by name (the loader keeps the layer's reason) */
-    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376};
+    hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376, 0};
     hc_gpu_shape wide = layer(2048, 768, 4224), widest = layer(2048, 768, 5376);
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &wide, 1, &r, &l, &err), HC_OK);
@@ -475,8 +525,10 @@ static void test_moe_fuse_plan(void) {
         int forced;
         unsigned fuse, grid0, grid2;
     } gu_cases[] = {
-        /* r = 16: moe-ws24x6, six stripes a block: 12 / 3 = 4 groups */
-        {"ws24x6", 2048, HC_GPU_KERNEL_AUTO, 1, 4, 1},
+        /* r = 16 (the pick there below HC_MOE_WS24_GBPS_MAX): moe-ws24x6, six stripes a
+         * block: 12 / 3 = 4 groups; on the H200's memory moe-skinny32, the separate launch */
+        {"ws24x6", 2048, HC_GMK_WS24X6, 1, 4, 1},
+        {"skinny32 auto", 2048, HC_GPU_KERNEL_AUTO, 0, 0, 0},
         /* a tile of 128 (forced): two stripes a block, one of each: 12 groups */
         {"ws128", 16384, HC_GMK_WS128, 1, 12, 1},
         /* small M (tiles of 8) and the skinny kernels (forced at r = 32): the separate launch */

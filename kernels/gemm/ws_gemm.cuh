@@ -57,7 +57,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     /* (GATHER: the consumers' 256 threads copy the tile's 16-byte pieces, GP each a K tile, NS -
      * 2 K tiles ahead -- the stage the producer refills next is not yet released) */
     constexpr unsigned GP = (TOKS * 8 + 255) / 256;
-    static_assert(!GATHER || (SPW != 2 && NS >= 3), "a gathering pair or six-stripe kernel");
+    static_assert(!GATHER || (SPW == 3 && NS >= 3), "the gathering six-stripe kernel (v86's pair kernels lost)");
     /* where each of the tile's rows starts in x, in elements (the runtime gathers only where x
      * is under 2^32 elements: runtime/gpu_moe.c), ~0: zeros */
     __shared__ unsigned grow[GATHER ? TOKS : 1];

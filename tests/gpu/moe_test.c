@@ -4,7 +4,8 @@
  * block shapes (per-expert gate/up/down with act-order permutations for the integer codes,
  * SiLU, NVFP4 experts each with their own global divisor; a gpt-oss-like fused interleaved
  * gate_up with biases and the clamped SwiGLU, E = 128; a fused stacked gate_up with H % 8 != 0;
- * H = 2048 at small M, where K is split over blocks) x M in {1, 3, 16, 64, 333} x top-k in
+ * H = 2560 at small M, where K is split over blocks and gate_up and down run different
+ * kernels) x M in {1, 3, 16, 64, 333} x top-k in
  * {1, 2, 4, 8} on the E = 8 and E = 128 blocks (one top-k each in turn on the others; 4096 with
  * every top-k on the GPU; 16384 x top-8 past a chunk of the workspace), uniform and skewed
  * routing (ids -1 and E included: they contribute nothing), each grouped kernel forced once
@@ -306,7 +307,9 @@ int main(void) {
             {8, 256, 80, G_SPLIT, sp->kind == HC_TL_INT, false, false, NULL},
             {128, 200, 72, G_INTERLEAVED, false, true, true, NULL},
             {8, 70, 64, G_STACKED, false, false, false, NULL},
-            {4, 2048, 256, G_INTERLEAVED, false, false, false, NULL}, /* K split at small M */
+            /* K split at small M; at M = 16 x top-2 (r = 8, tiles of 16) gate_up's 40 K tiles
+             * run on moe-t16 and down on moe-skinny16 in one block (gpu_plan.c t16_serves) */
+            {4, 2560, 256, G_INTERLEAVED, false, false, false, NULL},
         };
         for (int ci = 0; ci < 4; ci++) {
             const mcfg *cf = &cfgs[ci];
