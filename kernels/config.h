@@ -64,6 +64,12 @@
  * row, 8 a block: v80, measured in session 33 within the spread -- Qwen3-like expands 1-6%
  * faster, DeepSeek-like ones 2-12% slower at M <= 1024) */
 #define HC_MOE_EXPAND_ROW_THREADS 256
+/* v89 (0 until measured): hc_moe_expand where it copies whole 16-byte pieces (no act-order
+ * permutation, aligned strides) keeps four rows in flight a thread -- a thread owns one column
+ * piece (grid y: the row's pieces in blocks of 256), rows blockIdx.x + gridDim.x j, one wave of
+ * resident blocks -- where the row-a-block form had one piece in flight at H = 2048 (H200:
+ * Qwen3-like expand 18.9 us at M = 1024, 62.3 at 4096 -- ~2 TB/s for a write-mostly stream) */
+#define HC_MOE_EXPAND_ROWS4 0
 /* v87 (0 until its full test run): moe-ws24x6 (the pick at r = 10-16 where memory is
  * H100-fast: runtime/gpu_plan.c) gathers gate_up's rows of x itself -- 192 of its 256 consumer
  * threads copy a 16-byte piece each a K tile with cp.async, NS - 2 K tiles ahead, into the

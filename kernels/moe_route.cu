@@ -276,7 +276,8 @@ __device__ __forceinline__ unsigned route_local(const int *ids, int s, int e0) {
  * [K], or 0) and zero-padded from K to ldxs. T = config.h HC_MOE_EXPAND_ROW_THREADS threads a
  * row, grid-stride over the block's rows (blockDim / T of them: the runtime's grid counts
  * them); each thread keeps four 16-byte pieces in flight where the strides allow, pad rows
- * included. ---- */
+ * included. With config.h HC_MOE_EXPAND_ROWS4 the unpermuted 16-byte case instead gives each
+ * thread one column piece and four rows in flight (grid y: a row's pieces in blocks of 256). ---- */
 extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, const int *sorted,
                                          const int *tail, const int *ids, int e0, hc_u64 topk,
                                          const hc_u64 *ptab, hc_u16 *xs, hc_u64 ldxs) {
@@ -287,7 +288,31 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
     const unsigned lane = threadIdx.x % T, rpb = blockDim.x / T;
     const bool vec = K % 8 == 0 && ldx % 8 == 0 && ldxs % 8 == 0 && ((hc_u64)x & 15) == 0 &&
                      ((hc_u64)xs & 15) == 0;
-    for (hc_u64 p = (hc_u64)blockIdx.x * rpb + threadIdx.x / T; p < rows;
+    if (HC_MOE_EXPAND_ROWS4 && vec && !ptab && (hc_u64)gridDim.y * blockDim.x * 8 >= ldxs) {
+        /* v89: this thread's column piece c (grid y: 256 pieces a block, covering the row --
+         * else the form below), rows blockIdx.x + gridDim.x j, four loads in flight before
+         * their stores (a slot is below 2^31 and top-k at most 256: a 32-bit division) */
+        const unsigned tk = (unsigned)topk;
+        const hc_u64 c = ((hc_u64)blockIdx.y * blockDim.x + threadIdx.x) * 8;
+        const hc_u64 G = gridDim.x;
+        for (hc_u64 p0 = blockIdx.x; c < ldxs && p0 < rows; p0 += 4 * G) {
+            uint4 v[4];
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                const hc_u64 p = p0 + u * G;
+                const int s = p < rows ? sorted[p] : -1;
+                v[u] = s >= 0 && c < K ? *(const uint4 *)(x + (hc_u64)((unsigned)s / tk) * ldx + c)
+                                       : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (p0 + u * G < rows) *(uint4 *)(xs + (p0 + u * G) * ldxs + c) = v[u];
+        }
+        HC_PDL_RELEASE();
+        return;
+    }
+    /* (the row-a-block form: on grid y's first plane only, where the launch has several) */
+    for (hc_u64 p = (hc_u64)blockIdx.x * rpb + threadIdx.x / T; blockIdx.y == 0 && p < rows;
          p += (hc_u64)gridDim.x * rpb) {
         const int s = sorted[p];
         const int *perm = ptab && s >= 0 ? (const int *)ptab[route_local(ids, s, e0)] : nullptr;

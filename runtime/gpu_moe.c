@@ -102,9 +102,18 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     if (HC_GPU_MOE_STOP(md, 1)) return HC_OK;
     const uint64_t rows = need.rows;
     const unsigned rgrid[3] = {(unsigned)(rows < 8192 ? rows : 8192), 1, 1};
-    /* (the expand: 256 / HC_MOE_EXPAND_ROW_THREADS rows a block) */
+    /* (the expand: 256 / HC_MOE_EXPAND_ROW_THREADS rows a block; with HC_MOE_EXPAND_ROWS4 a
+     * row's 16-byte pieces in blocks of 256 on grid y and four rows a block on x, one wave of
+     * eight resident blocks an SM at most -- the kernel's row-a-block form, where it runs,
+     * takes plane 0; a row too wide for the planes keeps the old grid and that form) */
     const uint64_t erows = hc__cdiv_u64(rows, 256 / HC_MOE_EXPAND_ROW_THREADS);
-    const unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
+    unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
+    if (HC_MOE_EXPAND_ROWS4) {
+        const uint64_t ey = hc__cdiv_u64(hc__cdiv_u64(ml->ldx, 8), 256);
+        uint64_t ex = hc__cdiv_u64(rows, 4), wave = dev.sms * 8 / ey;
+        if (ex > wave) ex = wave;
+        if (ey <= 65535) egrid[0] = (unsigned)(ex ? ex : 1), egrid[1] = (unsigned)ey;
+    }
     /* gate_up: x read in place by slot where the small-M kernels can, or the kernel gathers its
      * rows itself (the registry's `gathers`; its table holds 32-bit offsets into x), else
      * expanded rows */
