@@ -13,7 +13,9 @@
  * the routing touched (their tile bytes / time), large M TFLOP/s (2 x slots x 3 H I / time). In
  * a bench build (-DHC_BENCH_DIAG=1, docs/gpu.md) the gate_up GEMM alone is timed too (the block
  * stopped after gate_up, less the block stopped after routing), with Humming's indexed MoE GEMM
- * for the Qwen3-like gate_up on this H200 (issue 15's measurement, timed the same way) beside. */
+ * for the Qwen3-like gate_up on this H200 beside: its correct call (bench/humming_moe.py, timed
+ * the same way, session 37 -- issue 15's table was taken with an old call form that read about
+ * half the touched experts; the `humming` step of bench/device_run.sh measures it again). */
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -43,7 +45,7 @@ static const uint64_t Ms[] = {1, 16, 64, 256, 1024, 4096, 16384};
 
 static const bshape shapes[] = {
     {"qwen3-30b-a3b-like", 0, {128, 2048, 768, G_SPLIT, false, false, false, NULL}, 8,
-     {10.8, 33.5, 78.1, 77.7, 188.7, 491.9, 0}},
+     {9.1, 44.1, 64.5, 73.5, 126.7, 419.5, 0}},
     {"gpt-oss-120b-like", 7, {128, 2880, 2880, G_INTERLEAVED, false, true, true, NULL}, 4, {0}},
     {"deepseek-v3-tp8-like", 8, {256, 7168, 256, G_SPLIT, false, false, false, NULL}, 8, {0}},
 };
@@ -337,7 +339,7 @@ int main(void) {
                        "finalize %.1f us\n", st[1], st[2] - st[1], st[3] - st[2], st[4] - st[3],
                        st[5] - st[4], us - st[5]);
             if (mi < NMS && b->humming_gate_up[mi] > 0 && gu > 0)
-                printf("    gate_up: ours %.1f us, Humming %.1f us (issue 15) = %.2fx\n", gu,
+                printf("    gate_up: ours %.1f us, Humming %.1f us (H200, session 37) = %.2fx\n", gu,
                        b->humming_gate_up[mi], b->humming_gate_up[mi] / gu);
             /* each grouped kernel where its tile could serve the routing's rows an expert r (a
              * bit each: r <= 16, <= 64, <= 256, past), the forced-only ones too (moe-ws96,
