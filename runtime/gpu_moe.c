@@ -104,11 +104,12 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     const unsigned rgrid[3] = {(unsigned)(rows < 8192 ? rows : 8192), 1, 1};
     /* (the expand: 256 / HC_MOE_EXPAND_ROW_THREADS rows a block; with HC_MOE_EXPAND_ROWS4 a
      * row's 16-byte pieces in blocks of 256 on grid y and four rows a block on x, one wave of
-     * eight resident blocks an SM at most -- the kernel's row-a-block form, where it runs,
-     * takes plane 0; a row too wide for the planes keeps the old grid and that form) */
+     * eight resident blocks an SM at most, where the kernel takes that form; else, and for a
+     * row too wide for the planes, the old grid and form) */
     const uint64_t erows = hc__cdiv_u64(rows, 256 / HC_MOE_EXPAND_ROW_THREADS);
     unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
-    if (HC_MOE_EXPAND_ROWS4) {
+    if (HC_MOE_EXPAND_ROWS4 && !ml->up.ptab && ml->H % 8 == 0 && ml->ldx % 8 == 0 &&
+        (uintptr_t)x % 16 == 0) { /* (where the kernel takes that form: whole 16-byte pieces) */
         const uint64_t ey = hc__cdiv_u64(hc__cdiv_u64(ml->ldx, 8), 256);
         uint64_t ex = hc__cdiv_u64(rows, 4), wave = dev.sms * 8 / ey;
         if (ex > wave) ex = wave;

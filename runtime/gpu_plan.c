@@ -325,7 +325,8 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
 
 /* moe-ws24x6 is the pick at r = 10-16 only below this memory rate (GB/s, hc_gpu_caps.mem_gbps;
  * 0, unknown, counts as below): the H100 SXM (~3350) takes it, the H200 (~4900) skinny32
- * (bench/NOTES.md session 37) */
+ * (bench/NOTES.md session 37); an H100 NVL or GH200 (~4020 by the same formula) sits at the
+ * bound, unmeasured */
 #define HC_MOE_WS24_GBPS_MAX 4000u
 /* the fewest K tiles of 64 at which a projection of a tile-of-16 route (moe-skinny16's) runs
  * on moe-t16, the small-M body with its K split, instead (t16_serves): H200, r = 8 -- DeepSeek-
