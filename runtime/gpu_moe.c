@@ -102,29 +102,31 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     if (HC_GPU_MOE_STOP(md, 1)) return HC_OK;
     const uint64_t rows = need.rows;
     const unsigned rgrid[3] = {(unsigned)(rows < 8192 ? rows : 8192), 1, 1};
-    /* (the expand: 256 / HC_MOE_EXPAND_ROW_THREADS rows a block; with HC_MOE_EXPAND_ROWS4 a
-     * row's 16-byte pieces in blocks of 256 on grid y and four rows a block on x, one wave of
-     * eight resident blocks an SM at most, where the kernel takes that form; else, and for a
-     * row too wide for the planes, the old grid and form) */
-    const uint64_t erows = hc__cdiv_u64(rows, 256 / HC_MOE_EXPAND_ROW_THREADS);
-    unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
-    if (HC_MOE_EXPAND_ROWS4 && !ml->up.ptab && ml->H % 8 == 0 && ml->ldx % 8 == 0 &&
-        (uintptr_t)x % 16 == 0) { /* (where the kernel takes that form: whole 16-byte pieces) */
-        const uint64_t ey = hc__cdiv_u64(hc__cdiv_u64(ml->ldx, 8), 256);
-        uint64_t ex = hc__cdiv_u64(rows, 4), wave = dev.sms * 8 / ey;
-        if (ex > wave) ex = wave;
-        if (ey <= 65535) egrid[0] = (unsigned)(ex ? ex : 1), egrid[1] = (unsigned)ey;
-    }
+    /* x's rows as whole 16-byte pieces with no act-order permutation: what gate_up needs to read
+     * them in place, and the expand its four-row form */
+    const bool whole = !ml->up.ptab && ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
     /* gate_up: x read in place by slot where the small-M kernels can, or the kernel gathers its
      * rows itself (the registry's `gathers`; its table holds 32-bit offsets into x), else
      * expanded rows */
     const bool in_place = (lu.args == HC_GPU_ARGS_GEMV ||
                            (hc__gpu_moe_variants(&(size_t){0})[lu.kernel].gathers &&
                             m * ml->H < (1ull << 32))) &&
-                          !ml->up.ptab && ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
+                          whole;
     const void *xin = x;
     uint64_t ldx = ml->H, rdiv = topk;
     if (!in_place) {
+        /* (the expand: 256 / HC_MOE_EXPAND_ROW_THREADS rows a block; with HC_MOE_EXPAND_ROWS4,
+         * where the kernel takes that form, a row's 16-byte pieces in blocks of 256 on grid y
+         * and four rows a block on x, one wave of eight resident blocks an SM at most; a row too
+         * wide for the planes keeps the old grid and form) */
+        const uint64_t erows = hc__cdiv_u64(rows, 256 / HC_MOE_EXPAND_ROW_THREADS);
+        unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
+        if (HC_MOE_EXPAND_ROWS4 && whole && ml->ldx % 8 == 0) {
+            const uint64_t ey = hc__cdiv_u64(hc__cdiv_u64(ml->ldx, 8), 256);
+            uint64_t ex = hc__cdiv_u64(rows, 4), wave = dev.sms * 8 / ey;
+            if (ex > wave) ex = wave;
+            if (ey <= 65535) egrid[0] = (unsigned)(ex ? ex : 1), egrid[1] = (unsigned)ey;
+        }
         unsigned long long ldxx = ml->H, K = ml->H, tk = topk, ldo = ml->ldx;
         void *args[] = {(void *)&x, &ldxx, &K, &w->sorted, (void *)&tail, (void *)&ids, &e0, &tk,
                         (void *)&ml->up.ptab, &w->xs, &ldo};
