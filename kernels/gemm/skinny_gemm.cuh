@@ -147,15 +147,28 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
          * a divergent path makes ptxas serialise them all: C7520) and add exact zeros */
         auto weights = [&]() {
             const hc_u64 past = Q && 4 * kb + j >= tk32 ? 4 * kb + j + 1 - tk32 : 0u;
-            if (live)
-                bulk_load(smem_addr(smem + s * SB) + XS + j * (unsigned)cb, src - past * cb,
-                          (unsigned)cb, smem_addr(&full[s]));
+            if (live) {
+                const unsigned dst = smem_addr(smem + s * SB) + XS + j * (unsigned)cb;
+                if (HC_L2_HINTS) /* (read once: the policy made at each copy, no register kept) */
+                    bulk_load_hint(dst, src - past * cb, (unsigned)cb, smem_addr(&full[s]),
+                                   l2_evict_first());
+                else
+                    bulk_load(dst, src - past * cb, (unsigned)cb, smem_addr(&full[s]));
+            }
             src += Q ? 4 * cb : cb;
             if (++s == NS) s = 0, ph ^= 1;
             if (++kb == ipu && t + 1 < t1) {
                 kb = 0, un = work.at(++u);
                 start();
             }
+        };
+        /* an activation tile: read again by the next output tiles of its token tile (the
+         * block's next quads), so kept in L2 past the weights where HC_L2_HINTS says */
+        auto xload = [&](unsigned dst, unsigned c0, unsigned c1, unsigned bar) {
+            if (HC_L2_HINTS)
+                tma_load_2d_hint(dst, tmap, c0, c1, bar, l2_evict_last());
+            else
+                tma_load_2d(dst, tmap, c0, c1, bar);
         };
         start();
         if (PRE) {
@@ -172,8 +185,8 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
                 unsigned ua = t0 / ipu, ka = t0 - ua * ipu;
                 hc_u64 tok = work.at(ua).tok0;
                 for (unsigned i = 0; i < npre; i++) {
-                    tma_load_2d(smem_addr(smem + i * SB + (Q ? j * XB : 0u)), tmap,
-                                (Q ? 4 * ka + j : ka) * 64, (unsigned)tok, smem_addr(&full[i]));
+                    xload(smem_addr(smem + i * SB + (Q ? j * XB : 0u)), (Q ? 4 * ka + j : ka) * 64,
+                          (unsigned)tok, smem_addr(&full[i]));
                     if (++ka == ipu && i + 1 < npre) ka = 0, tok = work.at(++ua).tok0;
                 }
             }
@@ -182,8 +195,8 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
             if (t - t0 >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
             mbar_arrive_expect_tx(smem_addr(&full[s]), mine);
             if (Q || j == 0)
-                tma_load_2d(smem_addr(smem + s * SB + (Q ? j * XB : 0u)), tmap,
-                            (Q ? 4 * kb + j : kb) * 64, (unsigned)un.tok0, smem_addr(&full[s]));
+                xload(smem_addr(smem + s * SB + (Q ? j * XB : 0u)), (Q ? 4 * kb + j : kb) * 64,
+                      (unsigned)un.tok0, smem_addr(&full[s]));
             weights();
         }
         if (!Q && j == 3) {

@@ -63,12 +63,41 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, hc_u64 tmap, unsigned 
                  "l"(tmap), "r"(c0), "r"(c1), "r"(bar)
                  : "memory");
 }
+/* L2 eviction priorities for the copies below (config.h HC_L2_HINTS): data read once (the
+ * skinny kernels' weights) goes first, data read again by the block's next output tiles (their
+ * activation tile) last */
+__device__ __forceinline__ hc_u64 l2_evict_first() {
+    hc_u64 pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+__device__ __forceinline__ hc_u64 l2_evict_last() {
+    hc_u64 pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+/* tma_load_2d with an L2 policy (l2_evict_*) */
+__device__ __forceinline__ void tma_load_2d_hint(unsigned dst, hc_u64 tmap, unsigned c0,
+                                                 unsigned c1, unsigned bar, hc_u64 pol) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+                 "l"(tmap), "r"(c0), "r"(c1), "r"(bar), "l"(pol)
+                 : "memory");
+}
 /* bytes (a multiple of 16) global -> shared address dst, completing on barrier bar */
 __device__ __forceinline__ void bulk_load(unsigned dst, const void *src, unsigned bytes,
                                           unsigned bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
                  " [%0], [%1], %2, [%3];" ::"r"(dst),
                  "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+/* bulk_load with an L2 policy (l2_evict_*) */
+__device__ __forceinline__ void bulk_load_hint(unsigned dst, const void *src, unsigned bytes,
+                                               unsigned bar, hc_u64 pol) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+                 " [%0], [%1], %2, [%3], %4;" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar), "l"(pol)
                  : "memory");
 }
 /* an arrive on barrier bar once this thread's cp.async copies so far have landed (the barrier's
