@@ -53,6 +53,26 @@ hc_gpu_rule hc__tile_gpu_rule(const hc_tile_params *p) {
     if (row->codec == HC_CODEC_FP4 && p->global_div != 0 &&
         hc__scale_kind(p->scale_dtype, p->scale_divides) != HC_SK_E4M3)
         return HC_GPU_FP4_DIVISOR;
+    if (p->kind == HC_TL_INT && !p->sign_magnitude && !p->zeros &&
+        !hc__gpu_zero_fits(p->code_bits, p->zero_const))
+        return HC_GPU_ZERO_RANGE;
+    return HC_GPU_RUNS;
+}
+
+hc_gpu_rule hc__tile_gpu_rule_zeros(const hc_tile_params *p, const uint8_t *data, uint64_t len,
+                                    hc_tile_zero_at *at) {
+    if (p->kind != HC_TL_INT || p->sign_magnitude || !p->zeros || p->code_bits != 4 ||
+        p->chunk_bytes < p->code_bytes + p->scale_bytes + p->zero_bytes)
+        return HC_GPU_RUNS;
+    const uint64_t n = len / p->chunk_bytes; /* (whole chunks only: the bytes past are not read) */
+    for (uint64_t c = 0; c < n; c++) {
+        const uint8_t *z = data + c * p->chunk_bytes + p->code_bytes + p->scale_bytes;
+        for (uint64_t i = 0; i < p->zero_bytes; i++)
+            if (!hc__gpu_zero_fits(p->code_bits, z[i])) {
+                *at = (hc_tile_zero_at){c, (unsigned)(i / p->S), (unsigned)(i % p->S), z[i]};
+                return HC_GPU_ZERO_RANGE;
+            }
+    }
     return HC_GPU_RUNS;
 }
 

@@ -55,9 +55,32 @@ typedef enum {
     HC_GPU_FP4_DIVISOR,  /* an FP4 global divisor with non-E4M3 scales (kernels: E4M3 only) */
     HC_GPU_WIDE_K,       /* K >= HC_GPU_K_LIMIT: the tensor maps' coordinates are 32-bit signed
                           * (and no kernel was ever run past them) */
+    HC_GPU_ZERO_RANGE,   /* a 4-bit code's zero point above HC_GPU_ZERO4_MAX: the kernels take
+                          * 128 + z off as the bf16 bits 0xC300 | z (kernels/codec/codes.cuh
+                          * zero_operand), exact for z <= 127 only */
 } hc_gpu_rule;
 #define HC_GPU_K_LIMIT (1ull << 31)
+#define HC_GPU_ZERO4_MAX 127
 hc_gpu_rule hc__tile_gpu_rule(const hc_tile_params *p);
+/* Whether the GPU decode takes zero point z of code_bits-bit offset codes exactly: the one
+ * statement of that bound -- repack leaves a module with one past it in its source layout
+ * (repack/tiles.c), hc__tile_gpu_rule checks a layer's constant and hc__tile_gpu_rule_zeros
+ * its stored bytes (a container written before the repack rule). */
+static inline bool hc__gpu_zero_fits(unsigned code_bits, long z) {
+    return code_bits != 4 || z <= HC_GPU_ZERO4_MAX;
+}
+/* Where hc__tile_gpu_rule_zeros found a zero point the GPU does not take. */
+typedef struct {
+    uint64_t chunk; /* the chunk's index in the stored bytes (expert-major, then tile row, K) */
+    unsigned row;   /* tile row 0..63 */
+    unsigned group; /* scale column 0..S-1 */
+    unsigned value;
+} hc_tile_zero_at;
+/* The per-group zero-point bytes of len stored bytes of a tiled layer (whole chunks from the
+ * first) by hc__gpu_zero_fits: HC_GPU_RUNS, or HC_GPU_ZERO_RANGE and the first one past it in
+ * *at. Layers without per-group zero points (or not offset codes) pass at once. */
+hc_gpu_rule hc__tile_gpu_rule_zeros(const hc_tile_params *p, const uint8_t *data, uint64_t len,
+                                    hc_tile_zero_at *at);
 
 /* Fills the derived sizes from kind, bits, dims, g, scale dtype and zeros; false on overflow. */
 bool hc__tile_geometry(hc_tile_params *p);

@@ -56,6 +56,11 @@ static void gpu_rule(const hc_qtensor *q, size_t *n, char *why, size_t why_len) 
         *n = 0;
         snprintf(why, why_len, "layout %s has no GPU kernel", hc__layout_by_kind(pl.p.kind)->id);
         break;
+    case HC_GPU_ZERO_RANGE: /* (the planner keeps such a module untiled: here for the switch) */
+        *n = 0;
+        snprintf(why, why_len, "a 4-bit zero point of %d is above %d, past what the GPU decode "
+                 "takes exactly", pl.p.zero_const, HC_GPU_ZERO4_MAX);
+        break;
     case HC_GPU_RUNS: break;
     }
     hc__tile_plan_free(&pl);

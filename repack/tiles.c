@@ -81,9 +81,9 @@ bool hc__tile_plan_make(const hc_qtensor *q, hc_tile_plan *pl) {
                     return false;
                 }
                 /* (the GPU takes 4-bit codes off 128 + z in one exact bf16 FMA: z <= 127,
-                 * kernels/codec/codes.cuh zero_operand; a 4-bit code's zero point past 15 is
+                 * contract/layout.h hc__gpu_zero_fits; a 4-bit code's zero point past 15 is
                  * already outside its range, which validate warns of) */
-                if (p->code_bits == 4 && q->zeros[i] > 127) {
+                if (!hc__gpu_zero_fits(p->code_bits, q->zeros[i])) {
                     snprintf(pl->reason, sizeof pl->reason, "a zero point (%d) of 4-bit codes "
                              "is above 127, past what the GPU decode takes exactly",
                              q->zeros[i]);

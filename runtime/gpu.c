@@ -160,6 +160,9 @@ static hc_status model_load(hc_gpu *g, hc_container *c, const char *only, uint32
         hc_gpu_kind k;
         st = hc__gpu_layer_kind(t, &L->p, &k, &err);
         if (st) goto out;
+        st = hc__gpu_layer_zeros(t, &L->p, (const uint8_t *)hc_container_stored(c, t) + off, len,
+                                 &err);
+        if (st) goto out;
         const hc_tile_params *p = &L->p;
         L->mp = (hc_mma_params){p->tiles_n, p->tiles_k, p->chunk_bytes, p->N, p->K, p->K,
                                 (unsigned)p->code_bytes, (unsigned)p->scale_bytes, p->S, k.lgs,

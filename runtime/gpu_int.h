@@ -121,6 +121,11 @@ hc_gpu_caps hc__gpu_caps_of(const hc_gpu *g);
  * when no GPU kernel runs it. */
 hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, hc_gpu_kind *k,
                             hc_err *err);
+/* HC_UNSUPPORTED naming layer t and the stored byte where len bytes of its chunks (data) hold
+ * a 4-bit zero point the GPU decode does not take (contract/ hc__tile_gpu_rule_zeros): a
+ * container tiled before repack refused them. */
+hc_status hc__gpu_layer_zeros(const hc_tensor_info *t, const hc_tile_params *p,
+                              const uint8_t *data, uint64_t len, hc_err *err);
 /* Builds (or loads from the NVRTC cache) the tile_mma.cu module of kind k for arch, with the
  * options of the measurement mode diag (0: none): the one place that says a module's options,
  * for hc_gpu_model_load and hc_gpu_precompile alike. */

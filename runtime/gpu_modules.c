@@ -20,6 +20,20 @@ static bool kind_eq(hc_gpu_kind a, hc_gpu_kind b) {
     return a.codec == b.codec && a.sk == b.sk && a.lgs == b.lgs && a.zp == b.zp;
 }
 
+/* A layer whose 4-bit zero point z the GPU decode does not take (contract/layout.h
+ * hc__gpu_zero_fits): its constant (at NULL) or the stored byte at *at. */
+static hc_status zero_range(const hc_tensor_info *t, unsigned z, const hc_tile_zero_at *at,
+                            hc_err *err) {
+    char where[96] = "";
+    if (at)
+        snprintf(where, sizeof where, " (chunk %llu, tile row %u, group %u)",
+                 (unsigned long long)at->chunk, at->row, at->group);
+    return hc__fail(err, HC_UNSUPPORTED, "'%s': a 4-bit zero point of %u%s is above %d, which the "
+                    "GPU decode does not take exactly (the CPU executor runs it; this container "
+                    "was tiled before convert kept such layers in their source layout: convert "
+                    "the checkpoint again)", t->name, z, where, HC_GPU_ZERO4_MAX);
+}
+
 hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, hc_gpu_kind *k,
                             hc_err *err) {
     const hc_layout_row *row = hc__layout_row_of(p->kind, p->code_bits, p->sign_magnitude);
@@ -42,9 +56,18 @@ hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, h
         return hc__fail(err, HC_UNSUPPORTED, "'%s': K = %llu columns; the GPU kernels take rows "
                        "of fewer than 2^31 (the CPU executor runs it)", t->name,
                        (unsigned long long)p->K);
+    case HC_GPU_ZERO_RANGE:
+        return zero_range(t, p->zero_const, NULL, err);
     case HC_GPU_RUNS: break;
     }
     return HC_OK;
+}
+
+hc_status hc__gpu_layer_zeros(const hc_tensor_info *t, const hc_tile_params *p,
+                              const uint8_t *data, uint64_t len, hc_err *err) {
+    hc_tile_zero_at at;
+    if (hc__tile_gpu_rule_zeros(p, data, len, &at) == HC_GPU_RUNS) return HC_OK;
+    return zero_range(t, at.value, &at, err);
 }
 
 hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k, unsigned diag,

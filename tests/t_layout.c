@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "elements.h"
+#include "gpu_int.h"
 #include "layout.h"
 #include "test.h"
 #include "tiles.h"
@@ -309,8 +310,75 @@ static void test_gpu_rule(void) {
     CHECK_EQ_INT(hc__tile_gpu_rule(&s), HC_GPU_SMALL_GROUPS);
 }
 
+/* The 4-bit zero-point bound (contract/layout.h hc__gpu_zero_fits) on a layer's constant
+ * (hc__tile_gpu_rule) and on its stored bytes (hc__tile_gpu_rule_zeros: a container tiled before
+ * repack refused them), and the GPU loader's message naming the layer and the byte. */
+static void test_gpu_zero_rule(void) {
+    CHECK(hc__gpu_zero_fits(4, 127));
+    CHECK(!hc__gpu_zero_fits(4, 128));
+    CHECK(hc__gpu_zero_fits(8, 255));
+    hc_tile_params c = {.kind = HC_TL_INT, .code_bits = 4, .src_bits = 4, .E = 1, .N = 64,
+                        .K = 128, .Np = 64, .Kp = 128, .g = 128, .scale_dtype = HC_DT_BF16,
+                        .zero_const = 127};
+    CHECK(hc__tile_geometry(&c));
+    CHECK_EQ_INT(hc__tile_gpu_rule(&c), HC_GPU_RUNS);
+    c.zero_const = 128;
+    CHECK_EQ_INT(hc__tile_gpu_rule(&c), HC_GPU_ZERO_RANGE);
+    c.sign_magnitude = true; /* (no zero point) */
+    CHECK_EQ_INT(hc__tile_gpu_rule(&c), HC_GPU_RUNS);
+    c.sign_magnitude = false, c.code_bits = 8;
+    CHECK(hc__tile_geometry(&c));
+    CHECK_EQ_INT(hc__tile_gpu_rule(&c), HC_GPU_RUNS);
+
+    /* two experts of 2 x 2 tiles, groups of 32 (two zero bytes a tile row) */
+    hc_tile_params p = {.kind = HC_TL_INT, .code_bits = 4, .src_bits = 4, .E = 2, .N = 128,
+                        .K = 128, .Np = 128, .Kp = 128, .g = 32, .scale_dtype = HC_DT_BF16,
+                        .zeros = true};
+    CHECK(hc__tile_geometry(&p));
+    CHECK_EQ_U64(p.zero_bytes, 128);
+    const uint64_t nch = p.E * p.tiles_n * p.tiles_k, len = nch * p.chunk_bytes;
+    CHECK_EQ_U64(nch, 8);
+    uint8_t *d = malloc(len);
+    if (!d) return;
+    memset(d, 0xEE, len); /* codes and scales: any bytes (a zero point is only its own byte) */
+    for (uint64_t ch = 0; ch < nch; ch++)
+        memset(d + ch * p.chunk_bytes + p.code_bytes + p.scale_bytes, 8, p.zero_bytes);
+    hc_tile_zero_at at = {0};
+    CHECK_EQ_INT(hc__tile_gpu_rule_zeros(&p, d, len, &at), HC_GPU_RUNS);
+    /* chunk 5 (expert 1, tile row 0, K tile 1), row 17, group 1 */
+    uint8_t *z = d + 5 * p.chunk_bytes + p.code_bytes + p.scale_bytes + 17 * 2 + 1;
+    *z = 127;
+    CHECK_EQ_INT(hc__tile_gpu_rule_zeros(&p, d, len, &at), HC_GPU_RUNS);
+    *z = 200;
+    CHECK_EQ_INT(hc__tile_gpu_rule_zeros(&p, d, len, &at), HC_GPU_ZERO_RANGE);
+    CHECK_EQ_U64(at.chunk, 5);
+    CHECK_EQ_INT(at.row, 17);
+    CHECK_EQ_INT(at.group, 1);
+    CHECK_EQ_INT(at.value, 200);
+    /* only whole chunks are read: the slice up to chunk 5 passes */
+    CHECK_EQ_INT(hc__tile_gpu_rule_zeros(&p, d, 5 * p.chunk_bytes + 100, &at), HC_GPU_RUNS);
+    hc_tensor_info t = {.name = "model.layers.3.mlp.experts.gate_up_proj"};
+    hc_err err = {0};
+    CHECK_EQ_INT(hc__gpu_layer_zeros(&t, &p, d, len, &err), HC_UNSUPPORTED);
+    CHECK_CONTAINS(err.msg, "'model.layers.3.mlp.experts.gate_up_proj'");
+    CHECK_CONTAINS(err.msg, "zero point of 200 (chunk 5, tile row 17, group 1) is above 127");
+    CHECK_CONTAINS(err.msg, "convert the checkpoint again");
+    /* 8-bit codes take any byte */
+    hc_tile_params p8 = p;
+    p8.code_bits = 8;
+    CHECK(hc__tile_geometry(&p8));
+    uint8_t *d8 = calloc(1, p8.chunk_bytes);
+    if (d8) {
+        memset(d8 + p8.code_bytes + p8.scale_bytes, 255, p8.zero_bytes);
+        CHECK_EQ_INT(hc__tile_gpu_rule_zeros(&p8, d8, p8.chunk_bytes, &at), HC_GPU_RUNS);
+        free(d8);
+    }
+    free(d);
+}
+
 void suite_layout(void) {
     RUN(test_gpu_rule);
+    RUN(test_gpu_zero_rule);
     RUN(test_layout_table);
     RUN(test_layout_params_refused);
     RUN(test_nibble_emitters_agree);
