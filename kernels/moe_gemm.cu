@@ -279,3 +279,6 @@ template <int TOKS> struct moe_skinny {
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny16, 16)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny32, 32)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny64, 64)
+/* tiles of 24 (v91, forced only until measured: at r = 10-16 a tile of 32 multiplies half pad
+ * rows; 24 holds r + 2 sqrt(r) to r = 16 with a quarter less wgmma work and activation bytes) */
+HC_MOE_SKINNY_KERNEL(hc_moe_skinny24, 24)

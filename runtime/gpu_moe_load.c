@@ -369,8 +369,8 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
      * on the slots and their counters grow with the tiles, so this chunk size is their most
      * (hc__gpu_moe_need refuses where the device or the layout has none) */
     for (size_t i = 0; i < md->nmoe; i++) {
-        const int sk[3] = {HC_GMK_SKINNY16, HC_GMK_SKINNY32, HC_GMK_SKINNY64};
-        for (int q = 0; q < 3 && !md->moe[i].why[0]; q++) {
+        const int sk[4] = {HC_GMK_SKINNY16, HC_GMK_SKINNY24, HC_GMK_SKINNY32, HC_GMK_SKINNY64};
+        for (int q = 0; q < 4 && !md->moe[i].why[0]; q++) {
             hc_gpu_moe_wsneed n;
             hc_gpu_moe_route r;
             hc_gpu_moe_launch lu, ld;
