@@ -362,19 +362,17 @@ int main(void) {
             }
             if (!sweep) { /* 4 < rows per expert <= 64: the kernels the chooser weighs there,
                  * forced beside its pick (skinny16 on both projections at 5-9, where a long K
-                 * runs on t16; ws24x6 and skinny32 at 10-16, by the memory's rate, and v91's
-                 * skinny24 there; skinny64 at
-                 * 17-64 beside skinny32, ws80r or ws80d) */
+                 * runs on t16; ws24x6 and skinny32 at 10-16 beside skinny24; skinny64 at 17-64
+                 * beside skinny32, ws80r or ws80d) */
                 const uint64_t rpe = rx;
-                const char *alts2[3] = {rpe <= 4    ? NULL
+                const char *alts2[2] = {rpe <= 4    ? NULL
                                         : rpe <= 9  ? "moe-skinny16"
                                         : rpe <= 16 ? "moe-ws24x6"
                                         : rpe <= 64 ? "moe-skinny64"
                                                     : NULL,
-                                        rpe > 9 && rpe <= 16 ? "moe-skinny32" : NULL,
-                                        rpe > 9 && rpe <= 16 ? "moe-skinny24" : NULL};
+                                        rpe > 9 && rpe <= 16 ? "moe-skinny32" : NULL};
                 double aus, agu;
-                for (int q = 0; q < 3; q++)
+                for (int q = 0; q < 2; q++)
                     if (alts2[q] && forced_us(md, &oc, s, alts2[q], &aus, &agu))
                         printf("    %llu rows per expert: %s forced: block %.1f us, gate_up %.1f us "
                                "(auto: %.1f, %.1f)\n", (unsigned long long)rpe, alts2[q], aus, agu,

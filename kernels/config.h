@@ -150,14 +150,16 @@
  * To measure (0x989680: 10 ms, a bound -- the thread resumes when the phase completes):
  * `VARIANT="HC_MBAR_SUSPEND_NS 0x989680" STEPS="kernels moe" sh bench/device_run.sh`. */
 #define HC_MBAR_SUSPEND_NS 0
-/* v90 (not yet measured: bench/NOTES.md session 38): L2 eviction priorities in the skinny
- * family's copies (gemm/skinny_gemm.cuh) -- the weights, read once, evict_first; the activation
- * tile, read again by each of the block's next output tiles, evict_last. A persistent block
- * walks one token tile's quads in turn, so a MoE expert's sorted rows are read once a quad
- * (gate_up: six times) about 15 us apart while the other blocks stream ~40 MB of weights past
- * them: ncu counted 320 MB read for 207 MB of weights (moe-skinny32, Qwen3-like M = 256, H100,
- * session 31). To measure: `VARIANT="HC_L2_HINTS 0"` with 1 in the tree. */
-#define HC_L2_HINTS 0
+/* v90: L2 eviction priorities in the skinny family's copies (gemm/skinny_gemm.cuh) -- the
+ * weights, read once, evict_first; the activation tile, read again by each of the block's next
+ * output tiles, evict_last. A persistent block walks one token tile's quads in turn, so a MoE
+ * expert's sorted rows are read once a quad (gate_up: six times) about 15 us apart while the
+ * other blocks stream ~40 MB of weights past them: ncu counted 320 MB read for 207 MB of
+ * weights (moe-skinny32, Qwen3-like M = 256, H100, session 31), 234 MB with v90. H100, same
+ * runs, gate_up at r = 16: skinny32 131.8 / 128.7 -> 99.0 / 99.7 us, skinny24 121.5 / 118.4 ->
+ * 94.1 / 94.2; skinny16 at r = 8 (gpt-oss-, DeepSeek-like) and the small-M picks unchanged
+ * (bench/NOTES.md session 38). A cache policy only: the same bits. 0: the plain copies. */
+#define HC_L2_HINTS 1
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
  * aligned): the shared memory every module reserves is sized for it */
 #define HC_CHUNK_MAX 5376

@@ -323,11 +323,6 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
  * past (bench/NOTES.md session 20: v44 lost at long K) */
 #define HC_MOE_W8_TILES_K 12u
 
-/* moe-ws24x6 is the pick at r = 10-16 only below this memory rate (GB/s, hc_gpu_caps.mem_gbps;
- * 0, unknown, counts as below): the H100 SXM (~3350) takes it, the H200 (~4900) skinny32
- * (bench/NOTES.md session 37); an H100 NVL or GH200 (~4020 by the same formula) sits at the
- * bound, unmeasured */
-#define HC_MOE_WS24_GBPS_MAX 4000u
 /* the fewest K tiles of 64 at which a projection of a tile-of-16 route (moe-skinny16's) runs
  * on moe-t16, the small-M body with its K split, instead (t16_serves): H200, r = 8 -- DeepSeek-
  * like FP8 gate_up (112 tiles) 245.3 us against skinny16's 332.5, gpt-oss-like MXFP4 (45 tiles
@@ -412,13 +407,13 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
                 const double c = ws_tiles_of(ws_tiles[i].rows, r) * ws_tiles[i].cost;
                 if (i == 0 || c < best) best = c, k = ws_tiles[i].k;
             }
-        } else if (has_ws && T == 32 && tile_holds(24, r) && dev->mem_gbps < HC_MOE_WS24_GBPS_MAX) {
-            /* r = 10-16 where memory runs at an H100's rate: one tile of 24 on moe-ws24x6, six
-             * stripes a block (H100, Qwen3-like gate_up at r = 16 with its expand: 110.7 us
-             * against moe-t16's 116.4 and skinny32's 128.8; bench/NOTES.md v72). On an H200
-             * skinny32's 16 consumer warps an SM keep up with the faster memory where
-             * ws24x6's 8 do not: 100.2 us against 112.6 (session 37), so it falls through */
-            k = HC_GMK_WS24X6;
+        } else if (has_sk && T == 32 && tile_holds(24, r)) {
+            /* r = 10-16: one tile of 24 on moe-skinny24, the skinny body's 16 consumer warps an
+             * SM behind a quarter less pad than skinny32's (H100, Qwen3-like gate_up at r = 16
+             * with v90's L2 priorities: skinny24 94.1 us, skinny32 99.0, moe-ws24x6 -- the pick
+             * here until then, 8 consumer warps an SM -- 110.1; bench/NOTES.md session 38; on
+             * the H200 skinny32 already beat ws24x6 without v90: 100.2 against 112.6) */
+            k = HC_GMK_SKINNY24;
         } else if (has_ws && T == 64) {
             /* r = 23-49: a tile of 64 holds an expert's rows; moe-ws80r takes them in one, four
              * stripes a block (H100, M = 1024 at r = 32: gpt-oss-like block 1239.3 us against

@@ -14,7 +14,7 @@
 /* MoE: the grouped kernel and tile for a call (r = ceil(slots / min(E, slots)) rows per
  * touched expert; the tile T the smallest of 8, 16, 32, 64 with r + 2 sqrt(r) <= T: T = 8
  * the small-M tiles of 8 (r <= 4), else on sm_90a the skinny kernel of T rows (16: r <= 9, 32:
- * r <= 22 -- but a tile of 24 on moe-ws24x6 where it holds r, r <= 16 -- 64: r <= 49, a tile
+ * r <= 22 -- but a tile of 24 on moe-skinny24 where it holds r, r <= 16 -- 64: r <= 49, a tile
  * of 64 on moe-ws80r where the warp-specialised kernels run), past
  * it the warp-specialised tile of least expected cost (ws_tiles); without those tiles of 16), the
  * tile bound (slots + touched (T - 1)) / T worked by hand, the launches' grids and K split, the
@@ -36,10 +36,9 @@ static void test_moe_plan(void) {
         {640, HC_GMK_SKINNY16, 16, 160},   /* r = 5: 5 + 2 x 2.2 > 8: (640 + 128 x 15) / 16 */
         {1024, HC_GMK_SKINNY16, 16, 184},  /* M = 128: r = 8: (1024 + 1920) / 16 */
         {1152, HC_GMK_SKINNY16, 16, 192},  /* r = 9: (16 - 9)^2 = 49 >= 36 */
-        /* r = 10-16: past 16, within a tile of 24 ((24 - r)^2 >= 4 r): on the H200's memory
-         * moe-skinny32 (moe-ws24x6 below HC_MOE_WS24_GBPS_MAX: the H100 cases below) */
-        {1280, HC_GMK_SKINNY32, 32, 164},  /* r = 10: 36 < 40: (1280 + 128 x 31) / 32 */
-        {2048, HC_GMK_SKINNY32, 32, 188},  /* M = 256: r = 16: 64 >= 64: (2048 + 3968) / 32 */
+        /* r = 10-16: past 16, within a tile of 24 ((24 - r)^2 >= 4 r): moe-skinny24 */
+        {1280, HC_GMK_SKINNY24, 24, 176},  /* r = 10: 36 < 40: (1280 + 128 x 23) / 24 */
+        {2048, HC_GMK_SKINNY24, 24, 208},  /* M = 256: r = 16: 64 >= 64: (2048 + 2944) / 24 */
         {2176, HC_GMK_SKINNY32, 32, 192},  /* r = 17: 49 < 68: (2176 + 3968) / 32 */
         {2816, HC_GMK_SKINNY32, 32, 212},  /* r = 22: 100 >= 88 */
         /* r = 23-49: 64 holds r: moe-ws80r, tiles of 80 and of 64 -- at most slots / 80 of 80
@@ -77,8 +76,8 @@ static void test_moe_plan(void) {
         CHECK_EQ_U64(r.tiles_max, cases[i].tiles);
         CHECK_EQ_U64(r.touched, cases[i].slots < 128 ? cases[i].slots : 128);
     }
-    /* the same routes on an H100's memory (and on one whose rate the driver did not state): r =
-     * 10-16 on moe-ws24x6, one tile of 24; the rest as on the H200 */
+    /* the same routes on an H100's memory (and on one whose rate the driver did not state): the
+     * chooser does not read the rate since moe-skinny24 took r = 10-16 on both (session 38) */
     {
         hc_gpu_caps unk = h100;
         unk.mem_gbps = 0;
@@ -91,8 +90,8 @@ static void test_moe_plan(void) {
                 uint64_t tiles;
             } hc[] = {
                 {1152, HC_GMK_SKINNY16, 16, 192}, /* r = 9 */
-                {1280, HC_GMK_WS24X6, 24, 176},   /* r = 10: (1280 + 128 x 23) / 24 */
-                {2048, HC_GMK_WS24X6, 24, 208},   /* r = 16: (2048 + 2944) / 24 */
+                {1280, HC_GMK_SKINNY24, 24, 176}, /* r = 10: (1280 + 128 x 23) / 24 */
+                {2048, HC_GMK_SKINNY24, 24, 208}, /* r = 16: (2048 + 2944) / 24 */
                 {2176, HC_GMK_SKINNY32, 32, 192}, /* r = 17 */
                 {8192, HC_GMK_WS80D, 80, 228},    /* r = 64 */
             };
@@ -525,10 +524,10 @@ static void test_moe_fuse_plan(void) {
         int forced;
         unsigned fuse, grid0, grid2;
     } gu_cases[] = {
-        /* r = 16 (the pick there below HC_MOE_WS24_GBPS_MAX): moe-ws24x6, six stripes a
-         * block: 12 / 3 = 4 groups; on the H200's memory moe-skinny32, the separate launch */
+        /* r = 16: moe-ws24x6 (forced), six stripes a block: 12 / 3 = 4 groups; the pick there,
+         * moe-skinny24, the separate launch */
         {"ws24x6", 2048, HC_GMK_WS24X6, 1, 4, 1},
-        {"skinny32 auto", 2048, HC_GPU_KERNEL_AUTO, 0, 0, 0},
+        {"skinny24 auto", 2048, HC_GPU_KERNEL_AUTO, 0, 0, 0},
         /* a tile of 128 (forced): two stripes a block, one of each: 12 groups */
         {"ws128", 16384, HC_GMK_WS128, 1, 12, 1},
         /* small M (tiles of 8) and the skinny kernels (forced at r = 32): the separate launch */
