@@ -279,6 +279,7 @@ template <int TOKS> struct moe_skinny {
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny16, 16)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny32, 32)
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny64, 64)
-/* tiles of 24 (v91, forced only until measured: at r = 10-16 a tile of 32 multiplies half pad
- * rows; 24 holds r + 2 sqrt(r) to r = 16 with a quarter less wgmma work and activation bytes) */
+/* tiles of 24 (v91, the route's pick at r = 10-16: a tile of 32 multiplies half pad rows there;
+ * 24 holds r + 2 sqrt(r) to r = 16 with a quarter less wgmma work and activation bytes -- H100,
+ * Qwen3-like gate_up at r = 16: 94.1 us against skinny32's 99.0, bench/NOTES.md session 38) */
 HC_MOE_SKINNY_KERNEL(hc_moe_skinny24, 24)

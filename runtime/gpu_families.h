@@ -94,8 +94,8 @@ typedef enum {
     HC_GMK_WS80R,    /* hc_moe_ws80r (sm_90a): tiles of 80 rows and of 64, four stripes a
                       * block (v78) */
     HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79) */
-    HC_GMK_SKINNY24, /* hc_moe_skinny24 (sm_90a): the skinny body at tiles of 24 rows (v91;
-                      * forced only until measured) */
+    HC_GMK_SKINNY24, /* hc_moe_skinny24 (sm_90a): the skinny body at tiles of 24 rows (v91:
+                      * the pick at r = 10-16) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
