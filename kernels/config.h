@@ -64,22 +64,13 @@
  * row, 8 a block: v80, measured in session 33 within the spread -- Qwen3-like expands 1-6%
  * faster, DeepSeek-like ones 2-12% slower at M <= 1024) */
 #define HC_MOE_EXPAND_ROW_THREADS 256
-/* v89 (0 until measured): hc_moe_expand where it copies whole 16-byte pieces (no act-order
+/* v89 (0 until the H200 decides; H100, session 38: expand 18.5 -> 16.8 us at Qwen3-like M =
+ * 1024, 79.9 -> 79.1 at 4096): hc_moe_expand where it copies whole 16-byte pieces (no act-order
  * permutation, aligned strides) keeps four rows in flight a thread -- a thread owns one column
  * piece (grid y: the row's pieces in blocks of 256), rows blockIdx.x + gridDim.x j, one wave of
  * resident blocks -- where the row-a-block form had one piece in flight at H = 2048 (H200:
  * Qwen3-like expand 18.9 us at M = 1024, 62.3 at 4096 -- ~2 TB/s for a write-mostly stream) */
 #define HC_MOE_EXPAND_ROWS4 0
-/* v87 (0 until its full test run): moe-ws24x6 (the pick at r = 10-16 where memory is
- * H100-fast: runtime/gpu_plan.c) gathers gate_up's rows of x itself -- 192 of its 256 consumer
- * threads copy a 16-byte piece each a K tile with cp.async, NS - 2 K tiles ahead, into the
- * stage's swizzled activation tile -- so that gate_up has no expand launch before it (H200,
- * Qwen3-like M = 256: gate_up with its expand 117.1 -> 112.9 us). The same gather in moe-ws80d
- * and moe-ws288 (v86) lost on the H200 (M = 1024 155.7 -> 180.0 us, M = 4096 435.2 -> 457.9:
- * 64-288 rows' copies on the consumers cost more than the expand launch) and was deleted
- * (bench/NOTES.md session 37). 1: gathers where the layer has no act-order permutation and x's
- * rows are 16-byte aligned (runtime/gpu_moe.c) */
-#define HC_MOE_WS24_GATHER 0
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at

@@ -126,13 +126,11 @@ template <int SPW> struct moe_act_of {
         return f;
     }
 };
-/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM; GATHER: the
- * block copies its rows of xg itself where the launch gives xg (a.rdiv = topk: moe_args.h) */
-template <int TOKS, int SPW = 1, int BPS = 1, int GATHER = 0>
+/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM */
+template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
-                                            unsigned vp, unsigned i, hc_u64 tok0,
-                                            const hc_u16 *xg = nullptr) {
+                                            unsigned vp, unsigned i, hc_u64 tok0) {
     const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
     /* the block's first stripe: of its part's groups of 2 SPW, or (halves of a fused gate_up,
      * moe_args.h) of gate's groups of SPW, up's the same rows */
@@ -146,19 +144,17 @@ __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_p
     }
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS, GATHER>(
+    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS>(
         (const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0, tok0 + (hc_u64)rows,
-        out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e},
-        ws_gather{a.rdiv ? xg : nullptr, a.sorted, a.rdiv});
+        out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
 }
-template <int TOKS, int SPW = 1, int BPS = 1, int GATHER = 0>
+template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
-                                       hc_u16 *__restrict__ out, const hc_tmap &tmx,
-                                       const hc_u16 *xg) {
+                                       hc_u16 *__restrict__ out, const hc_tmap &tmx) {
     unsigned vp, mt;
     hc_ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     if ((int)mt >= a.meta[0]) return;
-    moe_ws_tile<TOKS, SPW, BPS, GATHER>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS, xg);
+    moe_ws_tile<TOKS, SPW, BPS>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
 }
 /* two tile sizes (the route's T = BIG and Ts = SMALL, moe_args.h): grid z 0 the tiles of BIG
  * rows (tmx: boxes of BIG rows), z 1 those of SMALL after them (tms: boxes of SMALL); the
@@ -179,24 +175,22 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
         moe_ws_tile<SMALL, SPW>(a, p, out, tms, vp, nb + mt, (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
     }
 }
-#define HC_MOE_WS_BODY(toks, spw, bps, g) moe_ws<toks, spw, bps, g>(a, p, out, tmx, xg)
+#define HC_MOE_WS_BODY(toks, spw, bps) moe_ws<toks, spw, bps>(a, p, out, tmx)
 #define HC_MOE_WS_TWO_BODY(big, small, spw) moe_ws_two<big, small, spw>(a, p, out, tmx, tms)
 #else
-#define HC_MOE_WS_BODY(toks, spw, bps, g)                                                      \
-    ((void)a, (void)p, (void)out, (void)tmx, (void)xg, __trap()) /* sm_90a only */
+#define HC_MOE_WS_BODY(toks, spw, bps)                                                         \
+    ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
 #define HC_MOE_WS_TWO_BODY(big, small, spw)                                                    \
     ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
-/* (bps: blocks an SM, the launch bounds and config.h HC_WS_PREGS / HC_WS_CREGS; g: the block
- * gathers its rows of xg, x of the call, where the launch gives it -- a.rdiv = topk -- config.h
- * HC_MOE_WS24_GATHER, moe-ws24x6 only; xg is 0 otherwise, and the rows come through tmx) */
-#define HC_MOE_WS_KERNEL_N(name, toks, spw, bps, g)                                            \
+/* (bps: blocks an SM, the launch bounds and config.h HC_WS_PREGS / HC_WS_CREGS) */
+#define HC_MOE_WS_KERNEL_N(name, toks, spw, bps)                                               \
     extern "C" __global__ void __launch_bounds__(HC_WS_THREADS, bps)                           \
         name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
-             const __grid_constant__ hc_tmap tmx, const hc_u16 *xg) {                          \
-        HC_MOE_WS_BODY(toks, spw, bps, g);                                                     \
+             const __grid_constant__ hc_tmap tmx) {                                            \
+        HC_MOE_WS_BODY(toks, spw, bps);                                                        \
     }
-#define HC_MOE_WS_KERNEL(name, toks, spw) HC_MOE_WS_KERNEL_N(name, toks, spw, 1, 0)
+#define HC_MOE_WS_KERNEL(name, toks, spw) HC_MOE_WS_KERNEL_N(name, toks, spw, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws64, 64, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws96, 96, 1) /* (MoE only: ~64 rows an expert in one tile; v62) */
 HC_MOE_WS_KERNEL(hc_moe_ws128, 128, 1)
@@ -207,16 +201,17 @@ HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1)
  * weight rows, twice the independent work a warp; the route's pick at ~50-90 rows an expert) */
 HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)
 /* six stripes a block, three a consumer warpgroup, tiles of 24 (v72: the route's pick at r =
- * 10-16 -- weights streamed 384 rows a block behind one small activation tile, three
- * independent decodes a warp; v70's eight stripes (Humming's 24 x 512) left a third of Qwen3's
- * gate_up blocks' stripes dead (768 rows a part) and lost to moe-t16) */
-HC_MOE_WS_KERNEL_N(hc_moe_ws24x6, 24, 3, 1, HC_MOE_WS24_GATHER)
+ * 10-16 on the H100 until moe-skinny24 with v90 took it, session 38; forced only now --
+ * weights streamed 384 rows a block behind one small activation tile, three independent
+ * decodes a warp; v70's eight stripes (Humming's 24 x 512) left a third of Qwen3's gate_up
+ * blocks' stripes dead (768 rows a part) and lost to moe-t16) */
+HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
 /* two stripes a block, tiles of 80, two blocks an SM at 104 consumer registers (v79: the
  * route's pick at r = 50-68 and 128-146 -- r = 64 holds r + 2 sqrt(r) = 80, Humming's tile
  * there; the two blocks overlap one's fill, drain and epilogue, the fused activation's too, with
  * the other's main loop, and give 16 consumer warps an SM: H100, Qwen3-like M = 1024 block
  * 270.6 us against the four-stripe one-block ws80w's 290.9, bench/NOTES.md session 33) */
-HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2, 0)
+HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2)
 /* two tile sizes: an expert's whole tiles of big rows and its remainder in one of small where
  * it fits (moe_route.cu route_split), spw stripes a consumer warpgroup */
 #define HC_MOE_WS_TWO_KERNEL(name, big, small, spw)                                            \

@@ -153,7 +153,7 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
     {.id = HC_GMK_WS96W, .entry = "hc_moe_ws96w", .forced = "moe-ws96w", .like = HC_GK_WS64,
      .toks = 96, .stripes = 4},
     {.id = HC_GMK_WS24X6, .entry = "hc_moe_ws24x6", .forced = "moe-ws24x6", .like = HC_GK_WS64,
-     .toks = 24, .stripes = 6, .gathers = HC_MOE_WS24_GATHER},
+     .toks = 24, .stripes = 6},
     {.id = HC_GMK_WS80R, .entry = "hc_moe_ws80r", .forced = "moe-ws80r", .like = HC_GK_WS64,
      .toks = 80, .stripes = 4, .small = 64},
     {.id = HC_GMK_WS80D, .entry = "hc_moe_ws80d", .forced = "moe-ws80d", .like = HC_GK_WS64,

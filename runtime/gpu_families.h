@@ -124,9 +124,6 @@ typedef struct {
      * config.h HC_WS_PREGS / HC_WS_CREGS; the runtime asks for the shared-memory carveout that
      * holds them), else 0 */
     unsigned bps;
-    /* 1 where its gate_up reads x's rows itself, no expand launch before it (v87: moe-ws24x6
-     * when config.h HC_MOE_WS24_GATHER is 1; moe_gemm.cu instances it so), else 0 */
-    unsigned gathers;
 } hc_gpu_moe_variant;
 
 /* The family of grouped kernel mv, *v its dense variant at mv's token tile. */

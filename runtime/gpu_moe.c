@@ -35,10 +35,8 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
         void *args[] = {&a, &mp, (void *)&x, &out, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
-    CUtensorMap tm = {0}, tms;
-    /* (a kernel that gathers its rows of x -- rdiv -- reads no tensor map: none encoded) */
-    if (!rdiv)
-        HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
+    CUtensorMap tm, tms;
+    HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
     if (lp->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
         void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
@@ -49,9 +47,7 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
         void *args[] = {&a, &mp, &out, &tm, &tms};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
     }
-    /* (+ x, where the kernel gathers its rows: moe_gemm.cu HC_MOE_WS_KERNEL_N) */
-    const void *xg = rdiv ? x : NULL;
-    void *args[] = {&a, &mp, &out, &tm, (void *)&xg};
+    void *args[] = {&a, &mp, &out, &tm};
     return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
 }
 
@@ -105,13 +101,8 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     /* x's rows as whole 16-byte pieces with no act-order permutation: what gate_up needs to read
      * them in place, and the expand its four-row form */
     const bool whole = !ml->up.ptab && ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
-    /* gate_up: x read in place by slot where the small-M kernels can, or the kernel gathers its
-     * rows itself (the registry's `gathers`; its table holds 32-bit offsets into x), else
-     * expanded rows */
-    const bool in_place = (lu.args == HC_GPU_ARGS_GEMV ||
-                           (hc__gpu_moe_variants(&(size_t){0})[lu.kernel].gathers &&
-                            m * ml->H < (1ull << 32))) &&
-                          whole;
+    /* gate_up: x read in place by slot where the small-M kernels can, else expanded rows */
+    const bool in_place = lu.args == HC_GPU_ARGS_GEMV && whole;
     const void *xin = x;
     uint64_t ldx = ml->H, rdiv = topk;
     if (!in_place) {

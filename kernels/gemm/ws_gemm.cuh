@@ -41,27 +41,13 @@
  * activation in its epilogue, epilogue/moe_act.cuh; ws_no_act otherwise): where actf.on(), in
  * halves mode the stage's chunks are gate's stripes nb0 .. (from w) and up's same rows (from
  * wup), live of each, and the outputs go through the activation into h instead of y. */
-struct ws_gather {
-    const hc_u16 *x; /* 0: no gather */
-    const int *sorted;
-    hc_u64 rdiv;
-};
-template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1, int GATHER = 0>
+template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx,
-                                              const ACTF &actf = ACTF(),
-                                              const ws_gather &gx = ws_gather{}) {
+                                              const ACTF &actf = ACTF()) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
     constexpr int NS = HC_WS_STAGES(TOKS), BOX = HC_WS_BOX(TOKS);
-    /* (GATHER: the consumers' 256 threads copy the tile's 16-byte pieces, GP each a K tile, NS -
-     * 2 K tiles ahead -- the stage the producer refills next is not yet released) */
-    constexpr unsigned GP = (TOKS * 8 + 255) / 256;
-    static_assert(!GATHER || (SPW == 3 && NS >= 3), "the gathering six-stripe kernel (v86's pair kernels lost)");
-    /* where each of the tile's rows starts in x, in elements (the runtime gathers only where x
-     * is under 2^32 elements: runtime/gpu_moe.c), ~0: zeros */
-    __shared__ unsigned grow[GATHER ? TOKS : 1];
-    const bool gat = GATHER && gx.x != nullptr;
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
     /* (two stripes a warpgroup at 128 tokens spill in the int8 kind with zero points: t_jit;
      * three hold 3 x 4 x 4 x 2 A registers, so a tile of at most 24) */
@@ -79,14 +65,10 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     const hc_u64 tiles = p.tiles_k;
     if (tid == 0) {
         for (int s = 0; s < NS; s++) {
-            mbar_init(smem_addr(&full[s]), gat ? 1 + 256 : 1); /* (+ each consumer thread's) */
+            mbar_init(smem_addr(&full[s]), 1);
             mbar_init(smem_addr(&empty[s]), 8 * HC_EMPTY_LANES);
         }
         mbar_init_fence();
-    }
-    if (gat && tid < TOKS) {
-        const int sl = tok0 + tid < m ? gx.sorted[tok0 + tid] : -1;
-        grow[tid] = sl >= 0 ? (unsigned)((hc_u64)sl / gx.rdiv * p.ldx) : ~0u;
     }
     __syncthreads();
     if (warp < 4) { /* ---- producer ---- */
@@ -99,7 +81,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         const ws_act fa = actf.on() ? actf() : ws_act{};
         const bool halves = fa.mode == 1;
         const unsigned nld = halves ? 2 * fa.live : live, hl = halves ? fa.live : NST;
-        const unsigned tx = (gat ? 0u : XB) + nld * (unsigned)cb;
+        const unsigned tx = XB + nld * (unsigned)cb;
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned s = 0, ph = 0;
         for (hc_u64 kb = 0; kb < tiles; kb++) {
@@ -108,9 +90,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             mbar_arrive_expect_tx(fb, tx);
 #pragma unroll
             for (int h = 0; h < TOKS / BOX; h++) /* (boxes of 1024-byte multiples: one swizzle) */
-                if (!gat)
-                    tma_load_2d(st + h * BOX * 128, tmap, (unsigned)(kb * 64),
-                                (unsigned)tok0 + h * BOX, fb);
+                tma_load_2d(st + h * BOX * 128, tmap, (unsigned)(kb * 64),
+                            (unsigned)tok0 + h * BOX, fb);
             for (unsigned q = 0; q < nld; q++) {
                 const bool up = q >= hl; /* (halves mode only) */
                 const hc_u8 *src = up ? fa.wup + (q - hl) * sstride : wsrc + q * sstride;
@@ -135,38 +116,9 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         for (int i = 0; i < TOKS / 2; i++) d[0][i] = 0.0f;
     }
     unsigned a0[SPW][4][4], a1[SPW][4][4];
-    /* GATHER: K tile t's activations into stage t % NS by this thread's pieces (16 bytes of row
-     * q / 8 at column piece q % 8, q = ct + 256 i, the 128-byte swizzle: pieces of row r at r x
-     * 128 + (c ^ r % 8) x 16 -- the piece column and r % 8 are the same for each i, so the
-     * pieces lie 32 rows, 4096 bytes, apart), zeros for a pad row or past K, then an arrive on
-     * the stage's full barrier once they land; for t >= NS, once every consumer released tile t
-     * - NS there */
-    const unsigned ct = tid - 128, gpc = ct & 7, grw = ct >> 3;
-    const unsigned gdst = grw * 128 + ((gpc ^ (grw & 7)) * 16);
-    auto gather = [&](unsigned t) {
-        const unsigned sg = t % NS;
-        if (t >= (unsigned)NS) { /* (then the wgmma's async-proxy reads before these writes) */
-            mbar_wait(smem_addr(&empty[sg]), (t / NS - 1) & 1);
-            fence_proxy_async();
-        }
-        hc_u8 *xs = smem + sg * stage_bytes + gdst;
-        const hc_u64 k = (hc_u64)t * 64 + gpc * 8;
-        const bool kin = k < p.K;
-#pragma unroll
-        for (unsigned i = 0; i < GP; i++) {
-            if (TOKS * 8 % 256 != 0 && ct + 256 * i >= TOKS * 8) break;
-            const unsigned xo = grow[grw + 32 * i];
-            const bool ok = kin && xo != ~0u;
-            cp16(xs + 4096 * i, ok ? gx.x + xo + k : gx.x, ok ? 16 : 0);
-        }
-        cp_async_mbar_arrive(smem_addr(&full[sg]));
-    };
-    /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a (a
-     * gathered tile: the consumers' cp.async wrote it through the generic proxy, the wgmma read
-     * it through the async one) */
+    /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4][4]) {
         mbar_wait(smem_addr(&full[s]), ph);
-        if (gat) fence_proxy_async();
 #pragma unroll
         for (int j = 0; j < SPW; j++)
             ws_decode(smem + s * stage_bytes + XB + (wgc * SPW + j) * cb, p, wl, lane, r0, a[j]);
@@ -189,11 +141,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         wgmma_commit();
         wgmma_wait<1>();
         if (kb > 0) ring_release(smem_addr(&empty[sp]), lane);
-        if (gat && kb + NS - 2 < tiles) gather((unsigned)kb + NS - 2);
         if (kb + 1 < tiles) decode(sn, phn, an);
     };
-    if (gat)
-        for (unsigned t = 0; t < NS - 2 && t < tiles; t++) gather(t);
     if (tiles > 0) decode(0, 0, a0);
     unsigned s = 0, ph = 0, sp = NS - 1;
     for (hc_u64 kb = 0; kb < tiles; kb += 2) {

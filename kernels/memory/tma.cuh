@@ -100,11 +100,6 @@ __device__ __forceinline__ void bulk_load_hint(unsigned dst, const void *src, un
                  "l"(src), "r"(bytes), "r"(bar), "l"(pol)
                  : "memory");
 }
-/* an arrive on barrier bar once this thread's cp.async copies so far have landed (the barrier's
- * count includes it: .noinc) */
-__device__ __forceinline__ void cp_async_mbar_arrive(unsigned bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
 /* this thread's shared-memory writes ordered before later async-proxy reads and writes */
 __device__ __forceinline__ void fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
