@@ -88,7 +88,7 @@ uint64_t hc_gpu_mem_gbps(const hc_gpu *g) { return g->mem_gbps; }
 
 hc_gpu_caps hc__gpu_caps_of(const hc_gpu *g) {
     return (hc_gpu_caps){g->arch, (uint64_t)g->sms, hc__cuda.tmap_encode != NULL,
-                         (uint64_t)g->smem_sm, (uint64_t)g->smem_block, g->mem_gbps};
+                         (uint64_t)g->smem_sm, (uint64_t)g->smem_block};
 }
 
 int hc__gpu_layer_cmp(const void *a, const void *b) {

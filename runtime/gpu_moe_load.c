@@ -365,17 +365,22 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
             }
         }
     }
-    /* the skinny kernels (forced ones too) at the chunk's slots: their segments do not depend
-     * on the slots and their counters grow with the tiles, so this chunk size is their most
-     * (hc__gpu_moe_need refuses where the device or the layout has none) */
+    /* the skinny kernels (the registry's stream-K ones, forced ones too) at the chunk's slots:
+     * their segments do not depend on the slots and their counters grow with the tiles, so this
+     * chunk size is their most (hc__gpu_moe_need refuses where the device or the layout has
+     * none) */
+    size_t nv;
+    const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
     for (size_t i = 0; i < md->nmoe; i++) {
-        const int sk[4] = {HC_GMK_SKINNY16, HC_GMK_SKINNY24, HC_GMK_SKINNY32, HC_GMK_SKINNY64};
-        for (int q = 0; q < 4 && !md->moe[i].why[0]; q++) {
+        for (size_t q = 0; q < nv && !md->moe[i].why[0]; q++) {
+            hc_gpu_variant v;
+            if (hc__gpu_moe_like(&mv[q], &v)->args != HC_GPU_ARGS_STREAMK) continue;
             hc_gpu_moe_wsneed n;
             hc_gpu_moe_route r;
             hc_gpu_moe_launch lu, ld;
             hc_err e = {0};
-            if (hc__gpu_moe_need(&dev, &md->moe[i], w->slots, sk[q], &n, &r, &lu, &ld, &e)) continue;
+            if (hc__gpu_moe_need(&dev, &md->moe[i], w->slots, (int)q, &n, &r, &lu, &ld, &e))
+                continue;
             if (n.part > w->part_bytes) w->part_bytes = n.part;
             if (n.cnt > w->cnt_bytes) w->cnt_bytes = n.cnt;
         }

@@ -34,8 +34,6 @@ typedef struct {
     uint64_t smem_block; /* the most a block may have, static included (the opt-in attribute:
                             99 KiB on sm_86/sm_89, 163 KiB on sm_80, 227 KiB on sm_90); 0:
                             unknown, no limit */
-    uint64_t mem_gbps; /* the memory's peak rate, GB/s (the driver's clock x bus width: ~3350 on
-                          an H100 SXM, ~4900 on an H200); 0: unknown */
 } hc_gpu_caps;
 
 /* Whether a kernel whose dynamic shared memory is dyn bytes can run on dev: dyn and the

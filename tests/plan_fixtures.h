@@ -8,10 +8,9 @@
 #include "gpu_plan.h"
 #include "layouts.h"
 
-/* The H200: sm_90a, 132 SMs, the driver's tensor-map encoder present, memory at ~4.8 TB/s; the
- * H100 SXM the same but for its memory (~3.35 TB/s: the MoE chooser's one device-rate input). */
-static const hc_gpu_caps h200 = {"sm_90a", 132, true, 233472, 232448, 4800};
-static const hc_gpu_caps h100 = {"sm_90a", 132, true, 233472, 232448, 3352};
+/* The H200 (and the H100 SXM, which the chooser sees the same): sm_90a, 132 SMs, the driver's
+ * tensor-map encoder present. */
+static const hc_gpu_caps h200 = {"sm_90a", 132, true, 233472, 232448};
 
 static inline size_t round1024(size_t v) { return (v + 1023) / 1024 * 1024; }
 

@@ -82,7 +82,7 @@ static void test_small_m(void) {
     hc_gpu_shape small = layer(640, 2880, 2176);
     CHECK_EQ_INT(choose_ok(&h200, &small, 16, HC_GPU_KERNEL_AUTO).ksplit, 5);
     /* the same small-M kernels off Hopper */
-    hc_gpu_caps a100 = {"sm_80", 108, true, 167936, 166912, 0};
+    hc_gpu_caps a100 = {"sm_80", 108, true, 167936, 166912};
     c = choose_ok(&a100, &small, 7, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(c.kernel, HC_GK_GEMV_T8);
     CHECK_EQ_INT(c.ksplit, 5); /* 432 / 10 = 43, cut to 5 */
@@ -226,7 +226,7 @@ static void test_skinny(void) {
     CHECK_EQ_INT(choose_ok(&h200, &big, 128, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &sq, 129, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128);
     CHECK_EQ_INT(choose_ok(&h200, &small, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WS128K);
-    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472, 232448, 0}, a100 = {"sm_80", 108, true, 167936, 166912, 0};
+    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472, 232448}, a100 = {"sm_80", 108, true, 167936, 166912};
     CHECK_EQ_INT(choose_ok(&notmap, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_WGMMA);
     CHECK_EQ_INT(choose_ok(&a100, &sq, 64, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
     hc_gpu_choice c;
@@ -273,7 +273,7 @@ static void test_ws_streamk(void) {
         CHECK(choose_ok(&h200, &l, 64, HC_GPU_KERNEL_AUTO).kernel != HC_GK_WS128K);
     }
     /* off Hopper, no ws128k: the skinny family's absence leaves M = 100 to the others */
-    hc_gpu_caps a100 = {"sm_80", 108, true, 167936, 166912, 0};
+    hc_gpu_caps a100 = {"sm_80", 108, true, 167936, 166912};
     hc_gpu_shape sq = layer(8192, 8192, 2176);
     CHECK_EQ_INT(choose_ok(&a100, &sq, 100, HC_GPU_KERNEL_AUTO).kernel, HC_GK_MMA);
     /* M = 333: three token tiles (the last short), 224 x 3 tiles */
@@ -284,7 +284,7 @@ static void test_ws_streamk(void) {
 /* Without the tensor-map encoder Hopper runs the 128-token wgmma kernel; other architectures
  * the mma.sync one; both 256 threads over (stripe pairs) x ceil(M / 128). */
 static void test_fallbacks(void) {
-    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472, 232448, 0}, a100 = {"sm_80", 108, true, 167936, 166912, 0};
+    hc_gpu_caps notmap = {"sm_90a", 132, false, 233472, 232448}, a100 = {"sm_80", 108, true, 167936, 166912};
     hc_gpu_shape l = layer(8192, 8192, 2304);
     hc_gpu_choice c = choose_ok(&notmap, &l, 17, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(c.kernel, HC_GK_WGMMA);
@@ -343,7 +343,7 @@ static void test_forced_kernels(void) {
     CHECK_EQ_INT(hc__gpu_force_parse("moe-act-apart", &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_MOE_ACT_APART);
     /* not on this device: the kernel and the device named */
-    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912, 0}, notmap = {"sm_90a", 132, false, 233472, 232448, 0};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912}, notmap = {"sm_90a", 132, false, 233472, 232448};
     hc_err e2 = {0};
     CHECK_EQ_INT(hc__gpu_force_check(&a100, HC_GK_WS256, &e2), HC_UNSUPPORTED);
     CHECK_STR_EQ(e2.msg, "hc_gpu_model_force_kernel(\"ws256\"): that kernel is not available "
@@ -394,7 +394,7 @@ static void test_m_limits(void) {
     CHECK_EQ_INT(hc__gpu_choose(&h200, &l, 65535ull * 128 + 1, HC_GPU_KERNEL_AUTO, &c, &err),
                  HC_INVALID);
     CHECK_STR_EQ(err.msg, "M=8388481 exceeds 8388480 tokens per call");
-    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912, 0};
+    hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912};
     CHECK_EQ_INT(choose_ok(&a100, &l, 65535ull * 128, HC_GPU_KERNEL_AUTO).grid[1], 65535);
     CHECK_EQ_INT(choose_ok(&h200, &l, 65535ull * 64, HC_GK_WS64).grid[1], 65535);
     hc_err e2 = {0};
@@ -411,7 +411,7 @@ static void test_m_limits(void) {
  * t8 53248 fit, the two-stripe t16 (106496) does not, so 9 <= M <= 16 runs mma.sync; int8
  * (4224): t1's six stages (104960) do not, t8 runs M = 1 (83968). */
 static void test_device_smem_limit(void) {
-    const hc_gpu_caps ada = {"sm_89", 142, true, 102400, 101376, 0};
+    const hc_gpu_caps ada = {"sm_89", 142, true, 102400, 101376};
     hc_gpu_shape big = layer(28672, 8192, 2304), big8 = layer(28672, 8192, 4224);
     CHECK_EQ_INT(choose_ok(&ada, &big, 1, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T1);
     CHECK_EQ_INT(choose_ok(&ada, &big, 8, HC_GPU_KERNEL_AUTO).kernel, HC_GK_GEMV_T8);
