@@ -202,7 +202,7 @@ HC_API hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len);
 HC_API void hc_gpu_free(hc_gpu *g); /* accepts NULL */
 HC_API const char *hc_gpu_arch(const hc_gpu *g); /* "sm_90a" */
 /* The device memory's peak rate in GB/s as the driver states it (memory clock x bus width; 0
- * where it does not): the one rate the MoE kernel choice reads (docs/gpu.md). */
+ * where it does not): the benchmarks print it beside the measured stream rate. */
 HC_API uint64_t hc_gpu_mem_gbps(const hc_gpu *g);
 /* The reference GPU GEMM: Y = X W^T for the tiled layer NAME, float32 host buffers, the
  * same arithmetic and order as hc_cpu_linear (bit-identical results). */
