@@ -144,7 +144,7 @@ __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_p
     }
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS>(
+    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS, HC_MOE_WS_L2_HINTS>(
         (const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0, tok0 + (hc_u64)rows,
         out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
 }

@@ -149,11 +149,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
             const hc_u64 past = Q && 4 * kb + j >= tk32 ? 4 * kb + j + 1 - tk32 : 0u;
             if (live) {
                 const unsigned dst = smem_addr(smem + s * SB) + XS + j * (unsigned)cb;
-                if (HC_L2_HINTS) /* (read once: the policy made at each copy, no register kept) */
-                    bulk_load_hint(dst, src - past * cb, (unsigned)cb, smem_addr(&full[s]),
-                                   l2_evict_first());
-                else
-                    bulk_load(dst, src - past * cb, (unsigned)cb, smem_addr(&full[s]));
+                load_once<HC_L2_HINTS>(dst, src - past * cb, (unsigned)cb, smem_addr(&full[s]));
             }
             src += Q ? 4 * cb : cb;
             if (++s == NS) s = 0, ph ^= 1;
@@ -165,10 +161,7 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
         /* an activation tile: read again by the next output tiles of its token tile (the
          * block's next quads), so kept in L2 past the weights where HC_L2_HINTS says */
         auto xload = [&](unsigned dst, unsigned c0, unsigned c1, unsigned bar) {
-            if (HC_L2_HINTS)
-                tma_load_2d_hint(dst, tmap, c0, c1, bar, l2_evict_last());
-            else
-                tma_load_2d(dst, tmap, c0, c1, bar);
+            tma_load_kept<HC_L2_HINTS>(dst, tmap, c0, c1, bar);
         };
         start();
         if (PRE) {

@@ -40,8 +40,10 @@
  * SPW = 3 (moe-ws24x6) the same with six stripes a block. actf (the grouped gate_up with the
  * activation in its epilogue, epilogue/moe_act.cuh; ws_no_act otherwise): where actf.on(), in
  * halves mode the stage's chunks are gate's stripes nb0 .. (from w) and up's same rows (from
- * wup), live of each, and the outputs go through the activation into h instead of y. */
-template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1>
+ * wup), live of each, and the outputs go through the activation into h instead of y. L2: the
+ * copies' L2 policies (memory/tma.cuh load_once / tma_load_kept; the grouped kernels' constant
+ * HC_MOE_WS_L2_HINTS, where an expert's rows are one token tile and its weights read once). */
+template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1, int L2 = 0>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx,
@@ -90,13 +92,13 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             mbar_arrive_expect_tx(fb, tx);
 #pragma unroll
             for (int h = 0; h < TOKS / BOX; h++) /* (boxes of 1024-byte multiples: one swizzle) */
-                tma_load_2d(st + h * BOX * 128, tmap, (unsigned)(kb * 64),
-                            (unsigned)tok0 + h * BOX, fb);
+                tma_load_kept<L2>(st + h * BOX * 128, tmap, (unsigned)(kb * 64),
+                                  (unsigned)tok0 + h * BOX, fb);
             for (unsigned q = 0; q < nld; q++) {
                 const bool up = q >= hl; /* (halves mode only) */
                 const hc_u8 *src = up ? fa.wup + (q - hl) * sstride : wsrc + q * sstride;
-                bulk_load(st + XB + (up ? SPW + q - hl : q) * (unsigned)cb, src + kb * cb,
-                          (unsigned)cb, fb);
+                load_once<L2>(st + XB + (up ? SPW + q - hl : q) * (unsigned)cb, src + kb * cb,
+                              (unsigned)cb, fb);
             }
             if (++s == NS) s = 0, ph ^= 1;
         }

@@ -100,6 +100,26 @@ __device__ __forceinline__ void bulk_load_hint(unsigned dst, const void *src, un
                  "l"(src), "r"(bytes), "r"(bar), "l"(pol)
                  : "memory");
 }
+/* the producers' copies under a kernel family's L2 constant HINT (config.h HC_L2_HINTS,
+ * HC_WS_L2_HINTS): a weight chunk, read once, evict_first; an activation tile, read again by
+ * the next output tiles of its token tile, evict_last; the plain copies where HINT is 0 (the
+ * policy is made at each copy: no register kept across the loop) */
+template <int HINT>
+__device__ __forceinline__ void load_once(unsigned dst, const void *src, unsigned bytes,
+                                          unsigned bar) {
+    if (HINT)
+        bulk_load_hint(dst, src, bytes, bar, l2_evict_first());
+    else
+        bulk_load(dst, src, bytes, bar);
+}
+template <int HINT>
+__device__ __forceinline__ void tma_load_kept(unsigned dst, hc_u64 tmap, unsigned c0, unsigned c1,
+                                              unsigned bar) {
+    if (HINT)
+        tma_load_2d_hint(dst, tmap, c0, c1, bar, l2_evict_last());
+    else
+        tma_load_2d(dst, tmap, c0, c1, bar);
+}
 /* this thread's shared-memory writes ordered before later async-proxy reads and writes */
 __device__ __forceinline__ void fence_proxy_async() {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
