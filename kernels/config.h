@@ -151,15 +151,6 @@
  * 94.1 / 94.2; skinny16 at r = 8 (gpt-oss-, DeepSeek-like) and the small-M picks unchanged
  * (bench/NOTES.md session 38). A cache policy only: the same bits. 0: the plain copies. */
 #define HC_L2_HINTS 1
-/* v92: v90's L2 policies in the grouped warp-specialised kernels' copies (moe-ws80d, ws80r,
- * ws288, ws96w ...: gemm/ws_gemm.cuh through moe_gemm.cu). At Qwen3-like M = 1024 (r = 64, one
- * tile of 80 an expert) each expert's weights are read once and its sorted rows (327 KB) by
- * three blocks of two stripes; the expand wrote those rows just before (33.5 MB, within L2)
- * and 201 MB of weights stream past them. Prediction: DRAM bytes ~300 -> ~235 MB, gate_up
- * 137.7 -> ~130 us on the H200 if part of the kernel waits on memory; nothing where the
- * consumers' decode bounds it. The dense ws kernels (weights read once a token tile) keep the
- * plain copies. 0: plain copies. */
-#define HC_MOE_WS_L2_HINTS 0
 /* the largest tile chunk of any layout, bytes (int8 codes + F32 scales + zero points, 128
  * aligned): the shared memory every module reserves is sized for it */
 #define HC_CHUNK_MAX 5376

@@ -160,6 +160,10 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .bps = 2},
     {.id = HC_GMK_SKINNY24, .entry = "hc_moe_skinny24", .forced = "moe-skinny24",
      .like = HC_GK_SKINNY32, .toks = 24},
+    {.id = HC_GMK_WS80C, .entry = "hc_moe_ws80c", .forced = "moe-ws80c", .like = HC_GK_WS64,
+     .toks = 80, .bps = 2, .cluster = 2},
+    {.id = HC_GMK_WS288C, .entry = "hc_moe_ws288c", .forced = "moe-ws288c", .like = HC_GK_WS256,
+     .toks = 288, .cluster = 2},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {
