@@ -76,6 +76,23 @@
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at
  * most 256 rows) -- the runtime encodes the tensor map with HC_WS_BOX too */
 #define HC_WS_STAGES(toks) ((toks) > 256 ? 4 : HC_WIDE_STAGES)
+/* v94: the ring of a warp-specialised block at two blocks an SM (moe-ws80d, moe-ws80c) -- with
+ * HC_WS2_FILL as many stages as half an SM's shared memory holds (HC_WS2_BLOCK_SMEM: 228 KB
+ * less each block's static and reserved kilobyte, less the ring's 1024-byte alignment slack),
+ * at most 8; else HC_WS_STAGES. Why: ncu of ws80d at Qwen3-like M = 1024 (H100, session 39) has
+ * 20% of the warps' samples in the consumers' full-barrier waits of the main loop with five
+ * stages of 15 KB (int4 g128) -- 156 of the SM's 228 KB used; seven fit. The host sizes the
+ * launch with the same macro (runtime/gpu_families.c). 0: five stages. */
+#define HC_WS2_FILL 0
+#define HC_WS2_BLOCK_SMEM (111u * 1024u)
+#define HC_WS_STAGE_BYTES(toks, chunks, chunk)                                                 \
+    (((toks) * 128u + (chunks) * (chunk) + 1023u) / 1024u * 1024u)
+#define HC_WS_RING_STAGES(toks, bps, chunks, chunk)                                            \
+    ((bps) == 2 && HC_WS2_FILL                                                                 \
+         ? ((HC_WS2_BLOCK_SMEM - 1024u) / HC_WS_STAGE_BYTES(toks, chunks, chunk) > 8u          \
+                ? 8u                                                                           \
+                : (HC_WS2_BLOCK_SMEM - 1024u) / HC_WS_STAGE_BYTES(toks, chunks, chunk))        \
+         : (unsigned)HC_WS_STAGES(toks))
 /* a warp-specialised block's registers after setmaxnreg, producer and consumers, with bps
  * blocks an SM: one (65536 / 384 = 168 at launch): 40 and 232; two (moe-ws80d: 80 at launch,
  * 30720 a block): 24 and 104 */

@@ -179,6 +179,8 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     hc_gpu_variant v;
     const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
     if (mv->stripes) return ws_smem_of(v.toks, mv->stripes, chunk); /* (warp-specialised only) */
+    if (mv->bps == 2) /* (two blocks an SM: the ring config.h HC_WS_RING_STAGES gives them) */
+        return ring_smem(HC_WS_RING_STAGES(v.toks, 2u, 2u, chunk), v.toks, 2, chunk);
     return f->smem(&v, chunk);
 }
 

@@ -56,7 +56,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx,
                                               const ACTF &actf = ACTF(), bool dead = false) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
-    constexpr int NS = HC_WS_STAGES(TOKS), BOX = HC_WS_BOX(TOKS);
+    constexpr int NS = (int)HC_WS_RING_STAGES(TOKS, BPS, 2 * SPW, HC_CHUNK_BYTES),
+                  BOX = HC_WS_BOX(TOKS);
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
     constexpr bool MC = CL == 2; /* (the half tile a block brings: whole swizzle rows too) */
     static_assert(CL == 1 || (CL == 2 && TOKS % 16 == 0), "clusters of two, halves of 8 rows x 128");
