@@ -72,9 +72,6 @@ typedef struct {
     const float *bias;
     unsigned short *h;
     unsigned long long ldh, I, ustripes;
-    /* a kernel launched in clusters of two (v93): its stripe groups, the grid's x being one more
-     * where they are odd (the cluster's pad block); unused by the others */
-    unsigned groups;
 } hc_moe_args;
 
 #endif

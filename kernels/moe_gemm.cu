@@ -127,13 +127,20 @@ template <int SPW> struct moe_act_of {
     }
 };
 /* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM; CL = 2: in
- * clusters of two (a group past a.groups is the pad block: ws_gemm_block's dead) */
+ * clusters of two (the grid's x made even: a group past the plan's count is the pad block,
+ * ws_gemm_block's dead -- the count is the runtime's grid x, HC_MOE_WS_GROUPS) */
 template <int TOKS, int SPW = 1, int BPS = 1, int CL = 1>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                             unsigned vp, unsigned i, hc_u64 tok0) {
-    const bool dead = CL == 2 && vp >= a.groups;
-    if (dead) vp = a.groups - 1; /* (a real group's pointers; nothing of it is read or written) */
+    bool dead = false;
+    if (CL == 2) {
+        const unsigned all = a.fuse == 1
+                                 ? (unsigned)HC_MOE_WS_GROUPS(1u, a.I, 0u, SPW, 1u)
+                                 : (unsigned)HC_MOE_WS_GROUPS(0u, 0u, p.tiles_n, SPW, a.parts);
+        dead = vp >= all;
+        if (dead) vp = all - 1; /* (a real group's pointers; nothing of it is read or written) */
+    }
     const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
     /* the block's first stripe: of its part's groups of 2 SPW, or (halves of a fused gate_up,
      * moe_args.h) of gate's groups of SPW, up's the same rows */

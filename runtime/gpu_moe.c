@@ -38,10 +38,11 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
     CUtensorMap tm, tms;
     const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&(size_t){0})[lp->kernel];
     unsigned grid[3] = {lp->grid[0], lp->grid[1], lp->grid[2]};
-    /* in clusters of two (moe_gemm.cu moe_ws): an even grid x, the kernel told the real groups;
-     * each block brings half a tile's rows (a tile past 256 rows is two boxes already) */
+    /* in clusters of two (moe_gemm.cu moe_ws): an even grid x (the kernel knows the plan's
+     * groups: a block past them is the pad); each block brings half a tile's rows (a tile past
+     * 256 rows is two boxes already) */
     const unsigned box_rows = mv->cluster == 2 && r->tile <= 256 ? r->tile / 2 : r->tile;
-    if (mv->cluster == 2) a.groups = grid[0], grid[0] += grid[0] & 1u;
+    if (mv->cluster == 2) grid[0] += grid[0] & 1u;
     HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, box_rows, "the sorted activations", err));
     if (lp->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
         void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
