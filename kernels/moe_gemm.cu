@@ -228,9 +228,11 @@ HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
  * the other's main loop, and give 16 consumer warps an SM: H100, Qwen3-like M = 1024 block
  * 270.6 us against the four-stripe one-block ws80w's 290.9, bench/NOTES.md session 33) */
 HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2)
-/* in clusters of two along x, the activation tile multicast to both blocks (v93: each tile read
- * from L2 once for four stripes where ws80d / ws288 read it once for two -- at Qwen3-like M =
- * 1024 ws80d reads ~500 MB of activations from L2 beside 201 MB of weights, ~5 TB/s) */
+/* in clusters of two along x, the activation tile multicast to both blocks (v93, forced only:
+ * each tile read from L2 once for four stripes where ws80d / ws288 read it once for two -- at
+ * Qwen3-like M = 1024 ~500 MB of activation reads beside 201 MB of weights; ncu then found
+ * ws80d at 46% of its memory throughput, and the first form, a remote arrival a lane, ran 1.76x
+ * slower: bench/NOTES.md session 39) */
 #ifdef HC_SM90A
 #define HC_MOE_CLUSTER2 __cluster_dims__(2, 1, 1)
 #else
