@@ -46,13 +46,13 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
     HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, box_rows, "the sorted activations", err));
     if (lp->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
         void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
-        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
+        return hc__gpu_launch(k, grid, lp->block, lp->smem, true, args, s, entry, err);
     }
     if (r->tile_small) { /* + the map of the small tiles' boxes (moe_gemm.cu moe_ws_two) */
         HC_TRY(hc__gpu_tmap_rows(&tms, x, rows, mp.K, ldx, r->tile_small, "the sorted activations",
                                  err));
         void *args[] = {&a, &mp, &out, &tm, &tms};
-        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
+        return hc__gpu_launch(k, grid, lp->block, lp->smem, false, args, s, entry, err);
     }
     void *args[] = {&a, &mp, &out, &tm};
     return hc__gpu_launch(k, grid, lp->block, lp->smem, false, args, s, entry, err);

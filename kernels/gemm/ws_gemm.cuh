@@ -59,6 +59,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     constexpr int NS = (int)HC_WS_RING_STAGES(TOKS, BPS, 2 * SPW, HC_CHUNK_BYTES),
                   BOX = HC_WS_BOX(TOKS);
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
+    static_assert(NS >= 3, "a stage in the wgmma, one decoding, one loading");
     constexpr bool MC = CL == 2; /* (the half tile a block brings: whole swizzle rows too) */
     static_assert(CL == 1 || (CL == 2 && TOKS % 16 == 0), "clusters of two, halves of 8 rows x 128");
     /* (two stripes a warpgroup at 128 tokens spill in the int8 kind with zero points: t_jit;
