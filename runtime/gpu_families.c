@@ -40,20 +40,21 @@ static size_t mma_smem(const hc_gpu_variant *v, uint64_t chunk) {
 /* wgmma and warp-specialised: 1024-byte alignment slack + stages x round1024(activation tile +
  * the chunks of a stage) (the 128-byte swizzle wants 1024-byte aligned stages) */
 static size_t ring_smem(unsigned stages, unsigned toks, unsigned chunks, uint64_t chunk) {
-    return 1024 + (size_t)stages * (((size_t)toks * 128 + chunks * (size_t)chunk + 1023) / 1024 * 1024);
+    return 1024 + (size_t)stages * (size_t)HC_WS_STAGE_BYTES((uint64_t)toks, chunks, chunk);
 }
 static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return ring_smem(v->stages, v->toks, 2, chunk);
 }
 
-/* warp-specialised: a block of `stripes` chunks a stage, its stages by its token tile (config.h
- * HC_WS_STAGES: a tile past 256 tokens, moe-ws288, has fewer), so that a grouped variant at
- * another tile or stripe count sizes right */
-static size_t ws_smem_of(unsigned toks, unsigned stripes, uint64_t chunk) {
-    return ring_smem(HC_WS_STAGES(toks), toks, stripes, chunk);
+/* warp-specialised: a block of `stripes` chunks a stage, bps blocks an SM, its stages as the
+ * kernel's ring (config.h HC_WS_RING_STAGES: a tile past 256 tokens, moe-ws288, has fewer; two
+ * blocks an SM may have more), so that a grouped variant at another tile, stripe count or
+ * blocks an SM sizes right */
+static size_t ws_smem_of(unsigned toks, unsigned stripes, unsigned bps, uint64_t chunk) {
+    return ring_smem((unsigned)HC_WS_RING_STAGES(toks, bps, stripes, chunk), toks, stripes, chunk);
 }
 static size_t ws_smem(const hc_gpu_variant *v, uint64_t chunk) {
-    return ws_smem_of(v->toks, 2, chunk);
+    return ws_smem_of(v->toks, 2, 1, chunk);
 }
 /* the stream-K form: the ring, and its whole tiles' epilogue staged past it
  * (kernels/gemm/ws_gemm.cuh ws_gemm_streamk: [toks][128 + 8] bf16) */
@@ -178,9 +179,8 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     if (mv->smem) return mv->smem(chunk);
     hc_gpu_variant v;
     const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
-    if (mv->stripes) return ws_smem_of(v.toks, mv->stripes, chunk); /* (warp-specialised only) */
-    if (mv->bps == 2) /* (two blocks an SM: the ring config.h HC_WS_RING_STAGES gives them) */
-        return ring_smem(HC_WS_RING_STAGES(v.toks, 2u, 2u, chunk), v.toks, 2, chunk);
+    if (mv->stripes || mv->bps) /* (warp-specialised only) */
+        return ws_smem_of(v.toks, hc__gpu_moe_stripes(mv), mv->bps ? mv->bps : 1, chunk);
     return f->smem(&v, chunk);
 }
 

@@ -30,13 +30,13 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
     hc_mma_params mp = pr->mp;
     mp.ldx = ldx;
     cudaKernel_t k = md->g->mods[pr->mod].gk[lp->kernel];
-    const char *entry = hc__gpu_moe_variants(&(size_t){0})[lp->kernel].entry;
+    const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&(size_t){0})[lp->kernel];
+    const char *entry = mv->entry;
     if (lp->args == HC_GPU_ARGS_GEMV) {
         void *args[] = {&a, &mp, (void *)&x, &out, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
     CUtensorMap tm, tms;
-    const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&(size_t){0})[lp->kernel];
     unsigned grid[3] = {lp->grid[0], lp->grid[1], lp->grid[2]};
     /* in clusters of two (moe_gemm.cu moe_ws): an even grid x (the kernel knows the plan's
      * groups: a block past them is the pad); each block brings half a tile's rows (a tile past

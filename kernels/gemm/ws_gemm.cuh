@@ -70,7 +70,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     __shared__ __align__(8) unsigned long long full[NS], empty[NS];
     hc_u8 *smem = smem_1024();
     const unsigned tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = (XB + NST * cb + 1023) / 1024 * 1024;
+    const hc_u64 cb = HC_CHUNK_BYTES, stage_bytes = HC_WS_STAGE_BYTES(TOKS, NST, cb);
     /* the block's stripes that exist (the layer's last block may have fewer; written apart for
      * a pair so that ptxas sees at most two copies and keeps the pair kernels' code) */
     const unsigned live = SPW == 1 ? (nb0 + 1 < p.tiles_n ? 2u : 1u)
@@ -232,7 +232,7 @@ template <int TOKS, int SPW> struct ws_shape {
     static_assert(SPW == 1 || (SPW == 2 && TOKS <= 96) || (SPW == 3 && TOKS <= 24),
                   "two stripes a warpgroup up to 96 tokens, three up to 24");
     static __device__ __forceinline__ hc_u64 stage_bytes() {
-        return (XB + NST * (hc_u64)HC_CHUNK_BYTES + 1023) / 1024 * 1024;
+        return HC_WS_STAGE_BYTES(TOKS, NST, (hc_u64)HC_CHUNK_BYTES);
     }
     /* the item's stripes that exist (the layer's last block may have fewer; written apart for
      * a pair so that ptxas sees at most two copies and keeps the pair kernels' code) */

@@ -56,8 +56,7 @@ __device__ __forceinline__ void mbar_arrive_peer(unsigned a, unsigned rank) {
  * peer block's (rank peer): a barrier of the pair counts HC_EMPTY_LANES a local consumer warp and
  * one a remote one (a remote arrival is a message between SMs: one a warp, not one a lane) */
 __device__ __forceinline__ void ring_release_pair(unsigned bar, unsigned lane, unsigned peer) {
-    __syncwarp();
-    if (HC_EMPTY_LANES == 32 || lane == 0) mbar_arrive(bar);
+    ring_release(bar, lane);
     if (lane == 0) mbar_arrive_peer(bar, peer);
 }
 /* arrives and expects bytes more to land (the copies that complete_tx on the barrier) */
