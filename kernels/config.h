@@ -99,6 +99,13 @@
 #define HC_WS_PREGS(bps) ((bps) == 1 ? 40 : 24)
 #define HC_WS_CREGS(bps) ((bps) == 1 ? 232 : 104)
 #define HC_WS_BOX(toks) ((toks) > 256 ? (toks) / 2 : (toks))
+/* v95 (0 until measured): the consumers' main loop of ws_gemm_block (gemm/ws_gemm.cuh) unrolled
+ * over two laps of its ring, so that each step's stage, barrier phase and A register set are
+ * constants. Why: of moe-ws80d's 118 SASS instructions a K tile a warp (int4 g128, session 40),
+ * 58 are not the decode; unrolled, 36 (nvcc SASS), ~96 a tile in all. Costs code (2 x stages
+ * steps) and registers: NVRTC spills 108 bytes in moe-ws80d with v94's seven stages (none at
+ * five; nvcc spills in neither), so the two are not taken together. */
+#define HC_WS_UNROLL 0
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit

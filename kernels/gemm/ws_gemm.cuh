@@ -167,7 +167,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     };
     /* issues tile kb's wgmma (stage s, A in a), then decodes tile kb + 1 into an (stage sn,
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
-    auto step = [&](hc_u64 kb, unsigned s, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,
+    const unsigned nt = (unsigned)tiles; /* (32 bits: a tensor map coordinate, kb x 64) */
+    auto step = [&](unsigned kb, unsigned s, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,
                     unsigned phn, unsigned sp) {
         const hc_u64 db = b_desc(smem + s * stage_bytes);
         if constexpr (SPW == 1) {
@@ -183,9 +184,20 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         wgmma_commit();
         wgmma_wait<1>();
         if (kb > 0) release(sp);
-        if (kb + 1 < tiles) decode(sn, phn, an);
+        if (kb + 1 < nt) decode(sn, phn, an);
     };
     if (tiles > 0) decode(0, 0, a0);
+#if HC_WS_UNROLL
+    /* (v95: two laps of the ring a trip, every step's stage, phase and A set a constant) */
+    for (unsigned kb0 = 0; kb0 < nt; kb0 += 2 * NS) {
+#pragma unroll
+        for (unsigned i = 0; i < 2 * NS; i++) {
+            if (kb0 + i >= nt) break;
+            step(kb0 + i, i % NS, i & 1 ? a1 : a0, i & 1 ? a0 : a1, (i + 1) % NS,
+                 ((i + 1) % (2 * NS)) / NS, (i + NS - 1) % NS);
+        }
+    }
+#else
     unsigned s = 0, ph = 0, sp = NS - 1;
     for (hc_u64 kb = 0; kb < tiles; kb += 2) {
         unsigned s1 = s + 1 == NS ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
@@ -195,6 +207,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         step(kb + 1, s1, a1, a0, s2, ph2, s);
         sp = s1, s = s2, ph = ph2;
     }
+#endif
     wgmma_wait<0>();
     if (MC && tiles > 0) release((unsigned)((tiles - 1) % NS)); /* (the producers wait for it) */
     if (SPW > 1 && tiles == 0) /* (no K tile: no wgmma started the sums) */
