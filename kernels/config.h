@@ -103,8 +103,9 @@
  * over two laps of its ring, so that each step's stage, barrier phase and A register set are
  * constants. Why: of moe-ws80d's 118 SASS instructions a K tile a warp (int4 g128, session 40),
  * 58 are not the decode; unrolled, 36 (nvcc SASS), ~96 a tile in all. Costs code (2 x stages
- * steps) and registers: NVRTC spills 108 bytes in moe-ws80d with v94's seven stages (none at
- * five; nvcc spills in neither), so the two are not taken together. */
+ * steps) and registers: NVRTC (not nvcc) spilled 108 bytes in moe-ws80d with v94's seven
+ * stages and 8-32 in moe-ws288 and moe-ws80r, so it unrolls only the kernels of one stripe a
+ * warpgroup, one wgmma a k16 step and at most five stages. */
 #define HC_WS_UNROLL 0
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the

@@ -187,27 +187,29 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         if (kb + 1 < nt) decode(sn, phn, an);
     };
     if (tiles > 0) decode(0, 0, a0);
-#if HC_WS_UNROLL
-    /* (v95: two laps of the ring a trip, every step's stage, phase and A set a constant) */
-    for (unsigned kb0 = 0; kb0 < nt; kb0 += 2 * NS) {
+    /* (v95: two laps of the ring a trip, every step's stage, phase and A set a constant -- where
+     * NVRTC keeps it in registers: one stripe a warpgroup, one wgmma a k16 step, five stages) */
+    constexpr bool UNROLLED = HC_WS_UNROLL && SPW == 1 && TOKS <= 256 && NS <= 5;
+    if constexpr (UNROLLED) {
+        for (unsigned kb0 = 0; kb0 < nt; kb0 += 2 * NS) {
 #pragma unroll
-        for (unsigned i = 0; i < 2 * NS; i++) {
-            if (kb0 + i >= nt) break;
-            step(kb0 + i, i % NS, i & 1 ? a1 : a0, i & 1 ? a0 : a1, (i + 1) % NS,
-                 ((i + 1) % (2 * NS)) / NS, (i + NS - 1) % NS);
+            for (unsigned i = 0; i < 2 * NS; i++) {
+                if (kb0 + i >= nt) break;
+                step(kb0 + i, i % NS, i & 1 ? a1 : a0, i & 1 ? a0 : a1, (i + 1) % NS,
+                     ((i + 1) % (2 * NS)) / NS, (i + NS - 1) % NS);
+            }
+        }
+    } else {
+        unsigned s = 0, ph = 0, sp = NS - 1;
+        for (hc_u64 kb = 0; kb < tiles; kb += 2) {
+            unsigned s1 = s + 1 == NS ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
+            step(kb, s, a0, a1, s1, ph1, sp);
+            if (kb + 1 >= tiles) break;
+            unsigned s2 = s1 + 1 == NS ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
+            step(kb + 1, s1, a1, a0, s2, ph2, s);
+            sp = s1, s = s2, ph = ph2;
         }
     }
-#else
-    unsigned s = 0, ph = 0, sp = NS - 1;
-    for (hc_u64 kb = 0; kb < tiles; kb += 2) {
-        unsigned s1 = s + 1 == NS ? 0 : s + 1, ph1 = s1 == 0 ? ph ^ 1 : ph;
-        step(kb, s, a0, a1, s1, ph1, sp);
-        if (kb + 1 >= tiles) break;
-        unsigned s2 = s1 + 1 == NS ? 0 : s1 + 1, ph2 = s2 == 0 ? ph1 ^ 1 : ph1;
-        step(kb + 1, s1, a1, a0, s2, ph2, s);
-        sp = s1, s = s2, ph = ph2;
-    }
-#endif
     wgmma_wait<0>();
     if (MC && tiles > 0) release((unsigned)((tiles - 1) % NS)); /* (the producers wait for it) */
     if (SPW > 1 && tiles == 0) /* (no K tile: no wgmma started the sums) */
