@@ -64,49 +64,37 @@
  * row, 8 a block: v80, measured in session 33 within the spread -- Qwen3-like expands 1-6%
  * faster, DeepSeek-like ones 2-12% slower at M <= 1024) */
 #define HC_MOE_EXPAND_ROW_THREADS 256
-/* v89 (0 until the H200 decides; H100, session 38: expand 18.5 -> 16.8 us at Qwen3-like M =
- * 1024, 79.9 -> 79.1 at 4096): hc_moe_expand where it copies whole 16-byte pieces (no act-order
- * permutation, aligned strides) keeps four rows in flight a thread -- a thread owns one column
- * piece (grid y: the row's pieces in blocks of 256), rows blockIdx.x + gridDim.x j, one wave of
- * resident blocks -- where the row-a-block form had one piece in flight at H = 2048 (H200:
- * Qwen3-like expand 18.9 us at M = 1024, 62.3 at 4096 -- ~2 TB/s for a write-mostly stream) */
-#define HC_MOE_EXPAND_ROWS4 0
+/* v89 (taken in session 40 -- H100, Qwen3-like expand 7.8 -> 5.1 us at M = 256, 18.5 -> 16.9 at
+ * 1024, 79.9 -> 78.6 at 4096, sessions 38-39 the same way; 0: the row-a-block form alone):
+ * hc_moe_expand where it copies whole 16-byte pieces (no act-order permutation, aligned
+ * strides) keeps four rows in flight a thread -- a thread owns one column piece (grid y: the
+ * row's pieces in blocks of 256), rows blockIdx.x + gridDim.x j, one wave of resident blocks --
+ * where the row-a-block form had one piece in flight at H = 2048 */
+#define HC_MOE_EXPAND_ROWS4 1
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at
  * most 256 rows) -- the runtime encodes the tensor map with HC_WS_BOX too */
 #define HC_WS_STAGES(toks) ((toks) > 256 ? 4 : HC_WIDE_STAGES)
-/* v94: the ring of a warp-specialised block at two blocks an SM (moe-ws80d, moe-ws80c) -- with
- * HC_WS2_FILL as many stages as half an SM's shared memory holds (HC_WS2_BLOCK_SMEM: 228 KB
- * less each block's static and reserved kilobyte, less the ring's 1024-byte alignment slack),
- * at most 8; else HC_WS_STAGES. Why: ncu of ws80d at Qwen3-like M = 1024 (H100, session 39) has
- * 20% of the warps' samples in the consumers' full-barrier waits of the main loop with five
- * stages of 15 KB (int4 g128) -- 156 of the SM's 228 KB used; seven fit. The host sizes the
- * launch with the same macro (runtime/gpu_families.c). 0: five stages. */
-#define HC_WS2_FILL 0
-#define HC_WS2_BLOCK_SMEM (111u * 1024u)
+/* bytes of a warp-specialised stage: the activation tile and its chunks, 1024-aligned (the
+ * kernels' rings and the host's launch size, runtime/gpu_families.c) */
 #define HC_WS_STAGE_BYTES(toks, chunks, chunk)                                                 \
     (((toks) * 128u + (chunks) * (chunk) + 1023u) / 1024u * 1024u)
-#define HC_WS_RING_STAGES(toks, bps, chunks, chunk)                                            \
-    ((bps) == 2 && HC_WS2_FILL                                                                 \
-         ? ((HC_WS2_BLOCK_SMEM - 1024u) / HC_WS_STAGE_BYTES(toks, chunks, chunk) > 8u          \
-                ? 8u                                                                           \
-                : (HC_WS2_BLOCK_SMEM - 1024u) / HC_WS_STAGE_BYTES(toks, chunks, chunk))        \
-         : (unsigned)HC_WS_STAGES(toks))
 /* a warp-specialised block's registers after setmaxnreg, producer and consumers, with bps
  * blocks an SM: one (65536 / 384 = 168 at launch): 40 and 232; two (moe-ws80d: 80 at launch,
  * 30720 a block): 24 and 104 */
 #define HC_WS_PREGS(bps) ((bps) == 1 ? 40 : 24)
 #define HC_WS_CREGS(bps) ((bps) == 1 ? 232 : 104)
 #define HC_WS_BOX(toks) ((toks) > 256 ? (toks) / 2 : (toks))
-/* v95 (0 until measured): the consumers' main loop of ws_gemm_block (gemm/ws_gemm.cuh) unrolled
- * over two laps of its ring, so that each step's stage, barrier phase and A register set are
- * constants. Why: of moe-ws80d's 118 SASS instructions a K tile a warp (int4 g128, session 40),
- * 58 are not the decode; unrolled, 36 (nvcc SASS), ~96 a tile in all. Costs code (2 x stages
- * steps) and registers: NVRTC (not nvcc) spilled 108 bytes in moe-ws80d with v94's seven
- * stages and 8-32 in moe-ws288 and moe-ws80r, so it unrolls only the kernels of one stripe a
- * warpgroup, one wgmma a k16 step and at most five stages. */
-#define HC_WS_UNROLL 0
+/* v95 (taken in session 40 -- H100, Qwen3-like M = 1024 gate_up GEMM on moe-ws80d 142.8 ->
+ * 140.4 and 146.6 -> 140.6 us in two A/Bs; 0: the loop of two steps): the consumers' main loop
+ * of ws_gemm_block (gemm/ws_gemm.cuh) unrolled over two laps of its ring, so that each step's
+ * stage, barrier phase and A register set are constants. Why: of moe-ws80d's 118 SASS
+ * instructions a K tile a warp (int4 g128), 58 are not the decode; unrolled, 36 (nvcc SASS).
+ * Costs code (2 x stages steps) and registers: NVRTC (not nvcc) spilled 108 bytes in moe-ws80d
+ * at seven stages and 8-32 in moe-ws288 and moe-ws80r, so it unrolls only the kernels of one
+ * stripe a warpgroup, one wgmma a k16 step and at most five stages. */
+#define HC_WS_UNROLL 1
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit

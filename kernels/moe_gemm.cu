@@ -126,21 +126,11 @@ template <int SPW> struct moe_act_of {
         return f;
     }
 };
-/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM; CL = 2: in
- * clusters of two (the grid's x made even: a group past the plan's count is the pad block,
- * ws_gemm_block's dead -- the count is the runtime's grid x, HC_MOE_WS_GROUPS) */
-template <int TOKS, int SPW = 1, int BPS = 1, int CL = 1>
+/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM */
+template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                             unsigned vp, unsigned i, hc_u64 tok0) {
-    bool dead = false;
-    if (CL == 2) {
-        const unsigned all = a.fuse == 1
-                                 ? (unsigned)HC_MOE_WS_GROUPS(1u, a.I, 0u, SPW, 1u)
-                                 : (unsigned)HC_MOE_WS_GROUPS(0u, 0u, p.tiles_n, SPW, a.parts);
-        dead = vp >= all;
-        if (dead) vp = all - 1; /* (a real group's pointers; nothing of it is read or written) */
-    }
     const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
     /* the block's first stripe: of its part's groups of 2 SPW, or (halves of a fused gate_up,
      * moe_args.h) of gate's groups of SPW, up's the same rows */
@@ -154,21 +144,17 @@ __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_p
     }
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS, CL>(
+    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS>(
         (const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0, tok0 + (hc_u64)rows,
-        out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e}, dead);
+        out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
 }
-/* CL = 2: the walk over clusters, a cluster's two blocks neighbouring groups of one tile (both
- * leave at once where the tile does not exist: neither reaches the cluster's barrier) */
-template <int TOKS, int SPW = 1, int BPS = 1, int CL = 1>
+template <int TOKS, int SPW = 1, int BPS = 1>
 __device__ __forceinline__ void moe_ws(const hc_moe_args &a, const hc_mma_params &p,
                                        hc_u16 *__restrict__ out, const hc_tmap &tmx) {
     unsigned vp, mt;
-    hc_ws_walk(gridDim.x / CL, gridDim.y, blockIdx.y * (gridDim.x / CL) + blockIdx.x / CL, &vp,
-               &mt);
-    vp = vp * CL + blockIdx.x % CL;
+    hc_ws_walk(gridDim.x, gridDim.y, blockIdx.y * gridDim.x + blockIdx.x, &vp, &mt);
     if ((int)mt >= a.meta[0]) return;
-    moe_ws_tile<TOKS, SPW, BPS, CL>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
+    moe_ws_tile<TOKS, SPW, BPS>(a, p, out, tmx, vp, mt, (hc_u64)mt * TOKS);
 }
 /* two tile sizes (the route's T = BIG and Ts = SMALL, moe_args.h): grid z 0 the tiles of BIG
  * rows (tmx: boxes of BIG rows), z 1 those of SMALL after them (tms: boxes of SMALL); the
@@ -190,12 +176,10 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
     }
 }
 #define HC_MOE_WS_BODY(toks, spw, bps) moe_ws<toks, spw, bps>(a, p, out, tmx)
-#define HC_MOE_WS_CL_BODY(toks, bps) moe_ws<toks, 1, bps, 2>(a, p, out, tmx)
 #define HC_MOE_WS_TWO_BODY(big, small, spw) moe_ws_two<big, small, spw>(a, p, out, tmx, tms)
 #else
 #define HC_MOE_WS_BODY(toks, spw, bps)                                                         \
     ((void)a, (void)p, (void)out, (void)tmx, __trap()) /* sm_90a only */
-#define HC_MOE_WS_CL_BODY(toks, bps) ((void)a, (void)p, (void)out, (void)tmx, __trap())
 #define HC_MOE_WS_TWO_BODY(big, small, spw)                                                    \
     ((void)a, (void)p, (void)out, (void)tmx, (void)tms, __trap())
 #endif
@@ -228,24 +212,6 @@ HC_MOE_WS_KERNEL(hc_moe_ws24x6, 24, 3)
  * the other's main loop, and give 16 consumer warps an SM: H100, Qwen3-like M = 1024 block
  * 270.6 us against the four-stripe one-block ws80w's 290.9, bench/NOTES.md session 33) */
 HC_MOE_WS_KERNEL_N(hc_moe_ws80d, 80, 1, 2)
-/* in clusters of two along x, the activation tile multicast to both blocks (v93, forced only:
- * each tile read from L2 once for four stripes where ws80d / ws288 read it once for two -- at
- * Qwen3-like M = 1024 ~500 MB of activation reads beside 201 MB of weights; ncu then found
- * ws80d at 46% of its memory throughput, and the first form, a remote arrival a lane, ran 1.76x
- * slower: bench/NOTES.md session 39) */
-#ifdef HC_SM90A
-#define HC_MOE_CLUSTER2 __cluster_dims__(2, 1, 1)
-#else
-#define HC_MOE_CLUSTER2 /* (clusters are sm_90's; the body traps elsewhere) */
-#endif
-#define HC_MOE_WS_CL_KERNEL(name, toks, bps)                                                   \
-    extern "C" __global__ void HC_MOE_CLUSTER2 __launch_bounds__(HC_WS_THREADS, bps)           \
-        name(hc_moe_args a, hc_mma_params p, hc_u16 *__restrict__ out,                         \
-             const __grid_constant__ hc_tmap tmx) {                                            \
-        HC_MOE_WS_CL_BODY(toks, bps);                                                          \
-    }
-HC_MOE_WS_CL_KERNEL(hc_moe_ws80c, 80, 2)
-HC_MOE_WS_CL_KERNEL(hc_moe_ws288c, 288, 1)
 /* two tile sizes: an expert's whole tiles of big rows and its remainder in one of small where
  * it fits (moe_route.cu route_split), spw stripes a consumer warpgroup */
 #define HC_MOE_WS_TWO_KERNEL(name, big, small, spw)                                            \

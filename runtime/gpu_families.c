@@ -46,15 +46,14 @@ static size_t aligned_smem(const hc_gpu_variant *v, uint64_t chunk) {
     return ring_smem(v->stages, v->toks, 2, chunk);
 }
 
-/* warp-specialised: a block of `stripes` chunks a stage, bps blocks an SM, its stages as the
- * kernel's ring (config.h HC_WS_RING_STAGES: a tile past 256 tokens, moe-ws288, has fewer; two
- * blocks an SM may have more), so that a grouped variant at another tile, stripe count or
- * blocks an SM sizes right */
-static size_t ws_smem_of(unsigned toks, unsigned stripes, unsigned bps, uint64_t chunk) {
-    return ring_smem((unsigned)HC_WS_RING_STAGES(toks, bps, stripes, chunk), toks, stripes, chunk);
+/* warp-specialised: a block of `stripes` chunks a stage, its stages as the kernel's ring
+ * (config.h HC_WS_STAGES: a tile past 256 tokens, moe-ws288, has fewer), so that a grouped
+ * variant at another tile or stripe count sizes right */
+static size_t ws_smem_of(unsigned toks, unsigned stripes, uint64_t chunk) {
+    return ring_smem(HC_WS_STAGES(toks), toks, stripes, chunk);
 }
 static size_t ws_smem(const hc_gpu_variant *v, uint64_t chunk) {
-    return ws_smem_of(v->toks, 2, 1, chunk);
+    return ws_smem_of(v->toks, 2, chunk);
 }
 /* the stream-K form: the ring, and its whole tiles' epilogue staged past it
  * (kernels/gemm/ws_gemm.cuh ws_gemm_streamk: [toks][128 + 8] bf16) */
@@ -161,10 +160,6 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .bps = 2},
     {.id = HC_GMK_SKINNY24, .entry = "hc_moe_skinny24", .forced = "moe-skinny24",
      .like = HC_GK_SKINNY32, .toks = 24},
-    {.id = HC_GMK_WS80C, .entry = "hc_moe_ws80c", .forced = "moe-ws80c", .like = HC_GK_WS64,
-     .toks = 80, .bps = 2, .cluster = 2},
-    {.id = HC_GMK_WS288C, .entry = "hc_moe_ws288c", .forced = "moe-ws288c", .like = HC_GK_WS256,
-     .toks = 288, .cluster = 2},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {
@@ -180,7 +175,7 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     hc_gpu_variant v;
     const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
     if (mv->stripes || mv->bps) /* (warp-specialised only) */
-        return ws_smem_of(v.toks, hc__gpu_moe_stripes(mv), mv->bps ? mv->bps : 1, chunk);
+        return ws_smem_of(v.toks, hc__gpu_moe_stripes(mv), chunk);
     return f->smem(&v, chunk);
 }
 

@@ -96,9 +96,6 @@ typedef enum {
     HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79) */
     HC_GMK_SKINNY24, /* hc_moe_skinny24 (sm_90a): the skinny body at tiles of 24 rows (v91:
                       * the pick at r = 10-16) */
-    HC_GMK_WS80C,    /* hc_moe_ws80c (sm_90a): moe-ws80d in clusters of two, the activation
-                      * tile multicast (v93: forced only until measured) */
-    HC_GMK_WS288C,   /* hc_moe_ws288c (sm_90a): moe-ws288 in clusters of two (v93) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 
@@ -127,10 +124,6 @@ typedef struct {
      * config.h HC_WS_PREGS / HC_WS_CREGS; the runtime asks for the shared-memory carveout that
      * holds them), else 0 */
     unsigned bps;
-    /* blocks a cluster where launched in clusters (moe-ws80c, moe-ws288c: two along x; the
-     * kernel's __cluster_dims__, the grid's x made even and the tensor map's box half a tile),
-     * else 0 */
-    unsigned cluster;
 } hc_gpu_moe_variant;
 
 /* The family of grouped kernel mv, *v its dense variant at mv's token tile. */

@@ -30,32 +30,25 @@ static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, u
     hc_mma_params mp = pr->mp;
     mp.ldx = ldx;
     cudaKernel_t k = md->g->mods[pr->mod].gk[lp->kernel];
-    const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&(size_t){0})[lp->kernel];
-    const char *entry = mv->entry;
+    const char *entry = hc__gpu_moe_variants(&(size_t){0})[lp->kernel].entry;
     if (lp->args == HC_GPU_ARGS_GEMV) {
         void *args[] = {&a, &mp, (void *)&x, &out, &w->part, &w->cnt};
         return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
     CUtensorMap tm, tms;
-    unsigned grid[3] = {lp->grid[0], lp->grid[1], lp->grid[2]};
-    /* in clusters of two (moe_gemm.cu moe_ws): an even grid x (the kernel knows the plan's
-     * groups: a block past them is the pad); each block brings half a tile's rows (a tile past
-     * 256 rows is two boxes already) */
-    const unsigned box_rows = mv->cluster == 2 && r->tile <= 256 ? r->tile / 2 : r->tile;
-    if (mv->cluster == 2) grid[0] += grid[0] & 1u;
-    HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, box_rows, "the sorted activations", err));
+    HC_TRY(hc__gpu_tmap_rows(&tm, x, rows, mp.K, ldx, r->tile, "the sorted activations", err));
     if (lp->args == HC_GPU_ARGS_STREAMK) { /* + the stream-K segments and counters */
         void *args[] = {&a, &mp, &out, &tm, &w->part, &w->cnt};
-        return hc__gpu_launch(k, grid, lp->block, lp->smem, true, args, s, entry, err);
+        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, true, args, s, entry, err);
     }
     if (r->tile_small) { /* + the map of the small tiles' boxes (moe_gemm.cu moe_ws_two) */
         HC_TRY(hc__gpu_tmap_rows(&tms, x, rows, mp.K, ldx, r->tile_small, "the sorted activations",
                                  err));
         void *args[] = {&a, &mp, &out, &tm, &tms};
-        return hc__gpu_launch(k, grid, lp->block, lp->smem, false, args, s, entry, err);
+        return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
     }
     void *args[] = {&a, &mp, &out, &tm};
-    return hc__gpu_launch(k, grid, lp->block, lp->smem, false, args, s, entry, err);
+    return hc__gpu_launch(k, lp->grid, lp->block, lp->smem, false, args, s, entry, err);
 }
 
 /* One chunk: m tokens from x (rows of H), their slots' ids and weights, into y. */

@@ -40,28 +40,16 @@
  * SPW = 3 (moe-ws24x6) the same with six stripes a block. actf (the grouped gate_up with the
  * activation in its epilogue, epilogue/moe_act.cuh; ws_no_act otherwise): where actf.on(), in
  * halves mode the stage's chunks are gate's stripes nb0 .. (from w) and up's same rows (from
- * wup), live of each, and the outputs go through the activation into h instead of y.
- * CL = 2 (v93, a kernel launched in clusters of two along x): the cluster's two blocks take the
- * same token tile and neighbouring stripe groups, and each block's TMA brings half of the
- * activation tile's rows (tmx: boxes of TOKS / 2 rows) into the stages of both, so the tile is
- * read from L2 once for four stripes; a stage is refilled once the consumers of both blocks
- * released it (its empty barrier counts both blocks' consumer warps: memory/tma.cuh
- * ring_release_pair), the last one too, and a block's producer
- * waits for every release before its block may end (the peer still arrives on its barriers).
- * dead: a cluster's pad block (a grid of an odd count of groups): its half of the tile, no
- * weights, no sums. */
-template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1, int CL = 1>
+ * wup), live of each, and the outputs go through the activation into h instead of y. */
+template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx,
-                                              const ACTF &actf = ACTF(), bool dead = false) {
+                                              const ACTF &actf = ACTF()) {
     constexpr unsigned XB = TOKS * 128; /* bytes of a stage's activation tile */
-    constexpr int NS = (int)HC_WS_RING_STAGES(TOKS, BPS, 2 * SPW, HC_CHUNK_BYTES),
-                  BOX = HC_WS_BOX(TOKS);
+    constexpr int NS = HC_WS_STAGES(TOKS), BOX = HC_WS_BOX(TOKS);
     static_assert(TOKS % BOX == 0 && BOX * 128 % 1024 == 0, "whole boxes of whole swizzle rows");
     static_assert(NS >= 3, "a stage in the wgmma, one decoding, one loading");
-    constexpr bool MC = CL == 2; /* (the half tile a block brings: whole swizzle rows too) */
-    static_assert(CL == 1 || (CL == 2 && TOKS % 16 == 0), "clusters of two, halves of 8 rows x 128");
     /* (two stripes a warpgroup at 128 tokens spill in the int8 kind with zero points: t_jit;
      * three hold 3 x 4 x 4 x 2 A registers, so a tile of at most 24) */
     static_assert(SPW == 1 || (SPW == 2 && TOKS <= 96) || (SPW == 3 && TOKS <= 24),
@@ -76,18 +64,14 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     const unsigned live = SPW == 1 ? (nb0 + 1 < p.tiles_n ? 2u : 1u)
                                    : p.tiles_n - nb0 < NST ? (unsigned)(p.tiles_n - nb0) : NST;
     const hc_u64 tiles = p.tiles_k;
-    const unsigned crank = MC ? cluster_rank() : 0u;
     if (tid == 0) {
         for (int s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 1);
-            mbar_init(smem_addr(&empty[s]), 8 * HC_EMPTY_LANES + (MC ? 8 : 0));
+            mbar_init(smem_addr(&empty[s]), 8 * HC_EMPTY_LANES);
         }
         mbar_init_fence();
     }
-    if (MC) /* (the peer's copies and arrivals reach this block's barriers from now on) */
-        cluster_sync();
-    else
-        __syncthreads();
+    __syncthreads();
     if (warp < 4) { /* ---- producer ---- */
         setmaxnreg_dec<HC_WS_PREGS(BPS)>();
         if (tid != 0) return;
@@ -97,7 +81,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
          * and as many of up's (slots SPW ..) */
         const ws_act fa = actf.on() ? actf() : ws_act{};
         const bool halves = fa.mode == 1;
-        const unsigned nld = dead ? 0u : halves ? 2 * fa.live : live, hl = halves ? fa.live : NST;
+        const unsigned nld = halves ? 2 * fa.live : live, hl = halves ? fa.live : NST;
         const unsigned tx = XB + nld * (unsigned)cb;
         const hc_u64 tmap = (hc_u64)&tmx;
         unsigned s = 0, ph = 0;
@@ -105,14 +89,10 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             if (kb >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
             const unsigned st = smem_addr(smem + s * stage_bytes), fb = smem_addr(&full[s]);
             mbar_arrive_expect_tx(fb, tx);
-            if (MC) /* (this block's half of the rows, into both blocks' stage s) */
-                tma_load_2d_mc(st + crank * (TOKS / 2) * 128, tmap, (unsigned)(kb * 64),
-                               (unsigned)tok0 + crank * (TOKS / 2), fb, 3);
-            else
 #pragma unroll
-                for (int h = 0; h < TOKS / BOX; h++) /* (boxes of 1024-byte multiples) */
-                    tma_load_2d(st + h * BOX * 128, tmap, (unsigned)(kb * 64),
-                                (unsigned)tok0 + h * BOX, fb);
+            for (int h = 0; h < TOKS / BOX; h++) /* (boxes of 1024-byte multiples) */
+                tma_load_2d(st + h * BOX * 128, tmap, (unsigned)(kb * 64), (unsigned)tok0 + h * BOX,
+                            fb);
             for (unsigned q = 0; q < nld; q++) {
                 const bool up = q >= hl; /* (halves mode only) */
                 const hc_u8 *src = up ? fa.wup + (q - hl) * sstride : wsrc + q * sstride;
@@ -121,31 +101,10 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             }
             if (++s == NS) s = 0, ph ^= 1;
         }
-        if (MC) /* (every stage released by both blocks: no arrival of the peer's is still due) */
-            for (hc_u64 kb = tiles; kb < tiles + NS; kb++) {
-                if (kb >= NS) mbar_wait(smem_addr(&empty[s]), ph ^ 1);
-                if (++s == NS) s = 0, ph ^= 1;
-            }
         return;
     }
     /* ---- consumers ---- */
     setmaxnreg_inc<HC_WS_CREGS(BPS)>();
-    /* a stage's release: this block's barrier, and the peer's in a cluster */
-    auto release = [&](unsigned sr) {
-        if (MC)
-            ring_release_pair(smem_addr(&empty[sr]), lane, crank ^ 1u);
-        else
-            ring_release(smem_addr(&empty[sr]), lane);
-    };
-    if (MC && dead) { /* (the pad block: each stage taken and given back, nothing computed) */
-        unsigned s = 0, ph = 0;
-        for (hc_u64 kb = 0; kb < tiles; kb++) {
-            mbar_wait(smem_addr(&full[s]), ph);
-            release(s);
-            if (++s == NS) s = 0, ph ^= 1;
-        }
-        return;
-    }
     const unsigned wgc = (warp - 4) >> 2, wl = warp & 3, g = lane >> 2, c = lane & 3;
     const unsigned r0 = wl * 16 + g;
     /* SPW stripes a warpgroup: stripe nb0 + wgc SPW + j in d[j], its A fragments in a[j] (a
@@ -183,7 +142,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         }
         wgmma_commit();
         wgmma_wait<1>();
-        if (kb > 0) release(sp);
+        if (kb > 0) ring_release(smem_addr(&empty[sp]), lane);
         if (kb + 1 < nt) decode(sn, phn, an);
     };
     if (tiles > 0) decode(0, 0, a0);
@@ -211,7 +170,6 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         }
     }
     wgmma_wait<0>();
-    if (MC && tiles > 0) release((unsigned)((tiles - 1) % NS)); /* (the producers wait for it) */
     if (SPW > 1 && tiles == 0) /* (no K tile: no wgmma started the sums) */
 #pragma unroll
         for (int j = 0; j < SPW; j++)

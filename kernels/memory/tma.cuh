@@ -30,35 +30,6 @@ __device__ __forceinline__ void ring_release(unsigned bar, unsigned lane) {
     __syncwarp();
     if (HC_EMPTY_LANES == 32 || lane == 0) mbar_arrive(bar);
 }
-/* ---- a cluster of two blocks sharing the activation tile (v93): each block's TMA brings half
- * of the tile's rows into both blocks' stages, so a stage is refilled only once the consumers
- * of both have released it ---- */
-/* this block's rank in its cluster */
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-/* every thread of the cluster's blocks: what each wrote (its barriers' initialisation) seen by
- * the others before any goes on */
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
-                 ::: "memory");
-}
-/* arrives on the barrier at the same shared address in the cluster's block `rank` */
-__device__ __forceinline__ void mbar_arrive_peer(unsigned a, unsigned rank) {
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(r)
-                 : "memory");
-}
-/* ring_release on this block's barrier and, from lane 0 once the warp's reads are done, on the
- * peer block's (rank peer): a barrier of the pair counts HC_EMPTY_LANES a local consumer warp and
- * one a remote one (a remote arrival is a message between SMs: one a warp, not one a lane) */
-__device__ __forceinline__ void ring_release_pair(unsigned bar, unsigned lane, unsigned peer) {
-    ring_release(bar, lane);
-    if (lane == 0) mbar_arrive_peer(bar, peer);
-}
 /* arrives and expects bytes more to land (the copies that complete_tx on the barrier) */
 __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned a, unsigned bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(a), "r"(bytes)
@@ -90,15 +61,6 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, hc_u64 tmap, unsigned 
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3}], [%4];" ::"r"(dst),
                  "l"(tmap), "r"(c0), "r"(c1), "r"(bar)
-                 : "memory");
-}
-/* tma_load_2d into the same shared address of the cluster's blocks in mask (bit r: rank r),
- * each completing on its own barrier at address bar */
-__device__ __forceinline__ void tma_load_2d_mc(unsigned dst, hc_u64 tmap, unsigned c0, unsigned c1,
-                                               unsigned bar, unsigned short mask) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-                 ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-                 "l"(tmap), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
                  : "memory");
 }
 /* L2 eviction priorities for the copies below (config.h HC_L2_HINTS): data read once (the

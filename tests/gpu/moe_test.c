@@ -300,8 +300,7 @@ int main(void) {
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
                                          "moe-ws96w",    "moe-ws24x6",   "moe-ws80r",
-                                         "moe-ws80d",    "moe-skinny24", "moe-ws80c",
-                                         "moe-ws288c"};
+                                         "moe-ws80d",    "moe-skinny24"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
@@ -391,11 +390,6 @@ int main(void) {
                      * at ~166 rows an expert (three tiles, the last short) */
                     check(md, c, cf, &r, label, "moe-ws80d", 64, 8, true, seed + 56, 0, all);
                     check(md, c, cf, &r, label, "moe-ws80d", 333, 4, true, seed + 52, 0, all);
-                    /* moe-ws80c / moe-ws288c (v93: clusters of two sharing the activation
-                     * tile; an odd count of stripe groups has a pad block) at ~64 and ~166 */
-                    check(md, c, cf, &r, label, "moe-ws80c", 64, 8, true, seed + 57, 0, all);
-                    check(md, c, cf, &r, label, "moe-ws80c", 333, 4, false, seed + 58, 0, all);
-                    check(md, c, cf, &r, label, "moe-ws288c", 333, 4, true, seed + 59, 0, all);
                 }
                 /* the activation in its own launch (forced "moe-act-apart"; everything else here
                  * runs it in gate_up's epilogue where the plan allows, v74): halves on
@@ -407,7 +401,7 @@ int main(void) {
                 if (ci <= 2 && md && ws) {
                     static const char *const fk[] = {"moe-ws64",   "moe-ws128",  "moe-ws288",
                                                      "moe-ws96w",  "moe-ws24x6", "moe-ws80r",
-                                                     "moe-ws80d",  "moe-ws80c"};
+                                                     "moe-ws80d"};
                     act_apart = true;
                     check(md, c, cf, &r, label, NULL, 333, 4, false, seed + 60, 0, all);
                     check(md, c, cf, &r, label, NULL, 256, 8, true, seed + 61, 0, all);
