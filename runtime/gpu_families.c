@@ -174,8 +174,7 @@ size_t hc__gpu_moe_smem(const hc_gpu_moe_variant *mv, uint64_t chunk) {
     if (mv->smem) return mv->smem(chunk);
     hc_gpu_variant v;
     const hc_gpu_family *f = hc__gpu_moe_like(mv, &v);
-    if (mv->stripes || mv->bps) /* (warp-specialised only) */
-        return ws_smem_of(v.toks, hc__gpu_moe_stripes(mv), chunk);
+    if (mv->stripes) return ws_smem_of(v.toks, mv->stripes, chunk); /* (warp-specialised only) */
     return f->smem(&v, chunk);
 }
 
