@@ -71,6 +71,16 @@
  * row's pieces in blocks of 256), rows blockIdx.x + gridDim.x j, one wave of resident blocks --
  * where the row-a-block form had one piece in flight at H = 2048 */
 #define HC_MOE_EXPAND_ROWS4 1
+/* v97 (built, 0 / 1 until measured): the expand's traffic. At Qwen3-like M = 4096 it moves
+ * x's rows (16.8 MB) eight times into ~151 MB of sorted rows in 78.6 us on the H100 (62.3 on
+ * the H200): ~3.6 (4.6) TB/s of read + write, the memory's rate -- its writes evict x from L2,
+ * so every copy of a row is read from memory again. HC_MOE_EXPAND_L2: x's rows are loaded
+ * L2 evict_last and the sorted rows stored evict_first (st.global.cs); HC_MOE_EXPAND_PADS 0:
+ * a pad row (sorted -1, ~13% of the rows at M = 4096, ~20% at 1024) is not written -- its
+ * products are its own output row's, which nothing reads (the skinny kernels already multiply
+ * token 0's row there). Both in the v89 form only. */
+#define HC_MOE_EXPAND_L2 0
+#define HC_MOE_EXPAND_PADS 1
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at

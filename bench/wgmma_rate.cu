@@ -1,0 +1,124 @@
+// wgmma_rate.cu: the tensor ceiling of the warp-specialised kernels' MMA shape, measured alone.
+// Why: moe-ws80d at Qwen3-like M = 1024 issues as many m64n80k16 wgmma (A in registers) as
+// Humming's kernel and runs at ~50% of the H100's dense bf16 rate; whether that shape itself
+// (n = 80, A from registers, four warpgroups an SM) can go faster is what this answers. Each
+// warpgroup loops over "K tiles" of four wgmma_rs<N> (kernels/mma/wgmma.cuh, the kernels' own
+// wrappers) into one accumulator, two A register sets, committing a tile and waiting for the
+// one before (wgmma_wait<1>) as ws_gemm_block does; with DEC > 0 it then rewrites the other set
+// with DEC dependent integer operations a register (a stand-in for the decode: what a warp
+// does between the wait and the next issue). B is one zeroed 128-byte-swizzled tile in shared
+// memory (the rate does not depend on the values). Prints TFLOP/s per shape beside the
+// device's stated peak inputs. A bench program (not part of the library); built on the lent
+// GPU by nvcc:
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels -Icontract \
+//       bench/wgmma_rate.cu -o wgmma_rate && ./wgmma_rate
+#include <cstdio>
+#include <cuda_runtime.h>
+
+#include "mma/wgmma.cuh"
+
+#ifdef HC_SM90A
+/* a K tile: four k16 steps, S stripes (accumulators d[j], A sets a[j]) behind one B tile */
+template <int N, int S>
+__device__ __forceinline__ void tile(float (*d)[N / 2], unsigned (*a)[4][4], hc_u64 db, bool first) {
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ks++)
+#pragma unroll
+        for (int j = 0; j < S; j++) wgmma_rs<N>(d[j], a[j][ks], db + 2 * ks, first && ks == 0 ? 0u : 1u);
+}
+#endif
+
+template <int N, int WGS, int BPS, int DEC, int S = 1>
+__global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
+#ifdef HC_SM90A
+    __shared__ __align__(1024) unsigned char b[(N * 128 + 1023) / 1024 * 1024];
+    for (unsigned i = threadIdx.x; i < sizeof b / 4; i += blockDim.x) ((unsigned *)b)[i] = 0u;
+    __syncthreads();
+    const hc_u64 db = b_desc(b);
+    float d[S][N / 2];
+    unsigned a0[S][4][4], a1[S][4][4];
+#pragma unroll
+    for (int k = 0; k < 4 * S; k++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) a0[0][k][j] = a1[0][k][j] = threadIdx.x * 16u + k * 4u + j;
+    auto dec = [&](unsigned (*a)[4][4], int it) {
+#pragma unroll
+        for (int k = 0; k < 4 * S; k++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int q = 0; q < DEC; q++) a[0][k][j] = (a[0][k][j] ^ (a[0][k][j] >> 3)) + (unsigned)it;
+    };
+    tile<N, S>(d, a0, db, true);
+    wgmma_commit();
+    for (int it = 1; it < iters; it += 2) {
+        tile<N, S>(d, a1, db, false);
+        wgmma_commit();
+        wgmma_wait<1>();
+        dec(a0, it);
+        tile<N, S>(d, a0, db, false);
+        wgmma_commit();
+        wgmma_wait<1>();
+        dec(a1, it);
+    }
+    wgmma_wait<0>();
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < N / 2; i++)
+#pragma unroll
+        for (int j = 0; j < S; j++) s += d[j][i];
+    if (s == 12345.0f) out[blockIdx.x] = s; /* (never: keeps the sums live) */
+#else
+    (void)out, (void)iters;
+#endif
+}
+
+template <int N, int WGS, int BPS, int DEC, int S = 1> static void run(int sms, float *out) {
+    const int iters = 4001, blocks = sms * BPS;
+    auto k = rate<N, WGS, BPS, DEC, S>;
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0), cudaEventCreate(&e1);
+    k<<<blocks, 128 * WGS>>>(out, 101); /* (warm) */
+    cudaEventRecord(e0);
+    k<<<blocks, 128 * WGS>>>(out, iters);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, e0, e1);
+    const double fma = (double)blocks * WGS * S * iters * 4 * 64.0 * N * 16;
+    cudaError_t err = cudaGetLastError();
+    printf("n=%3d  stripes a warpgroup %d  warpgroups an SM %d (%d a block x %d)  decode ops a "
+           "register %2d:  %7.1f TFLOP/s  (%.3f ms)%s%s\n",
+           N, S, WGS * BPS, WGS, BPS, DEC, 2 * fma / (ms * 1e-3) / 1e12, ms,
+           err ? "  error: " : "", err ? cudaGetErrorString(err) : "");
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+}
+
+int main() {
+    int sms = 0, clk = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
+    cudaDeviceProp pr;
+    cudaGetDeviceProperties(&pr, 0);
+    printf("%s: %d SMs, max SM clock %d MHz; dense bf16 at 1024 FMA a clock a sub-partition pair "
+           "(2048 an SM): %.0f TFLOP/s at that clock\n",
+           pr.name, sms, clk / 1000, 2.0 * 2048 * sms * clk * 1e3 / 1e12);
+    float *out;
+    cudaMalloc(&out, 4096 * sizeof(float));
+    run<80, 2, 2, 0>(sms, out);
+    run<80, 2, 1, 0>(sms, out);
+    run<80, 1, 1, 0>(sms, out);
+    run<128, 2, 1, 0>(sms, out);
+    run<128, 2, 2, 0>(sms, out);
+    run<80, 2, 1, 1, 2>(sms, out);
+    run<80, 2, 1, 4, 2>(sms, out);
+    run<80, 2, 2, 4>(sms, out);
+    run<80, 2, 2, 8>(sms, out);
+    run<80, 2, 1, 4>(sms, out);
+    run<80, 2, 1, 8>(sms, out);
+    run<128, 2, 1, 4>(sms, out);
+    run<256, 2, 1, 4>(sms, out);
+    cudaFree(out);
+    return 0;
+}
