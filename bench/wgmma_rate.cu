@@ -29,7 +29,7 @@ __device__ __forceinline__ void tile(float (*d)[N / 2], unsigned (*a)[4][4], hc_
 }
 #endif
 
-template <int N, int WGS, int BPS, int DEC, int S = 1>
+template <int N, int WGS, int BPS, int DEC, int S = 1, bool FINE = false>
 __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
 #ifdef HC_SM90A
     __shared__ __align__(1024) unsigned char b[(N * 128 + 1023) / 1024 * 1024];
@@ -50,6 +50,31 @@ __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
 #pragma unroll
                 for (int q = 0; q < DEC; q++) a[0][k][j] = (a[0][k][j] ^ (a[0][k][j] >> 3)) + (unsigned)it;
     };
+    if constexpr (FINE) {
+        /* a commit group a k16 step: the next tile's step ks is rewritten once this set's step ks
+         * of the tile before is done (wgmma_wait<4>), not once its whole tile is */
+        static_assert(S == 1, "one stripe a warpgroup");
+        auto fine = [&](unsigned (*a)[4][4], unsigned (*an)[4][4], int it, bool first) {
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                wgmma_rs<N>(d[0], a[0][ks], db + 2 * ks, first && ks == 0 ? 0u : 1u);
+                wgmma_commit();
+                if (first) continue;
+                wgmma_wait<4>();
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int q = 0; q < DEC; q++)
+                        an[0][ks][j] = (an[0][ks][j] ^ (an[0][ks][j] >> 3)) + (unsigned)it;
+            }
+        };
+        fine(a0, a1, 0, true);
+        for (int it = 1; it < iters; it += 2) {
+            fine(a1, a0, it, false);
+            fine(a0, a1, it, false);
+        }
+    } else {
     tile<N, S>(d, a0, db, true);
     wgmma_commit();
     for (int it = 1; it < iters; it += 2) {
@@ -61,6 +86,7 @@ __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
         wgmma_commit();
         wgmma_wait<1>();
         dec(a1, it);
+    }
     }
     wgmma_wait<0>();
     float s = 0.0f;
@@ -74,9 +100,10 @@ __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
 #endif
 }
 
-template <int N, int WGS, int BPS, int DEC, int S = 1> static void run(int sms, float *out) {
+template <int N, int WGS, int BPS, int DEC, int S = 1, bool FINE = false>
+static void run(int sms, float *out) {
     const int iters = 4001, blocks = sms * BPS;
-    auto k = rate<N, WGS, BPS, DEC, S>;
+    auto k = rate<N, WGS, BPS, DEC, S, FINE>;
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0), cudaEventCreate(&e1);
     k<<<blocks, 128 * WGS>>>(out, 101); /* (warm) */
@@ -89,8 +116,8 @@ template <int N, int WGS, int BPS, int DEC, int S = 1> static void run(int sms, 
     const double fma = (double)blocks * WGS * S * iters * 4 * 64.0 * N * 16;
     cudaError_t err = cudaGetLastError();
     printf("n=%3d  stripes a warpgroup %d  warpgroups an SM %d (%d a block x %d)  decode ops a "
-           "register %2d:  %7.1f TFLOP/s  (%.3f ms)%s%s\n",
-           N, S, WGS * BPS, WGS, BPS, DEC, 2 * fma / (ms * 1e-3) / 1e12, ms,
+           "register %2d%s:  %7.1f TFLOP/s  (%.3f ms)%s%s\n",
+           N, S, WGS * BPS, WGS, BPS, DEC, FINE ? " (a group a k16 step)" : "", 2 * fma / (ms * 1e-3) / 1e12, ms,
            err ? "  error: " : "", err ? cudaGetErrorString(err) : "");
     cudaEventDestroy(e0), cudaEventDestroy(e1);
 }
@@ -117,6 +144,8 @@ int main() {
     run<80, 2, 2, 8>(sms, out);
     run<80, 2, 1, 4>(sms, out);
     run<80, 2, 1, 8>(sms, out);
+    run<80, 2, 2, 4, 1, true>(sms, out);
+    run<80, 2, 2, 8, 1, true>(sms, out);
     run<128, 2, 1, 4>(sms, out);
     run<256, 2, 1, 4>(sms, out);
     cudaFree(out);

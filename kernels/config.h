@@ -105,6 +105,14 @@
  * at seven stages and 8-32 in moe-ws288 and moe-ws80r, so it unrolls only the kernels of one
  * stripe a warpgroup, one wgmma a k16 step and at most five stages. */
 #define HC_WS_UNROLL 1
+/* v98 (built, 1 until measured): in v95's unrolled loop, HC_WS_FINE commit groups a K tile (2
+ * or 4; 1: one), so that a warp decodes tile kb + 1's k16 steps of group q once tile kb - 1's
+ * group q is done rather than its whole tile (gemm/ws_gemm.cuh step_fine). Why: v95 / v94 said
+ * moe-ws80d at M = 1024 is held by the wgmma -> decode dependency inside a warpgroup, not by
+ * issue slots or the ring; this gives a group's decode the later groups' wgmma of slack
+ * without v96's third A set (which spilled). A group reads its codes from the stage again (held
+ * across the wgmma, they spilled ~100 bytes in ws80d); no spill at 2 or 4 (NVRTC, t_jit's kinds). */
+#define HC_WS_FINE 1
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit
