@@ -49,6 +49,11 @@ __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
             for (int j = 0; j < 4; j++)
 #pragma unroll
                 for (int q = 0; q < DEC; q++) a[0][k][j] = (a[0][k][j] ^ (a[0][k][j] >> 3)) + (unsigned)it;
+        /* (a branch after the decode, as the kernels' barrier waits are: without one ptxas sinks
+         * these operations past the next tile's wgmma.fence, between its wgmma -- not the
+         * kernels' order; b[0] is zero) */
+        while (*(volatile unsigned *)b != 0u) {
+        }
     };
     if constexpr (FINE) {
         /* a commit group a k16 step: the next tile's step ks is rewritten once this set's step ks
@@ -67,6 +72,8 @@ __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
 #pragma unroll
                     for (int q = 0; q < DEC; q++)
                         an[0][ks][j] = (an[0][ks][j] ^ (an[0][ks][j] >> 3)) + (unsigned)it;
+                while (*(volatile unsigned *)b != 0u) {
+                }
             }
         };
         fine(a0, a1, 0, true);
@@ -98,6 +105,80 @@ __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
 #else
     (void)out, (void)iters;
 #endif
+}
+
+/* The same hardware question without the compiler's scheduling in it: warpgroups 0-1 run the
+ * wgmma loop (DEC 0) when MODE & 1, warpgroup 2 runs 16 independent integer chains of ALU
+ * operations a K tile when MODE & 2, each on its own warps -- if the wgmma warps' tensor work and
+ * the other warps' ALU issue overlap on the SM's sub-partitions, both together take the longer
+ * of the two alone. */
+template <int N, int ALU, int MODE>
+__global__ void __launch_bounds__(384, 1) beside(float *out, int iters) {
+#ifdef HC_SM90A
+    __shared__ __align__(1024) unsigned char b[(N * 128 + 1023) / 1024 * 1024];
+    for (unsigned i = threadIdx.x; i < sizeof b / 4; i += blockDim.x) ((unsigned *)b)[i] = 0u;
+    __syncthreads();
+    if (threadIdx.x >= 256) {
+        if (!(MODE & 2)) return;
+        unsigned r[16];
+#pragma unroll
+        for (int j = 0; j < 16; j++) r[j] = threadIdx.x + j;
+        for (int it = 0; it < iters; it++)
+#pragma unroll
+            for (int q = 0; q < ALU / 16; q++)
+#pragma unroll
+                for (int j = 0; j < 16; j++) r[j] = (r[j] ^ (r[j] >> 3)) + (unsigned)it;
+        unsigned x = 0;
+#pragma unroll
+        for (int j = 0; j < 16; j++) x ^= r[j];
+        if (x == 12345u) out[blockIdx.x] = (float)x;
+        return;
+    }
+    if (!(MODE & 1)) return;
+    const hc_u64 db = b_desc(b);
+    float d[1][N / 2];
+    unsigned a[1][4][4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) a[0][k][j] = threadIdx.x * 16u + k * 4u + j;
+    tile<N, 1>(d, a, db, true);
+    wgmma_commit();
+    for (int it = 1; it < iters; it++) {
+        tile<N, 1>(d, a, db, false);
+        wgmma_commit();
+        wgmma_wait<1>();
+    }
+    wgmma_wait<0>();
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) s += d[0][i];
+    if (s == 12345.0f) out[blockIdx.x] = s;
+#else
+    (void)out, (void)iters;
+#endif
+}
+
+template <int N, int ALU> static void run_beside(int sms, float *out) {
+    const int iters = 4001;
+    float ms[4] = {0, 0, 0, 0};
+    void (*k[4])(float *, int) = {nullptr, beside<N, ALU, 1>, beside<N, ALU, 2>, beside<N, ALU, 3>};
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0), cudaEventCreate(&e1);
+    for (int m = 1; m < 4; m++) {
+        k[m]<<<sms, 384>>>(out, 101);
+        cudaEventRecord(e0);
+        k[m]<<<sms, 384>>>(out, iters);
+        cudaEventRecord(e1);
+        cudaEventSynchronize(e1);
+        cudaEventElapsedTime(&ms[m], e0, e1);
+    }
+    cudaError_t err = cudaGetLastError();
+    printf("n=%3d, two wgmma warpgroups and one of %d ALU operations a K tile, an SM: wgmma alone "
+           "%.3f ms, ALU alone %.3f ms, both %.3f ms (overlapped: %.3f; serial: %.3f)%s%s\n",
+           N, ALU, ms[1], ms[2], ms[3], ms[1] > ms[2] ? ms[1] : ms[2], ms[1] + ms[2],
+           err ? "  error: " : "", err ? cudaGetErrorString(err) : "");
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
 }
 
 template <int N, int WGS, int BPS, int DEC, int S = 1, bool FINE = false>
@@ -148,6 +229,9 @@ int main() {
     run<80, 2, 2, 8, 1, true>(sms, out);
     run<128, 2, 1, 4>(sms, out);
     run<256, 2, 1, 4>(sms, out);
+    run_beside<80, 160>(sms, out);
+    run_beside<80, 320>(sms, out);
+    run_beside<80, 640>(sms, out);
     cudaFree(out);
     return 0;
 }

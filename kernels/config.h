@@ -71,16 +71,6 @@
  * row's pieces in blocks of 256), rows blockIdx.x + gridDim.x j, one wave of resident blocks --
  * where the row-a-block form had one piece in flight at H = 2048 */
 #define HC_MOE_EXPAND_ROWS4 1
-/* v97 (built, 0 / 1 until measured): the expand's traffic. At Qwen3-like M = 4096 it moves
- * x's rows (16.8 MB) eight times into ~151 MB of sorted rows in 78.6 us on the H100 (62.3 on
- * the H200): ~3.6 (4.6) TB/s of read + write, the memory's rate -- its writes evict x from L2,
- * so every copy of a row is read from memory again. HC_MOE_EXPAND_L2: x's rows are loaded
- * L2 evict_last and the sorted rows stored evict_first (st.global.cs); HC_MOE_EXPAND_PADS 0:
- * a pad row (sorted -1, ~13% of the rows at M = 4096, ~20% at 1024) is not written -- its
- * products are its own output row's, which nothing reads (the skinny kernels already multiply
- * token 0's row there). Both in the v89 form only. */
-#define HC_MOE_EXPAND_L2 0
-#define HC_MOE_EXPAND_PADS 1
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at
@@ -105,14 +95,6 @@
  * at seven stages and 8-32 in moe-ws288 and moe-ws80r, so it unrolls only the kernels of one
  * stripe a warpgroup, one wgmma a k16 step and at most five stages. */
 #define HC_WS_UNROLL 1
-/* v98 (built, 1 until measured): in v95's unrolled loop, HC_WS_FINE commit groups a K tile (2
- * or 4; 1: one), so that a warp decodes tile kb + 1's k16 steps of group q once tile kb - 1's
- * group q is done rather than its whole tile (gemm/ws_gemm.cuh step_fine). Why: v95 / v94 said
- * moe-ws80d at M = 1024 is held by the wgmma -> decode dependency inside a warpgroup, not by
- * issue slots or the ring; this gives a group's decode the later groups' wgmma of slack
- * without v96's third A set (which spilled). A group reads its codes from the stage again (held
- * across the wgmma, they spilled ~100 bytes in ws80d); no spill at 2 or 4 (NVRTC, t_jit's kinds). */
-#define HC_WS_FINE 1
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit

@@ -295,26 +295,18 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
         const unsigned tk = (unsigned)topk;
         const hc_u64 c = ((hc_u64)blockIdx.y * blockDim.x + threadIdx.x) * 8;
         const hc_u64 G = gridDim.x;
-        const hc_u64 keep = HC_MOE_EXPAND_L2 ? keep_policy() : 0;
         for (hc_u64 p0 = blockIdx.x; c < ldxs && p0 < rows; p0 += 4 * G) {
             uint4 v[4];
-            int s[4];
 #pragma unroll
             for (int u = 0; u < 4; u++) {
                 const hc_u64 p = p0 + u * G;
-                s[u] = p < rows ? sorted[p] : -1;
-                const hc_u16 *src = x + (hc_u64)((unsigned)s[u] / tk) * ldx + c;
-                v[u] = s[u] < 0 || c >= K ? make_uint4(0, 0, 0, 0)
-                       : HC_MOE_EXPAND_L2 ? ld16_keep(src, keep)
-                                          : *(const uint4 *)src;
+                const int s = p < rows ? sorted[p] : -1;
+                v[u] = s >= 0 && c < K ? *(const uint4 *)(x + (hc_u64)((unsigned)s / tk) * ldx + c)
+                                       : make_uint4(0, 0, 0, 0);
             }
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
-                hc_u16 *dst = xs + (p0 + u * G) * ldxs + c;
-                if (p0 + u * G >= rows || (!HC_MOE_EXPAND_PADS && s[u] < 0)) continue;
-                if (HC_MOE_EXPAND_L2) st16_stream(dst, v[u]);
-                else *(uint4 *)dst = v[u];
-            }
+            for (int u = 0; u < 4; u++)
+                if (p0 + u * G < rows) *(uint4 *)(xs + (p0 + u * G) * ldxs + c) = v[u];
         }
         HC_PDL_RELEASE();
         return;

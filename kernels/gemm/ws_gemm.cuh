@@ -145,50 +145,17 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         if (kb > 0) ring_release(smem_addr(&empty[sp]), lane);
         if (kb + 1 < nt) decode(sn, phn, an);
     };
+    if (tiles > 0) decode(0, 0, a0);
     /* (v95: two laps of the ring a trip, every step's stage, phase and A set a constant -- where
      * NVRTC keeps it in registers: one stripe a warpgroup, one wgmma a k16 step, five stages) */
     constexpr bool UNROLLED = HC_WS_UNROLL && SPW == 1 && TOKS <= 256 && NS <= 5;
-    /* v98 (config.h HC_WS_FINE = G > 1): the step above with G commit groups a tile, of 4 / G
-     * k16 steps each -- tile kb + 1's steps of group q are decoded as soon as tile kb - 1's
-     * group q is done (wgmma_wait<G>: the G groups after it may run), not once its whole tile
-     * is; the stage released after the last wait */
-    constexpr int G = HC_WS_FINE > 1 ? HC_WS_FINE : 1, KG = 4 / G;
-    static_assert(G * KG == 4, "a tile's four k16 steps in whole groups");
-    auto step_fine = [&](unsigned kb, unsigned s, unsigned (*a)[4][4], unsigned (*an)[4][4],
-                         unsigned sn, unsigned phn, unsigned sp) {
-        const hc_u64 db = b_desc(smem + s * stage_bytes);
-        hc_u8 *chn = smem + sn * stage_bytes + XB + wgc * cb;
-        const bool more = kb + 1 < nt;
-        rb_codes v;
-        wgmma_fence();
-#pragma unroll
-        for (int q = 0; q < G; q++) {
-#pragma unroll
-            for (int ks = q * KG; ks < q * KG + KG; ks++) /* (UNROLLED only) */
-                wgmma_rs<UNROLLED ? TOKS : 16>(d[0], a[0][ks], db + 2 * ks, 1u);
-            wgmma_commit();
-            wgmma_wait<G>();
-            if (q == G - 1 && kb > 0) ring_release(smem_addr(&empty[sp]), lane);
-            if (!more) continue;
-            if (q == 0) mbar_wait(smem_addr(&full[sn]), phn);
-            /* (the codes read again a group: held across the wgmma, they spilled in ws80d) */
-            ws_decode_codes(chn, wl, lane, v, q == 0);
-#pragma unroll
-            for (int ks = q * KG; ks < q * KG + KG; ks++) ws_decode_step(chn, p, r0, v, ks, an[0][ks]);
-        }
-    };
-    if (tiles > 0) decode(0, 0, a0);
     if constexpr (UNROLLED) {
         for (unsigned kb0 = 0; kb0 < nt; kb0 += 2 * NS) {
 #pragma unroll
             for (unsigned i = 0; i < 2 * NS; i++) {
                 if (kb0 + i >= nt) break;
-                if constexpr (G > 1)
-                    step_fine(kb0 + i, i % NS, i & 1 ? a1 : a0, i & 1 ? a0 : a1, (i + 1) % NS,
-                              ((i + 1) % (2 * NS)) / NS, (i + NS - 1) % NS);
-                else
-                    step(kb0 + i, i % NS, i & 1 ? a1 : a0, i & 1 ? a0 : a1, (i + 1) % NS,
-                         ((i + 1) % (2 * NS)) / NS, (i + NS - 1) % NS);
+                step(kb0 + i, i % NS, i & 1 ? a1 : a0, i & 1 ? a0 : a1, (i + 1) % NS,
+                     ((i + 1) % (2 * NS)) / NS, (i + NS - 1) % NS);
             }
         }
     } else {

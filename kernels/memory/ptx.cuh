@@ -1,6 +1,5 @@
 // ptx.cuh: the memory-side PTX of every kernel in tile_mma.cu: the dynamic shared memory and
-// its addresses, cp.async (16 bytes global -> shared, bypassing L1), 16-byte global accesses
-// with an L2 priority, named barriers,
+// its addresses, cp.async (16 bytes global -> shared, bypassing L1), named barriers,
 // programmatic dependent launch, the test for the sm_90a-only instructions, and a block's
 // arrival at a last-arrival counter (arrive_last).
 #ifndef HC_K_MEMORY_PTX_CUH
@@ -73,30 +72,6 @@ __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_grou
 template <int N> __device__ __forceinline__ void cp_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
-/* 16-byte global loads and stores with an L2 priority (hc_moe_expand, config.h
- * HC_MOE_EXPAND_L2): ld16_keep reads data read again soon (the policy from keep_policy: L2
- * evict_last on sm_80 and later, a plain load elsewhere), st16_stream writes data not read
- * again while it could stay in L2 (st.global.cs: evict first) */
-__device__ __forceinline__ hc_u64 keep_policy() {
-    hc_u64 pol = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-#endif
-    return pol;
-}
-__device__ __forceinline__ uint4 ld16_keep(const void *p, hc_u64 pol) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    uint4 v;
-    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p), "l"(pol));
-    return v;
-#else
-    (void)pol;
-    return *(const uint4 *)p;
-#endif
-}
-__device__ __forceinline__ void st16_stream(void *p, uint4 v) { __stcs((uint4 *)p, v); }
 /* named barrier ID over N threads (a subset of the block) */
 template <int ID, int N> __device__ __forceinline__ void bar_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(N) : "memory");
