@@ -147,7 +147,8 @@
 #define HC_SKINNY_Q_SUM_BYTES(toks) ((toks) * 768u)
 #define HC_SKINNY_Q_STAGES_OF(toks, chunk)                                                     \
     HC_SKINNY_RING_OF(HC_SKINNY_SMEM - HC_SKINNY_Q_SUM_BYTES(toks), HC_SKINNY_Q_STAGE_BYTES(toks, chunk))
-/* v61 (not yet measured: bench/NOTES.md session 27): a suspend-time hint for every mbarrier
+/* v61 (measured in session 41, H100: no gate_up gain at M = 1-4096 -- 159.4 -> 162.1 us at
+ * Qwen3-like M = 1024 -- so 0; bench/NOTES.md sessions 27, 41): a suspend-time hint for every mbarrier
  * wait (memory/tma.cuh mbar_wait), in ns -- 0: none, the waiting warps spin on try_wait (what
  * every figure so far ran). Aimed at moe-skinny32's 35% "other" instructions at M = 256 (the
  * waiting warps' try-wait loops on the schedulers the decode needs: session 22's profile).
