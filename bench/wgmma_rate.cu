@@ -8,7 +8,9 @@
 // with DEC dependent integer operations a register (a stand-in for the decode: what a warp
 // does between the wait and the next issue). B is one zeroed 128-byte-swizzled tile in shared
 // memory (the rate does not depend on the values). Prints TFLOP/s per shape beside the
-// device's stated peak inputs. A bench program (not part of the library); built on the lent
+// device's stated peak inputs, then `beside`: the wgmma loop and integer chains on warps of
+// their own in one block, each alone and both together (how much of the other warps' issue a
+// running wgmma takes). A bench program (not part of the library); built on the lent
 // GPU by nvcc:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels -Icontract \
 //       bench/wgmma_rate.cu -o wgmma_rate && ./wgmma_rate
@@ -49,9 +51,11 @@ __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
             for (int j = 0; j < 4; j++)
 #pragma unroll
                 for (int q = 0; q < DEC; q++) a[0][k][j] = (a[0][k][j] ^ (a[0][k][j] >> 3)) + (unsigned)it;
-        /* (a branch after the decode, as the kernels' barrier waits are: without one ptxas sinks
-         * these operations past the next tile's wgmma.fence, between its wgmma -- not the
-         * kernels' order; b[0] is zero) */
+        /* (a branch after the decode, as the kernels' barrier waits are; b[0] is zero. ptxas
+         * still computes the next set's operations into temporaries between the current tile's
+         * wgmma, which the kernels' SASS does not: so these rows mix the compiler's schedule
+         * into the hardware's -- `beside` below asks the hardware alone, bench/NOTES.md
+         * session 41) */
         while (*(volatile unsigned *)b != 0u) {
         }
     };
