@@ -11,8 +11,8 @@
 # checks: test and sanitize in less wall time (the two test programs side by side, then the two
 # sanitizers: correctness only, so sharing the GPU and the cores changes no result);
 # quickchecks: the two test programs side by side only (a short call).
-# racepair: racecheck on both quick sets side by side (no memcheck: a pair of runs finishes where
-# four did not).
+# racepair / mempair: racecheck / memcheck on both quick sets side by side (one tool a call: a
+# pair of runs finishes where four did not).
 # gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~430 s on an H100; side
 # by side they run at under half speed, so a call that must finish both takes one each).
 # gpuquick / moequick: gpu_test's / gpu_moe_test's quick set alone, no sanitizer (a new
@@ -213,18 +213,20 @@ if has sanitize; then
         cat "$out/$tool.log" >>"$out/sanitize.log" && rm -f "$out/$tool.log"
     done
 fi
-if has racepair; then
+for pair in racepair:racecheck mempair:memcheck; do
+    has ${pair%%:*} || continue
+    tool=${pair#*:}
     for prog in gpu_test gpu_moe_test; do
-        HC_GPU_TEST_QUICK=1 timeout "$(lim 400)" compute-sanitizer --tool racecheck --error-exitcode 9 \
-            $b/$prog >"$out/racecheck.$prog.log" 2>&1 &
+        HC_GPU_TEST_QUICK=1 timeout "$(lim 400)" compute-sanitizer --tool $tool --error-exitcode 9 \
+            $b/$prog >"$out/$tool.$prog.log" 2>&1 &
     done
     wait
     for prog in gpu_test gpu_moe_test; do
-        echo "racecheck $prog: $(grep -E 'SUMMARY' "$out/racecheck.$prog.log" | tail -1)" \
-            "$(grep -E 'passed, .* failed' "$out/racecheck.$prog.log" | tail -1)"
-        cat "$out/racecheck.$prog.log" >>"$out/sanitize.log" && rm -f "$out/racecheck.$prog.log"
+        echo "$tool $prog: $(grep -E 'SUMMARY' "$out/$tool.$prog.log" | tail -1)" \
+            "$(grep -E 'passed, .* failed' "$out/$tool.$prog.log" | tail -1)"
+        cat "$out/$tool.$prog.log" >>"$out/sanitize.log" && rm -f "$out/$tool.$prog.log"
     done
-fi
+done
 if has pdlrace; then
     # racecheck on the back-to-back chains (gpu_test HC_GPU_TEST_CHAIN_ONLY), skinny kernels
     # only, with their programmatic dependent launch on (this tree) and off (a copy with

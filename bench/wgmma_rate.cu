@@ -10,7 +10,9 @@
 // memory (the rate does not depend on the values). Prints TFLOP/s per shape beside the
 // device's stated peak inputs, then `beside`: the wgmma loop and integer chains on warps of
 // their own in one block, each alone and both together (how much of the other warps' issue a
-// running wgmma takes). A bench program (not part of the library); built on the lent
+// running wgmma takes), with A in registers or (SS) in shared memory too, and the ALU warps
+// optionally storing to shared memory as a decoder feeding SS wgmma would (session 42: SS takes
+// the same share as RS, bench/NOTES.md). A bench program (not part of the library); built on the lent
 // GPU by nvcc:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Ikernels -Icontract \
 //       bench/wgmma_rate.cu -o wgmma_rate && ./wgmma_rate
@@ -28,6 +30,19 @@ __device__ __forceinline__ void tile(float (*d)[N / 2], unsigned (*a)[4][4], hc_
     for (int ks = 0; ks < 4; ks++)
 #pragma unroll
         for (int j = 0; j < S; j++) wgmma_rs<N>(d[j], a[j][ks], db + 2 * ks, first && ks == 0 ? 0u : 1u);
+}
+
+/* m64n80k16 with A from shared memory too (SS: both operands by descriptor; da: A's 64 rows x
+ * k16, K-major rows of 128 bytes with the 128-byte swizzle, as B's) -- the `beside` rows' other
+ * mode, bench-only: the library's kernels keep A in registers */
+__device__ __forceinline__ void wgmma_ss80(float *d, hc_u64 da, hc_u64 db, unsigned acc) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, "
+                 "%6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+                 "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, "
+                 "%39}, %40, %41, p, 1, 1, 0, 0;\n}\n"
+                 : HC_D8(0), HC_D8(8), HC_D8(16), HC_D8(24), HC_D8(32)
+                 : "l"(da), "l"(db), "r"(acc));
 }
 #endif
 
@@ -116,10 +131,12 @@ __global__ void __launch_bounds__(128 * WGS, BPS) rate(float *out, int iters) {
  * operations a K tile when MODE & 2, each on its own warps -- if the wgmma warps' tensor work and
  * the other warps' ALU issue overlap on the SM's sub-partitions, both together take the longer
  * of the two alone. */
-template <int N, int ALU, int MODE>
+template <int N, int ALU, int MODE, bool SS = false, bool ST = false>
 __global__ void __launch_bounds__(384, 1) beside(float *out, int iters) {
 #ifdef HC_SM90A
-    __shared__ __align__(1024) unsigned char b[(N * 128 + 1023) / 1024 * 1024];
+    static_assert(!SS || N == 80, "SS: n = 80 only");
+    /* B's tile, then (SS) A's 64 x 64 tile, then (ST) the ALU warps' 2 KB store area */
+    __shared__ __align__(1024) unsigned char b[(N * 128 + 1023) / 1024 * 1024 + 8192 + 2048];
     for (unsigned i = threadIdx.x; i < sizeof b / 4; i += blockDim.x) ((unsigned *)b)[i] = 0u;
     __syncthreads();
     if (threadIdx.x >= 256) {
@@ -127,11 +144,19 @@ __global__ void __launch_bounds__(384, 1) beside(float *out, int iters) {
         unsigned r[16];
 #pragma unroll
         for (int j = 0; j < 16; j++) r[j] = threadIdx.x + j;
+        /* ST: a 16-byte shared store every 16 operations, as a decoder writing bf16 weights for
+         * SS wgmma would (64 x 64 bf16 = 8 KB a K tile over 128 threads: 4 stores a thread) */
+        const unsigned st = (unsigned)__cvta_generic_to_shared(b + sizeof b - 2048) + (threadIdx.x - 256) * 16u;
         for (int it = 0; it < iters; it++)
 #pragma unroll
-            for (int q = 0; q < ALU / 16; q++)
+            for (int q = 0; q < ALU / 16; q++) {
 #pragma unroll
                 for (int j = 0; j < 16; j++) r[j] = (r[j] ^ (r[j] >> 3)) + (unsigned)it;
+                if (ST)
+                    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(st), "r"(r[0]), "r"(r[5]),
+                                 "r"(r[10]), "r"(r[15])
+                                 : "memory");
+            }
         unsigned x = 0;
 #pragma unroll
         for (int j = 0; j < 16; j++) x ^= r[j];
@@ -141,6 +166,22 @@ __global__ void __launch_bounds__(384, 1) beside(float *out, int iters) {
     if (!(MODE & 1)) return;
     const hc_u64 db = b_desc(b);
     float d[1][N / 2];
+    if constexpr (SS) {
+        const hc_u64 da = b_desc(b + (N * 128 + 1023) / 1024 * 1024);
+        for (int it = 0; it < iters; it++) {
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) wgmma_ss80(d[0], da + 2 * ks, db + 2 * ks, it || ks ? 1u : 0u);
+            wgmma_commit();
+            wgmma_wait<1>();
+        }
+        wgmma_wait<0>();
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < N / 2; i++) s += d[0][i];
+        if (s == 12345.0f) out[blockIdx.x] = s;
+        return;
+    }
     unsigned a[1][4][4];
 #pragma unroll
     for (int k = 0; k < 4; k++)
@@ -163,10 +204,11 @@ __global__ void __launch_bounds__(384, 1) beside(float *out, int iters) {
 #endif
 }
 
-template <int N, int ALU> static void run_beside(int sms, float *out) {
+template <int N, int ALU, bool SS = false, bool ST = false> static void run_beside(int sms, float *out) {
     const int iters = 4001;
     float ms[4] = {0, 0, 0, 0};
-    void (*k[4])(float *, int) = {nullptr, beside<N, ALU, 1>, beside<N, ALU, 2>, beside<N, ALU, 3>};
+    void (*k[4])(float *, int) = {nullptr, beside<N, ALU, 1, SS, ST>, beside<N, ALU, 2, SS, ST>,
+                                  beside<N, ALU, 3, SS, ST>};
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0), cudaEventCreate(&e1);
     for (int m = 1; m < 4; m++) {
@@ -178,9 +220,9 @@ template <int N, int ALU> static void run_beside(int sms, float *out) {
         cudaEventElapsedTime(&ms[m], e0, e1);
     }
     cudaError_t err = cudaGetLastError();
-    printf("n=%3d, two wgmma warpgroups and one of %d ALU operations a K tile, an SM: wgmma alone "
-           "%.3f ms, ALU alone %.3f ms, both %.3f ms (overlapped: %.3f; serial: %.3f)%s%s\n",
-           N, ALU, ms[1], ms[2], ms[3], ms[1] > ms[2] ? ms[1] : ms[2], ms[1] + ms[2],
+    printf("n=%3d, two wgmma warpgroups (A in %s) and one of %d ALU operations a K tile%s, an SM: "
+           "wgmma alone %.3f ms, ALU alone %.3f ms, both %.3f ms (overlapped: %.3f; serial: %.3f)%s%s\n",
+           N, SS ? "shared memory" : "registers", ALU, ST ? " (a 16-byte shared store every 16)" : "", ms[1], ms[2], ms[3], ms[1] > ms[2] ? ms[1] : ms[2], ms[1] + ms[2],
            err ? "  error: " : "", err ? cudaGetErrorString(err) : "");
     cudaEventDestroy(e0), cudaEventDestroy(e1);
 }
@@ -236,6 +278,12 @@ int main() {
     run_beside<80, 160>(sms, out);
     run_beside<80, 320>(sms, out);
     run_beside<80, 640>(sms, out);
+    run_beside<80, 160, true>(sms, out);
+    run_beside<80, 320, true>(sms, out);
+    run_beside<80, 640, true>(sms, out);
+    run_beside<80, 320, false, true>(sms, out);
+    run_beside<80, 320, true, true>(sms, out);
+    run_beside<80, 640, true, true>(sms, out);
     cudaFree(out);
     return 0;
 }
