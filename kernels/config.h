@@ -95,6 +95,27 @@
  * at seven stages and 8-32 in moe-ws288 and moe-ws80r, so it unrolls only the kernels of one
  * stripe a warpgroup, one wgmma a k16 step and at most five stages. */
 #define HC_WS_UNROLL 1
+/* v99 (taken in session 42 -- H100, Qwen3-like gate_up GEMM beside a base with it off in one
+ * call: M = 4096 (moe-ws288) 359.8 -> 344.5 us, M = 1024 (moe-ws80d) 143.1 -> 142.2; 0: every
+ * tile at its full width): a warp-specialised block of one stripe a warpgroup whose tile holds
+ * no more rows than the next narrower wgmma width runs its K loop at that width (mma/wgmma.cuh
+ * wgmma_tile_commit): moe-ws288's tiles at 256 where an expert's tile has 256 rows or fewer (the
+ * k16 step's second wgmma, n = 32, skipped), moe-ws80d's at 64. The padding rows' tensor work
+ * is ~11% (288) / ~20% (80) of such a tile's wgmma; that ws80d gained 0.6% where about half its
+ * tiles narrow says its time is the decode's, not the tensor cores' (bench/NOTES.md session 42). */
+#define HC_WS_NARROW 1
+/* the narrower width a tile of toks tokens runs at under v99 (0: none) */
+#define HC_WS_NARROW_OF(toks) (!HC_WS_NARROW ? 0 : (toks) == 80 ? 64 : (toks) == 288 ? 256 : 0)
+/* v100 (built in session 42, not yet measured; 0 until it is): ws_gemm_block's consumers keep
+ * their lane's place (warpgroup, warp, lane, row) in registers (memory/ptx.cuh held) and
+ * derive each stage's wgmma descriptor from stage 0's by an add. Without it NVVM recomputes
+ * the lane's shared-memory offsets in every decode, from the thread index. NVRTC SASS of
+ * moe-ws80d (int4 g128): ~15 fewer instructions a K tile a warp of ~105 (the unrolled loop
+ * 1286 -> 1140), no spills in any kind; kernels of up to 128 tokens only (at 256, moe-ws256r
+ * spilled in the FP8 kind). Why: the decode's instruction count is what
+ * ws80d's time follows (bench/NOTES.md sessions 40-42). To measure: set 1 in the device copy,
+ * `VARIANT="HC_WS_HOIST 0" STEPS="moequick moe" sh bench/device_run.sh`. */
+#define HC_WS_HOIST 0
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit

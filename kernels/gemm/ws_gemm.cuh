@@ -64,6 +64,9 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     const unsigned live = SPW == 1 ? (nb0 + 1 < p.tiles_n ? 2u : 1u)
                                    : p.tiles_n - nb0 < NST ? (unsigned)(p.tiles_n - nb0) : NST;
     const hc_u64 tiles = p.tiles_k;
+    /* (v99: a tile of at most NW rows runs its wgmma NW tokens wide) */
+    constexpr int NW = SPW == 1 ? HC_WS_NARROW_OF(TOKS) : 0;
+    const bool narrow = NW > 0 && m - tok0 <= (hc_u64)NW;
     if (tid == 0) {
         for (int s = 0; s < NS; s++) {
             mbar_init(smem_addr(&full[s]), 1);
@@ -117,21 +120,31 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         for (int i = 0; i < TOKS / 2; i++) d[0][i] = 0.0f;
     }
     unsigned a0[SPW][4][4], a1[SPW][4][4];
+    /* (v100: the lane's place held in registers, not recomputed in every decode -- up to 128
+     * tokens: beside 256 and more accumulators it spilled, moe-ws256r in the FP8 kind) */
+    constexpr bool HOIST = HC_WS_HOIST && TOKS <= 128;
+    const unsigned dwgc = HOIST ? held(wgc) : wgc, dwl = HOIST ? held(wl) : wl;
+    const unsigned dlane = HOIST ? held(lane) : lane, dr0 = HOIST ? held(r0) : r0;
     /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4][4]) {
         mbar_wait(smem_addr(&full[s]), ph);
 #pragma unroll
         for (int j = 0; j < SPW; j++)
-            ws_decode(smem + s * stage_bytes + XB + (wgc * SPW + j) * cb, p, wl, lane, r0, a[j]);
+            ws_decode(smem + s * stage_bytes + XB + (dwgc * SPW + j) * cb, p, dwl, dlane, dr0,
+                      a[j]);
     };
     /* issues tile kb's wgmma (stage s, A in a), then decodes tile kb + 1 into an (stage sn,
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
     const unsigned nt = (unsigned)tiles; /* (32 bits: a tensor map coordinate, kb x 64) */
+    /* (v100: the stages' descriptors as offsets from stage 0's -- shared addresses below 2^18
+     * never carry out of the descriptor's 14-bit address field) */
+    const hc_u64 db0 = b_desc(smem);
     auto step = [&](unsigned kb, unsigned s, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,
                     unsigned phn, unsigned sp) {
-        const hc_u64 db = b_desc(smem + s * stage_bytes);
+        const hc_u64 db = HOIST ? db0 + (s * stage_bytes >> 4) : b_desc(smem + s * stage_bytes);
         if constexpr (SPW == 1) {
-            wgmma_tile<TOKS>(d[0], a[0], (unsigned)(db >> 32), (unsigned)db, false);
+            wgmma_tile_commit<TOKS, NW>(d[0], a[0], (unsigned)(db >> 32), (unsigned)db, false,
+                                        narrow);
         } else {
             wgmma_fence();
 #pragma unroll
@@ -139,8 +152,8 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
 #pragma unroll
                 for (int j = 0; j < SPW; j++)
                     wgmma_rs<TOKS>(d[j], a[j][ks], db + 2 * ks, kb > 0 || ks > 0 ? 1u : 0u);
+            wgmma_commit();
         }
-        wgmma_commit();
         wgmma_wait<1>();
         if (kb > 0) ring_release(smem_addr(&empty[sp]), lane);
         if (kb + 1 < nt) decode(sn, phn, an);

@@ -88,6 +88,24 @@ __device__ __forceinline__ void wgmma_tile(float *d, unsigned (*a)[4], unsigned 
         }
     }
 }
+/* The same, committed as one group, where a tile's rows may be fewer (v99, config.h
+ * HC_WS_NARROW): narrow (uniform over the warpgroup, and for a sum over all its K tiles) runs
+ * the K tile NW tokens wide -- the tokens past NW (zeros or another tile's rows in B) are not
+ * multiplied and their sums d[NW / 2 ..] keep what they held. (Each branch commits its own
+ * group: a commit after the two paths join costs an empty wgmma, ptxas's C7519.) */
+template <int W, int NW>
+__device__ __forceinline__ void wgmma_tile_commit(float *d, unsigned (*a)[4], unsigned dhi,
+                                                  unsigned dlo, bool first, bool narrow) {
+    if constexpr (NW > 0 && NW < W) {
+        if (narrow) {
+            wgmma_tile<NW>(d, a, dhi, dlo, first);
+            wgmma_commit();
+            return;
+        }
+    }
+    wgmma_tile<W>(d, a, dhi, dlo, first);
+    wgmma_commit();
+}
 /* this warpgroup's registers per thread lowered / raised to N */
 template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
