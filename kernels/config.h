@@ -112,7 +112,8 @@
  * the lane's shared-memory offsets in every decode, from the thread index. NVRTC SASS of
  * moe-ws80d (int4 g128): ~15 fewer instructions a K tile a warp of ~105 (the unrolled loop
  * 1286 -> 1140), no spills in any kind; kernels of up to 128 tokens only (at 256, moe-ws256r
- * spilled in the FP8 kind). Why: the decode's instruction count is what
+ * spilled in the FP8 kind); the dense ws64 / ws128 105.7 -> 93.4, ws128k (ws_consume) 123.5 ->
+ * 119.5. Why: the decode's instruction count is what
  * ws80d's time follows (bench/NOTES.md sessions 40-42). To measure: set 1 in the device copy,
  * `VARIANT="HC_WS_HOIST 0" STEPS="moequick moe" sh bench/device_run.sh`. */
 #define HC_WS_HOIST 0

@@ -295,12 +295,17 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc
         for (int i = 0; i < TOKS / 2; i++) d[0][i] = 0.0f;
     }
     unsigned a0[SPW][4][4], a1[SPW][4][4];
+    /* (v100, as ws_gemm_block's) */
+    constexpr bool HOIST = HC_WS_HOIST && TOKS <= 128;
+    const unsigned dwgc = HOIST ? held(wgc) : wgc, dwl = HOIST ? held(wl) : wl;
+    const unsigned dlane = HOIST ? held(lane) : lane, dr0 = HOIST ? held(r0) : r0;
+    const hc_u64 db0 = b_desc(smem);
     /* waits for tile kb in stage sd (phase phd) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned sd, unsigned phd, unsigned (*a)[4][4]) {
         mbar_wait(smem_addr(&full[sd]), phd);
 #pragma unroll
         for (int j = 0; j < SPW; j++)
-            ws_decode(smem + sd * stage_bytes + S::XB + (wgc * SPW + j) * cb, p, wl, lane, r0,
+            ws_decode(smem + sd * stage_bytes + S::XB + (dwgc * SPW + j) * cb, p, dwl, dlane, dr0,
                       a[j]);
     };
     /* gives stage sr (its wgmma done) back to the producer */
@@ -309,7 +314,7 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
     auto step = [&](hc_u64 kb, unsigned sk, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,
                     unsigned phn, unsigned sp) {
-        const hc_u64 db = b_desc(smem + sk * stage_bytes);
+        const hc_u64 db = HOIST ? db0 + (sk * stage_bytes >> 4) : b_desc(smem + sk * stage_bytes);
         if constexpr (SPW == 1) {
             wgmma_tile<TOKS>(d[0], a[0], (unsigned)(db >> 32), (unsigned)db, false);
         } else {
