@@ -126,8 +126,9 @@ template <int SPW> struct moe_act_of {
         return f;
     }
 };
-/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM */
-template <int TOKS, int SPW = 1, int BPS = 1>
+/* stripe group vp (2 SPW stripes) of tile i, its rows from tok0; BPS blocks an SM; HOLD:
+ * ws_gemm_block's v100 (false in the kernels of two bodies) */
+template <int TOKS, int SPW = 1, int BPS = 1, bool HOLD = true>
 __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_params &p,
                                             hc_u16 *__restrict__ out, const hc_tmap &tmx,
                                             unsigned vp, unsigned i, hc_u64 tok0) {
@@ -144,7 +145,7 @@ __device__ __forceinline__ void moe_ws_tile(const hc_moe_args &a, const hc_mma_p
     }
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS>(
+    ws_gemm_block<TOKS, SPW, moe_act_of<SPW>, BPS, HOLD>(
         (const hc_u8 *)a.wtab[part * a.el + (unsigned)e], pe, nb0, tok0, tok0 + (hc_u64)rows,
         out + part * a.ystride, tmx, moe_act_of<SPW>{&a, &p, nb0, (unsigned)e});
 }
@@ -169,10 +170,11 @@ __device__ __forceinline__ void moe_ws_two(const hc_moe_args &a, const hc_mma_pa
     const unsigned nb = (unsigned)a.tail[0];
     if (blockIdx.z == 0) {
         if (mt >= nb) return;
-        moe_ws_tile<BIG, SPW>(a, p, out, tmx, vp, mt, (hc_u64)mt * BIG);
+        moe_ws_tile<BIG, SPW, 1, false>(a, p, out, tmx, vp, mt, (hc_u64)mt * BIG);
     } else {
         if ((int)(nb + mt) >= a.meta[0]) return;
-        moe_ws_tile<SMALL, SPW>(a, p, out, tms, vp, nb + mt, (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
+        moe_ws_tile<SMALL, SPW, 1, false>(a, p, out, tms, vp, nb + mt,
+                                          (hc_u64)nb * BIG + (hc_u64)mt * SMALL);
     }
 }
 #define HC_MOE_WS_BODY(toks, spw, bps) moe_ws<toks, spw, bps>(a, p, out, tmx)

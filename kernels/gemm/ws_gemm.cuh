@@ -41,7 +41,7 @@
  * activation in its epilogue, epilogue/moe_act.cuh; ws_no_act otherwise): where actf.on(), in
  * halves mode the stage's chunks are gate's stripes nb0 .. (from w) and up's same rows (from
  * wup), live of each, and the outputs go through the activation into h instead of y. */
-template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1>
+template <int TOKS, int SPW = 1, class ACTF = ws_no_act, int BPS = 1, bool HOLD = true>
 __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                               hc_u64 nb0, hc_u64 tok0, hc_u64 m,
                                               hc_u16 *__restrict__ y, const hc_tmap &tmx,
@@ -120,9 +120,10 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
         for (int i = 0; i < TOKS / 2; i++) d[0][i] = 0.0f;
     }
     unsigned a0[SPW][4][4], a1[SPW][4][4];
-    /* (v100: the lane's place held in registers, not recomputed in every decode -- up to 128
-     * tokens: beside 256 and more accumulators it spilled, moe-ws256r in the FP8 kind) */
-    constexpr bool HOIST = HC_WS_HOIST && TOKS <= 128;
+    /* (v100: the lane's place held in registers, not recomputed in every decode -- up to 256
+     * tokens, and not in a kernel of two bodies (HOLD false): moe-ws256r spilled in the FP8
+     * kind; at 288 the loop is not unrolled and it saved nothing) */
+    constexpr bool HOIST = HC_WS_HOIST && HOLD && TOKS <= 256;
     const unsigned dwgc = HOIST ? held(wgc) : wgc, dwl = HOIST ? held(wl) : wl;
     const unsigned dlane = HOIST ? held(lane) : lane, dr0 = HOIST ? held(r0) : r0;
     /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
@@ -296,7 +297,7 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc
     }
     unsigned a0[SPW][4][4], a1[SPW][4][4];
     /* (v100, as ws_gemm_block's) */
-    constexpr bool HOIST = HC_WS_HOIST && TOKS <= 128;
+    constexpr bool HOIST = HC_WS_HOIST && TOKS <= 256;
     const unsigned dwgc = HOIST ? held(wgc) : wgc, dwl = HOIST ? held(wl) : wl;
     const unsigned dlane = HOIST ? held(lane) : lane, dr0 = HOIST ? held(r0) : r0;
     const hc_u64 db0 = b_desc(smem);
