@@ -32,7 +32,7 @@
 # There are no environment knobs any more: a kernel variant is an edit of kernels/config.h,
 # measured with this script (VARIANT="NAME VALUE" below does the edit in a copy). BASE=.base
 # (a second source tree, made here by
-# `sh bench/base_tree.sh REV` and named in the call's carry beside .deps): the kernels, moe and
+# `sh bench/base_tree.sh REV` and named in the call's carry beside .deps): the kernels, bench, moe and
 # timeline steps run that tree's build too, right after ours in the same call (files
 # *.base.log), so a branch and its base are measured side by side on one GPU and one clock.
 # Each step has its own time limit so that one hang cannot eat the call.
@@ -98,7 +98,7 @@ config_copy() {
 }
 # VARIANT="NAME VALUE": the base is a copy of this tree with kernels/config.h's #define NAME
 # set to VALUE (a variant that waits on main behind a default-off constant, docs/DESIGN.md):
-# the kernels, moe and timeline steps then run it beside this tree ("base" in the logs);
+# the kernels, bench, moe and timeline steps then run it beside this tree ("base" in the logs);
 # "NAME VALUE, NAME2 VALUE2" sets several
 if [ -n "${VARIANT:-}" ] && [ -z "${BASE:-}" ]; then
     tree_copy /tmp/hc-variant || exit 1
@@ -116,10 +116,11 @@ fi
 base=${BASE:-}
 if [ -n "$base" ]; then
     # the base tree's bench builds, against the same carried dependencies
-    # (each only where a step runs from it: kernels the plain one, moe and timeline the bench one)
+    # (each only where a step runs from it: kernels and bench the plain one, moe and timeline
+    # the bench one)
     deps=$(pwd)/.deps
     plain=0 diag=0
-    if has kernels; then plain=1; fi
+    if has kernels || has bench; then plain=1; fi
     if has moe || has timeline; then diag=1; fi
     if ! (cd "$base" &&
         { [ $plain = 0 ] || make HC_DEPS="$deps" BUILD=$b -j16 $b/bench/gpu_bench; } &&
@@ -278,6 +279,10 @@ if has bench; then
     timeout "$(lim 240)" $b/bench/gpu_bench >"$out/bench.log" 2>&1
     echo "bench rc=$?"
     grep -v '^    (ours' "$out/bench.log" | grep -E 'stream|M=1:| 1 \|| 16 \|| 4096 \|'
+    if [ -n "$base" ]; then # (the base tree's dense table: bench.base.log, whole)
+        (cd "$base" && timeout "$(lim 240)" $b/bench/gpu_bench) >"$out/bench.base.log" 2>&1
+        echo "base ($base) bench rc=$?"
+    fi
 fi
 if has kernels; then
     HC_BENCH_KERNELS=1 timeout "$(lim 240)" $b/bench/gpu_bench >"$out/kernels.log" 2>&1
