@@ -110,8 +110,8 @@
  * their lane's place (warpgroup, warp, lane, row) in registers (memory/ptx.cuh held) and
  * derive each stage's wgmma descriptor from stage 0's by an add. Without it NVVM recomputes
  * the lane's shared-memory offsets in every decode, from the thread index. NVRTC SASS of
- * moe-ws80d (int4 g128): ~15 fewer instructions a K tile a warp of ~105 (the unrolled loop
- * 1286 -> 1140); the dense ws64 / ws128 105.7 -> 93.4, ws256 108.8 -> 94.9, moe-ws256 110.2 ->
+ * moe-ws80d (int4 g128): ~16 fewer instructions a K tile a warp of ~105 (the unrolled loop
+ * 1286 -> 1121, its ring's barrier addresses held too at two blocks an SM); the dense ws64 / ws128 105.7 -> 93.4, ws256 108.8 -> 94.9, moe-ws256 110.2 ->
  * 97.0, ws128k (ws_consume) 123.5 -> 119.5; no spills in any kind. Kernels of up to 256 tokens
  * and one body (the two-body ws256r spilled in the FP8 kind; ws288's loop is not unrolled and
  * gained nothing). Why: the decode's instruction count is what

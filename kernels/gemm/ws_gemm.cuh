@@ -122,13 +122,17 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
     unsigned a0[SPW][4][4], a1[SPW][4][4];
     /* (v100: the lane's place held in registers, not recomputed in every decode -- up to 256
      * tokens, and not in a kernel of two bodies (HOLD false): moe-ws256r spilled in the FP8
-     * kind; at 288 the loop is not unrolled and it saved nothing) */
-    constexpr bool HOIST = HC_WS_HOIST && HOLD && TOKS <= 256;
+     * kind; at 288 the loop is not unrolled and it saved nothing. At two blocks an SM the
+     * ring's barrier addresses too: 1.9 SASS instructions a tile fewer in moe-ws80d, ~1 more
+     * at one block an SM) */
+    constexpr bool HOIST = HC_WS_HOIST && HOLD && TOKS <= 256, HOLDB = HOIST && BPS > 1;
     const unsigned dwgc = HOIST ? held(wgc) : wgc, dwl = HOIST ? held(wl) : wl;
     const unsigned dlane = HOIST ? held(lane) : lane, dr0 = HOIST ? held(r0) : r0;
+    const unsigned fullh = HOLDB ? held(smem_addr(&full[0])) : 0u;
+    const unsigned emptyh = HOLDB ? held(smem_addr(&empty[0])) : 0u;
     /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4][4]) {
-        mbar_wait(smem_addr(&full[s]), ph);
+        mbar_wait(HOLDB ? fullh + 8 * s : smem_addr(&full[s]), ph);
 #pragma unroll
         for (int j = 0; j < SPW; j++)
             ws_decode(smem + s * stage_bytes + XB + (dwgc * SPW + j) * cb, p, dwl, dlane, dr0,
@@ -156,7 +160,7 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
             wgmma_commit();
         }
         wgmma_wait<1>();
-        if (kb > 0) ring_release(smem_addr(&empty[sp]), lane);
+        if (kb > 0) ring_release(HOLDB ? emptyh + 8 * sp : smem_addr(&empty[sp]), lane);
         if (kb + 1 < nt) decode(sn, phn, an);
     };
     if (tiles > 0) decode(0, 0, a0);
