@@ -29,6 +29,13 @@ __device__ __forceinline__ float f32_of_f16(hc_u16 h) {
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
     return f;
 }
+/* h in both halves: one mov that ptxas folds into the instruction using it (an HMUL2 or HFMA2
+ * operand's .H0_H0), where h * 0x10001 cost an IMAD a use (v101) */
+__device__ __forceinline__ unsigned bf2_splat(hc_u16 h) {
+    unsigned d;
+    asm("mov.b32 %0, {%1, %1};" : "=r"(d) : "h"(h));
+    return d;
+}
 /* (a & b) | c in one LOP3 (the compiler otherwise spends two on two immediates) */
 __device__ __forceinline__ unsigned lop_and_or(unsigned a, unsigned b, unsigned c) {
     unsigned d;

@@ -54,7 +54,7 @@ __device__ __forceinline__ unsigned zero_operand(unsigned z) {
 #if HC_CODEC == HC_CODEC_INT8
     return z;
 #else
-    return (0xC300u | z) * 0x10001u;
+    return bf2_splat((hc_u16)(0xC300u | z));
 #endif
 }
 

@@ -35,8 +35,8 @@ __device__ __forceinline__ void scaled_frag(const hc_u8 *ch, const hc_mma_params
     }
     exact_frag(ch, p, r0, j, f, a);
 #if HC_SCALE_IS_BF16
-    const unsigned b0 = (__float_as_uint(s0) >> 16) * 0x10001u;
-    const unsigned b1 = (__float_as_uint(s1) >> 16) * 0x10001u;
+    const unsigned b0 = bf2_splat((hc_u16)(__float_as_uint(s0) >> 16));
+    const unsigned b1 = bf2_splat((hc_u16)(__float_as_uint(s1) >> 16));
 #pragma unroll
     for (int t = 0; t < 4; t++) a[t] = bf2_fma(a[t], t & 1 ? b1 : b0, 0x80008000u);
 #else
