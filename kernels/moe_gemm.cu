@@ -238,6 +238,8 @@ HC_MOE_WS_TWO_KERNEL(hc_moe_ws80r, 80, 64, 2)
 template <int TOKS> struct moe_skinny {
     /* no bench-build timeline (the MoE workspace has no room for one) */
     static constexpr __device__ bool timeline() { return false; }
+    /* v100 (config.h HC_WS_HOIST): skinny_body holds its descriptor's low word in a register */
+    static constexpr __device__ bool held_desc() { return HC_WS_HOIST != 0; }
     const unsigned long long *wtab;
     const int *meta;
     const float *gdivs;

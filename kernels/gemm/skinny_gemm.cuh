@@ -36,6 +36,8 @@ struct skinny_unit {
 template <int TOKS> struct skinny_dense {
     /* a bench build's timeline goes after the segments (its workspace has room for it) */
     static constexpr __device__ bool timeline() { return true; }
+    /* (v100's held descriptor: not here -- 20-196 bytes spilled, bench/NOTES.md session 42) */
+    static constexpr __device__ bool held_desc() { return false; }
     const hc_u8 *w;
     hc_u16 *y;
     hc_u64 m;
@@ -229,7 +231,10 @@ __device__ __forceinline__ void skinny_body(const Work &work, hc_u64 items, cons
     const unsigned full0 = smem_addr(&full[0]), empty0 = smem_addr(&empty[0]);
     /* + SB >> 4 a stage, + 2 a k16 step (Q: this warpgroup's activation tile) */
     const hc_u64 desc0 = b_desc(smem + (Q ? wgc * XB : 0u));
-    const unsigned dlo = (unsigned)desc0, dhi = (unsigned)(desc0 >> 32);
+    /* (v100, where the work source asks for it: the descriptor's low word held in a register --
+     * NVVM otherwise rebuilds it from the shared window's base in every item) */
+    const unsigned dlo = Work::held_desc() ? held((unsigned)desc0) : (unsigned)desc0;
+    const unsigned dhi = (unsigned)(desc0 >> 32);
     /* the output tile u of item t (un), its first item u0, the open segment's first item */
     unsigned t = t0, u = t0 / ipu, u0 = u * ipu, seg = t0;
     skinny_unit un = work.at(u);
