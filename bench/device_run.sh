@@ -32,8 +32,8 @@
 # There are no environment knobs any more: a kernel variant is an edit of kernels/config.h,
 # measured with this script (VARIANT="NAME VALUE" below does the edit in a copy). BASE=.base
 # (a second source tree, made here by
-# `sh bench/base_tree.sh REV` and named in the call's carry beside .deps): the kernels, bench, moe and
-# timeline steps run that tree's build too, right after ours in the same call (files
+# `sh bench/base_tree.sh REV` and named in the call's carry beside .deps): the kernels, bench,
+# moe and timeline steps run that tree's build too, right after ours in the same call (files
 # *.base.log), so a branch and its base are measured side by side on one GPU and one clock.
 # Each step has its own time limit so that one hang cannot eat the call.
 set -u
@@ -279,10 +279,7 @@ if has bench; then
     timeout "$(lim 240)" $b/bench/gpu_bench >"$out/bench.log" 2>&1
     echo "bench rc=$?"
     grep -v '^    (ours' "$out/bench.log" | grep -E 'stream|M=1:| 1 \|| 16 \|| 4096 \|'
-    if [ -n "$base" ]; then # (the base tree's dense table: bench.base.log, whole)
-        (cd "$base" && timeout "$(lim 240)" $b/bench/gpu_bench) >"$out/bench.base.log" 2>&1
-        echo "base ($base) bench rc=$?"
-    fi
+    base_too bench timeout "$(lim 240)" $b/bench/gpu_bench
 fi
 if has kernels; then
     HC_BENCH_KERNELS=1 timeout "$(lim 240)" $b/bench/gpu_bench >"$out/kernels.log" 2>&1

@@ -111,13 +111,14 @@
  * derive each stage's wgmma descriptor from stage 0's by an add. Without it NVVM recomputes
  * the lane's shared-memory offsets in every decode, from the thread index. NVRTC SASS of
  * moe-ws80d (int4 g128): ~16 fewer instructions a K tile a warp of ~105 (the unrolled loop
- * 1286 -> 1121, its ring's barrier addresses held too at two blocks an SM); the dense ws64 / ws128 105.7 -> 93.4, ws256 108.8 -> 94.9, moe-ws256 110.2 ->
- * 97.0, ws128k (ws_consume) 123.5 -> 119.5; no spills in any kind. Kernels of up to 256 tokens
- * and one body (the two-body ws256r spilled in the FP8 kind; ws288's loop is not unrolled and
- * gained nothing); the MoE skinny kernels hold their descriptor's low word (moe_skinny's
- * held_desc(): 1284 -> 1232 over the loop; the dense skinny kernels spilled). Why: the decode's instruction count is what
- * ws80d's time follows (bench/NOTES.md sessions 40-42). To measure: set 1 in the device copy,
- * `VARIANT="HC_WS_HOIST 0" STEPS="moequick moe" sh bench/device_run.sh`. */
+ * 1286 -> 1121, its ring's barrier addresses held too at two blocks an SM); the dense ws64 /
+ * ws128 105.7 -> 93.4, ws256 108.8 -> 94.9, moe-ws256 110.2 -> 97.0, ws128k (ws_consume)
+ * 123.5 -> 119.5; no spills in any kind. Kernels of up to 256 tokens and one body (the
+ * two-body ws256r spilled in the FP8 kind; ws288's loop is not unrolled and gained nothing);
+ * the MoE skinny kernels hold their descriptor's low word (moe_skinny's held_desc(): 1284 ->
+ * 1232 over the loop; the dense skinny kernels spilled). Why: the decode's instruction count
+ * is what ws80d's time follows (bench/NOTES.md sessions 40-42). To measure: set 1 in the
+ * device copy, `VARIANT="HC_WS_HOIST 0" STEPS="moequick moe" sh bench/device_run.sh`. */
 #define HC_WS_HOIST 0
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
@@ -172,9 +173,9 @@
 #define HC_SKINNY_Q_STAGES_OF(toks, chunk)                                                     \
     HC_SKINNY_RING_OF(HC_SKINNY_SMEM - HC_SKINNY_Q_SUM_BYTES(toks), HC_SKINNY_Q_STAGE_BYTES(toks, chunk))
 /* v61 (measured in session 41, H100: no gate_up gain at M = 1-4096 -- 159.4 -> 162.1 us at
- * Qwen3-like M = 1024 -- so 0; bench/NOTES.md sessions 27, 41): a suspend-time hint for every mbarrier
- * wait (memory/tma.cuh mbar_wait), in ns -- 0: none, the waiting warps spin on try_wait (what
- * every figure so far ran). Aimed at moe-skinny32's 35% "other" instructions at M = 256 (the
+ * Qwen3-like M = 1024 -- so 0; bench/NOTES.md sessions 27, 41): a suspend-time hint for every
+ * mbarrier wait (memory/tma.cuh mbar_wait), in ns -- 0: none, the waiting warps spin on
+ * try_wait (what every figure so far ran). Aimed at moe-skinny32's 35% "other" instructions at M = 256 (the
  * waiting warps' try-wait loops on the schedulers the decode needs: session 22's profile).
  * To measure (0x989680: 10 ms, a bound -- the thread resumes when the phase completes):
  * `VARIANT="HC_MBAR_SUSPEND_NS 0x989680" STEPS="kernels moe" sh bench/device_run.sh`. */

@@ -54,15 +54,15 @@ __device__ __forceinline__ unsigned smem_addr(const void *p) {
 /* The dynamic shared memory rounded up to 1024 bytes (the 128-byte swizzle's period), by
  * pointer arithmetic on hc_smem so that the compiler still knows the space (a pointer cast
  * from an integer would make every access a generic load). */
+__device__ __forceinline__ hc_u8 *smem_1024() {
+    return hc_smem + ((1024u - (smem_addr(hc_smem) & 1023u)) & 1023u);
+}
 /* x, held in a register where it is used: the compiler may not recompute it from its inputs
  * there (NVVM sinks a lane's address arithmetic into a hot loop to save registers -- ~13 SASS
  * instructions a K tile in moe-ws80d, config.h v100) */
 __device__ __forceinline__ unsigned held(unsigned x) {
     asm volatile("mov.b32 %0, %0;" : "+r"(x));
     return x;
-}
-__device__ __forceinline__ hc_u8 *smem_1024() {
-    return hc_smem + ((1024u - (smem_addr(hc_smem) & 1023u)) & 1023u);
 }
 /* 16 bytes global -> shared, bypassing L1; src_bytes 0 fills zeros */
 __device__ __forceinline__ void cp16(void *dst, const void *src, unsigned src_bytes) {
