@@ -115,7 +115,7 @@
  * ws128 105.7 -> 93.4, ws256 108.8 -> 94.9, moe-ws256 110.2 -> 97.0, ws128k (ws_consume)
  * 123.5 -> 119.5; no spills in any kind. Kernels of up to 256 tokens and one body (the
  * two-body ws256r spilled in the FP8 kind; ws288's loop is not unrolled and gained nothing);
- * the MoE skinny kernels hold their descriptor's low word (moe_skinny's held_desc(): 1284 ->
+ * the MoE skinny kernels hold their descriptor's low word (moe_skinny's held_desc(): 1281 ->
  * 1232 over the loop; the dense skinny kernels spilled). Why: the decode's instruction count
  * is what ws80d's time follows (bench/NOTES.md sessions 40-42). To measure: set 1 in the
  * device copy, `VARIANT="HC_WS_HOIST 0" STEPS="moequick moe" sh bench/device_run.sh`. */
