@@ -106,7 +106,7 @@
 #define HC_WS_NARROW 1
 /* the narrower width a tile of toks tokens runs at under v99 (0: none) */
 #define HC_WS_NARROW_OF(toks) (!HC_WS_NARROW ? 0 : (toks) == 80 ? 64 : (toks) == 288 ? 256 : 0)
-/* v100 (built in session 42, not yet measured; 0 until it is): ws_gemm_block's consumers keep
+/* v100 (built in session 42, taken in session 43): ws_gemm_block's consumers keep
  * their lane's place (warpgroup, warp, lane, row) in registers (memory/ptx.cuh held) and
  * derive each stage's wgmma descriptor from stage 0's by an add. Without it NVVM recomputes
  * the lane's shared-memory offsets in every decode, from the thread index. NVRTC SASS of
@@ -117,9 +117,12 @@
  * two-body ws256r spilled in the FP8 kind; ws288's loop is not unrolled and gained nothing);
  * the MoE skinny kernels hold their descriptor's low word (moe_skinny's held_desc(): 1281 ->
  * 1232 over the loop; the dense skinny kernels spilled). Why: the decode's instruction count
- * is what ws80d's time follows (bench/NOTES.md sessions 40-42). To measure: set 1 in the
- * device copy, `VARIANT="HC_WS_HOIST 0" STEPS="moequick moe" sh bench/device_run.sh`. */
-#define HC_WS_HOIST 0
+ * is what ws80d's time follows (bench/NOTES.md sessions 40-42). Measured on an H100 beside
+ * HC_WS_HOIST 0 (session 43): Qwen3-like gate_up M = 1024 154.9 -> 152.0 us, M = 4096 432.2 ->
+ * 428.8, M <= 256 unchanged; dense ws64 forced at M = 128 198.0 -> 173.9 us (28672x8192);
+ * dense M = 256-8192 against cuBLASLt in the same run: even or better at 256 and 4096, -1.5 to
+ * +3.7% at 1024 (cuBLASLt itself moved 6% between the two runs there). */
+#define HC_WS_HOIST 1
 /* skinny (hc_skinny_gemm16/32/64; sm_90a, M <= 64): a producer and four consumer warpgroups
  * (four stripes share a stage's activation tile), one persistent block per SM; a stage is the
  * TOKS x 64 activation tile and four chunks, 1024-aligned, and as many stages as fit
