@@ -15,6 +15,32 @@
 #include "ws_walk.h"
 
 #ifdef HC_SM90A
+/* A consumer warp's place -- its warpgroup wgc, its warp wl in it, its lane, its first row r0 --
+ * and the ring's stage-0 wgmma descriptor, for ws_gemm_block's and ws_consume's K loops (v100,
+ * config.h HC_WS_HOIST): where HOIST, the place is held in registers (memory/ptx.cuh held), not
+ * recomputed from the thread index in every decode, and a stage's descriptor is stage 0's plus
+ * an offset (shared addresses below 2^18 never carry out of its 14-bit address field). */
+template <bool HOIST> struct ws_place {
+    unsigned wgc, wl, lane, r0;
+    hc_u64 db0;
+    __device__ __forceinline__ ws_place(unsigned wgc_, unsigned wl_, unsigned lane_, unsigned r0_,
+                                        hc_u8 *smem)
+        : wgc(HOIST ? held(wgc_) : wgc_), wl(HOIST ? held(wl_) : wl_),
+          lane(HOIST ? held(lane_) : lane_), r0(HOIST ? held(r0_) : r0_), db0(b_desc(smem)) {}
+    /* the wgmma descriptor of stage s (stage_bytes apart from smem) */
+    __device__ __forceinline__ hc_u64 desc(hc_u8 *smem, unsigned s, hc_u64 stage_bytes) const {
+        return HOIST ? db0 + (s * stage_bytes >> 4) : b_desc(smem + s * stage_bytes);
+    }
+    /* this warp's A fragments of its warpgroup's SPW stripes, from the chunks at ch (cb bytes
+     * apart, the stage's activation tile before them) */
+    template <int SPW>
+    __device__ __forceinline__ void decode(hc_u8 *ch, const hc_mma_params &p, hc_u64 cb,
+                                           unsigned (*a)[4][4]) const {
+#pragma unroll
+        for (int j = 0; j < SPW; j++) ws_decode(ch + (wgc * SPW + j) * cb, p, wl, lane, r0, a[j]);
+    }
+};
+
 /* A block computes 128 weight rows (stripes 2 b and 2 b + 1) x TOKS tokens with one producer
  * warpgroup and two consumer warpgroups (the dense kernels; other shapes below).
  * - Producer (one thread; the warpgroup's registers cut to 40, config.h HC_WS_PREGS -- 24 at
@@ -126,27 +152,20 @@ __device__ __forceinline__ void ws_gemm_block(const hc_u8 *__restrict__ w, const
      * ring's barrier addresses too: 1.9 SASS instructions a tile fewer in moe-ws80d, ~1 more
      * at one block an SM) */
     constexpr bool HOIST = HC_WS_HOIST && HOLD && TOKS <= 256, HOLDB = HOIST && BPS > 1;
-    const unsigned dwgc = HOIST ? held(wgc) : wgc, dwl = HOIST ? held(wl) : wl;
-    const unsigned dlane = HOIST ? held(lane) : lane, dr0 = HOIST ? held(r0) : r0;
+    const ws_place<HOIST> pl(wgc, wl, lane, r0, smem);
     const unsigned fullh = HOLDB ? held(smem_addr(&full[0])) : 0u;
     const unsigned emptyh = HOLDB ? held(smem_addr(&empty[0])) : 0u;
     /* waits for tile kb in stage s (phase ph) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned s, unsigned ph, unsigned (*a)[4][4]) {
         mbar_wait(HOLDB ? fullh + 8 * s : smem_addr(&full[s]), ph);
-#pragma unroll
-        for (int j = 0; j < SPW; j++)
-            ws_decode(smem + s * stage_bytes + XB + (dwgc * SPW + j) * cb, p, dwl, dlane, dr0,
-                      a[j]);
+        pl.template decode<SPW>(smem + s * stage_bytes + XB, p, cb, a);
     };
     /* issues tile kb's wgmma (stage s, A in a), then decodes tile kb + 1 into an (stage sn,
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
     const unsigned nt = (unsigned)tiles; /* (32 bits: a tensor map coordinate, kb x 64) */
-    /* (v100: the stages' descriptors as offsets from stage 0's -- shared addresses below 2^18
-     * never carry out of the descriptor's 14-bit address field) */
-    const hc_u64 db0 = b_desc(smem);
     auto step = [&](unsigned kb, unsigned s, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,
                     unsigned phn, unsigned sp) {
-        const hc_u64 db = HOIST ? db0 + (s * stage_bytes >> 4) : b_desc(smem + s * stage_bytes);
+        const hc_u64 db = pl.desc(smem, s, stage_bytes);
         if constexpr (SPW == 1) {
             wgmma_tile_commit<TOKS, NW>(d[0], a[0], (unsigned)(db >> 32), (unsigned)db, false,
                                         narrow);
@@ -301,17 +320,11 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc
     }
     unsigned a0[SPW][4][4], a1[SPW][4][4];
     /* (v100, as ws_gemm_block's) */
-    constexpr bool HOIST = HC_WS_HOIST && TOKS <= 256;
-    const unsigned dwgc = HOIST ? held(wgc) : wgc, dwl = HOIST ? held(wl) : wl;
-    const unsigned dlane = HOIST ? held(lane) : lane, dr0 = HOIST ? held(r0) : r0;
-    const hc_u64 db0 = b_desc(smem);
+    const ws_place<HC_WS_HOIST && TOKS <= 256> pl(wgc, wl, lane, r0, smem);
     /* waits for tile kb in stage sd (phase phd) and decodes this warp's A fragments into a */
     auto decode = [&](unsigned sd, unsigned phd, unsigned (*a)[4][4]) {
         mbar_wait(smem_addr(&full[sd]), phd);
-#pragma unroll
-        for (int j = 0; j < SPW; j++)
-            ws_decode(smem + sd * stage_bytes + S::XB + (dwgc * SPW + j) * cb, p, dwl, dlane, dr0,
-                      a[j]);
+        pl.template decode<SPW>(smem + sd * stage_bytes + S::XB, p, cb, a);
     };
     /* gives stage sr (its wgmma done) back to the producer */
     auto release = [&](unsigned sr) { ring_release(smem_addr(&empty[sr]), lane); };
@@ -319,7 +332,7 @@ __device__ __forceinline__ void ws_consume(const hc_mma_params &p, hc_u64 k0, hc
      * phase phn) and releases stage sp (tile kb - 1) once its wgmma are done */
     auto step = [&](hc_u64 kb, unsigned sk, unsigned (*a)[4][4], unsigned (*an)[4][4], unsigned sn,
                     unsigned phn, unsigned sp) {
-        const hc_u64 db = HOIST ? db0 + (sk * stage_bytes >> 4) : b_desc(smem + sk * stage_bytes);
+        const hc_u64 db = pl.desc(smem, sk, stage_bytes);
         if constexpr (SPW == 1) {
             wgmma_tile<TOKS>(d[0], a[0], (unsigned)(db >> 32), (unsigned)db, false);
         } else {
