@@ -277,10 +277,12 @@ __device__ __forceinline__ unsigned route_local(const int *ids, int s, int e0) {
  * row, grid-stride over the block's rows (blockDim / T of them: the runtime's grid counts
  * them); each thread keeps four 16-byte pieces in flight where the strides allow, pad rows
  * included. With config.h HC_MOE_EXPAND_ROWS4 the unpermuted 16-byte case instead gives each
- * thread one column piece and four rows in flight (grid y: a row's pieces in blocks of 256). ---- */
+ * thread one column piece and four rows in flight (grid y: a row's pieces in blocks of 256);
+ * with HC_MOE_EXPAND_TOKENS as well, by token: tokens rows of x, inv the slots' sorted places. ---- */
 extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, const int *sorted,
                                          const int *tail, const int *ids, int e0, hc_u64 topk,
-                                         const hc_u64 *ptab, hc_u16 *xs, hc_u64 ldxs) {
+                                         const hc_u64 *ptab, hc_u16 *xs, hc_u64 ldxs,
+                                         const int *inv, hc_u64 tokens) {
     HC_PDL_WAIT();
     constexpr unsigned T = HC_MOE_EXPAND_ROW_THREADS, W = 8 * T; /* a pass's columns */
     static_assert(T >= 1 && T <= 256 && 256 % T == 0, "rows of the launch's 256 threads");
@@ -288,6 +290,42 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
     const unsigned lane = threadIdx.x % T, rpb = blockDim.x / T;
     const bool vec = K % 8 == 0 && ldx % 8 == 0 && ldxs % 8 == 0 && ((hc_u64)x & 15) == 0 &&
                      ((hc_u64)xs & 15) == 0;
+    if (HC_MOE_EXPAND_ROWS4 && HC_MOE_EXPAND_TOKENS && vec && !ptab &&
+        (hc_u64)gridDim.y * blockDim.x * 8 >= ldxs && blockDim.x % 32 == 0) {
+        /* v103: this thread's column piece c of tokens blockIdx.x + gridDim.x j, each loaded
+         * once, with its top-k places, and stored to the places that are this model's (inv:
+         * -1 for an expert elsewhere); then the pads: each warp reads 32 rows' slots at once
+         * and every thread zeroes its piece of the pad rows among them. Each (row, piece) is
+         * written once: real rows by their slot's token, pads by the second pass. */
+        const unsigned tk = (unsigned)topk;
+        const hc_u64 c = ((hc_u64)blockIdx.y * blockDim.x + threadIdx.x) * 8;
+        const hc_u64 G = gridDim.x;
+        const bool mine = c < ldxs;
+        for (hc_u64 t = blockIdx.x; t < tokens; t += G) {
+            const uint4 v = mine && c < K ? *(const uint4 *)(x + t * ldx + c) : make_uint4(0, 0, 0, 0);
+            /* (eight places loaded before their stores: the loads in flight together) */
+            for (unsigned j0 = 0; j0 < tk; j0 += 8) {
+                int pl[8];
+#pragma unroll
+                for (unsigned u = 0; u < 8; u++) pl[u] = j0 + u < tk ? inv[t * tk + j0 + u] : -1;
+#pragma unroll
+                for (unsigned u = 0; u < 8; u++)
+                    if (mine && pl[u] >= 0) *(uint4 *)(xs + (hc_u64)pl[u] * ldxs + c) = v;
+            }
+        }
+        const unsigned l = threadIdx.x & 31;
+        for (hc_u64 q0 = (hc_u64)blockIdx.x * 32; q0 < rows; q0 += 32 * G) {
+            const bool pad = q0 + l < rows && sorted[q0 + l] < 0;
+            unsigned pads = __ballot_sync(0xffffffffu, pad);
+            while (mine && pads) {
+                const unsigned b = (unsigned)__ffs(pads) - 1;
+                pads &= pads - 1;
+                *(uint4 *)(xs + (q0 + b) * ldxs + c) = make_uint4(0, 0, 0, 0);
+            }
+        }
+        HC_PDL_RELEASE();
+        return;
+    }
     if (HC_MOE_EXPAND_ROWS4 && vec && !ptab && (hc_u64)gridDim.y * blockDim.x * 8 >= ldxs) {
         /* v89: this thread's column piece c (grid y: 256 pieces a block, covering the row --
          * else the form below), rows blockIdx.x + gridDim.x j, four loads in flight before
@@ -345,9 +383,11 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
  * layers: two buffers, cs = 1); j = c, or the down projection's act-order permutation of the
  * row's expert (ptab[e][c]); biases float32 bias[e][2][I] (gate, up) or 0. act 0: silu(gate) x
  * up; 1 (gpt-oss): gate clamped to <= limit, up to [-limit, limit], gate x sigmoid(alpha x
- * gate) x (up + 1). A block per row, grid-stride; a thread takes 8 columns, with 16-byte loads
- * and stores where no permutation and the strides allow (bench/NOTES.md MoE v3; the function
- * itself: epilogue/moe_act.cuh, which gate_up's epilogue applies instead where it can). ---- */
+ * gate) x (up + 1). A thread takes 8 columns of a row -- the grid's threads stride over the
+ * rows' 8-column pieces, row after row, so that a narrow row (I = 256 is 32 pieces) does not
+ * leave a block's other threads idle (v102) -- with 16-byte loads and stores where no
+ * permutation and the strides allow (bench/NOTES.md MoE v3; the function itself:
+ * epilogue/moe_act.cuh, which gate_up's epilogue applies instead where it can). ---- */
 extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 ldg, hc_u64 cs,
                                       hc_u64 I, const int *sorted, const int *tail, const int *ids,
                                       int e0, const float *bias, const hc_u64 *ptab, unsigned act,
@@ -358,44 +398,48 @@ extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 l
      * values from g) and of h */
     const bool vec = !ptab && I % 8 == 0 && ldg % 8 == 0 && ldh % 8 == 0 && ((hc_u64)g & 15) == 0 &&
                      ((hc_u64)h & 15) == 0 && (cs == 2 ? u == g + 1 : cs == 1 && ((hc_u64)u & 15) == 0);
-    for (hc_u64 p = blockIdx.x; p < rows; p += gridDim.x) {
+    /* (n: at most h's elements -- a device buffer's, far below 2^64) */
+    const hc_u64 pieces = (ldh + 7) / 8, n = rows * pieces;
+    const bool narrow = n <= 0xffffffffull; /* (a 32-bit division where it can) */
+    for (hc_u64 i = (hc_u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (hc_u64)gridDim.x * blockDim.x) {
+        const hc_u64 p = narrow ? (hc_u64)((unsigned)i / (unsigned)pieces) : i / pieces;
+        const hc_u64 c0 = (i - p * pieces) * 8;
         const int s = sorted[p];
         const bool live = s >= 0;
         const unsigned e = live ? route_local(ids, s, e0) : 0u; /* (a pad's: unused) */
         const int *perm = ptab ? (const int *)ptab[e] : nullptr;
         const float *bg = bias ? bias + (hc_u64)e * 2 * I : nullptr;
-        for (hc_u64 c0 = threadIdx.x * 8ull; c0 < ldh; c0 += blockDim.x * 8ull) {
-            float v[8];
-            if (live && vec && c0 < I) {
-                /* (cs 2: the 16 interleaved values from g; else 8 of g and 8 of u) */
-                float gv[8], uv[8];
-                const hc_u16 *ga = g + p * ldg + (cs == 2 ? 2 * c0 : c0);
-                gate_up_of(*(const uint4 *)ga,
-                           *(const uint4 *)(cs == 2 ? ga + 8 : u + p * ldg + c0), cs == 2, gv, uv);
+        float v[8];
+        if (live && vec && c0 < I) {
+            /* (cs 2: the 16 interleaved values from g; else 8 of g and 8 of u) */
+            float gv[8], uv[8];
+            const hc_u16 *ga = g + p * ldg + (cs == 2 ? 2 * c0 : c0);
+            gate_up_of(*(const uint4 *)ga,
+                       *(const uint4 *)(cs == 2 ? ga + 8 : u + p * ldg + c0), cs == 2, gv, uv);
 #pragma unroll
-                for (int q = 0; q < 8; q++) {
-                    if (bg) gv[q] += bg[c0 + q], uv[q] += bg[I + c0 + q];
-                    v[q] = moe_act(gv[q], uv[q], act, alpha, limit);
-                }
-            } else {
+            for (int q = 0; q < 8; q++) {
+                if (bg) gv[q] += bg[c0 + q], uv[q] += bg[I + c0 + q];
+                v[q] = moe_act(gv[q], uv[q], act, alpha, limit);
+            }
+        } else {
 #pragma unroll
-                for (int q = 0; q < 8; q++) {
-                    const hc_u64 c = c0 + q;
-                    v[q] = 0.0f;
-                    if (live && c < I) {
-                        const hc_u64 j = perm ? (hc_u64)perm[c] : c;
-                        float gv = f_of_bf16(g[p * ldg + j * cs]), uv = f_of_bf16(u[p * ldg + j * cs]);
-                        if (bg) gv += bg[j], uv += bg[I + j];
-                        v[q] = moe_act(gv, uv, act, alpha, limit);
-                    }
+            for (int q = 0; q < 8; q++) {
+                const hc_u64 c = c0 + q;
+                v[q] = 0.0f;
+                if (live && c < I) {
+                    const hc_u64 j = perm ? (hc_u64)perm[c] : c;
+                    float gv = f_of_bf16(g[p * ldg + j * cs]), uv = f_of_bf16(u[p * ldg + j * cs]);
+                    if (bg) gv += bg[j], uv += bg[I + j];
+                    v[q] = moe_act(gv, uv, act, alpha, limit);
                 }
             }
-            if (vec) {
-                *(uint4 *)(h + p * ldh + c0) = make_uint4(bf2_pack(v[0], v[1]), bf2_pack(v[2], v[3]),
-                                                          bf2_pack(v[4], v[5]), bf2_pack(v[6], v[7]));
-            } else {
-                for (int q = 0; q < 8 && c0 + q < ldh; q++) h[p * ldh + c0 + q] = bf16_of(v[q]);
-            }
+        }
+        if (vec) {
+            *(uint4 *)(h + p * ldh + c0) = make_uint4(bf2_pack(v[0], v[1]), bf2_pack(v[2], v[3]),
+                                                      bf2_pack(v[4], v[5]), bf2_pack(v[6], v[7]));
+        } else {
+            for (int q = 0; q < 8 && c0 + q < ldh; q++) h[p * ldh + c0 + q] = bf16_of(v[q]);
         }
     }
     HC_PDL_RELEASE();

@@ -97,7 +97,6 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     }
     if (HC_GPU_MOE_STOP(md, 1)) return HC_OK;
     const uint64_t rows = need.rows;
-    const unsigned rgrid[3] = {(unsigned)(rows < 8192 ? rows : 8192), 1, 1};
     /* x's rows as whole 16-byte pieces with no act-order permutation: what gate_up needs to read
      * them in place, and the expand its four-row form */
     const bool whole = !ml->up.ptab && ml->H % 8 == 0 && (uintptr_t)x % 16 == 0;
@@ -114,13 +113,16 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         unsigned egrid[3] = {(unsigned)(erows < 8192 ? erows : 8192), 1, 1};
         if (HC_MOE_EXPAND_ROWS4 && whole && ml->ldx % 8 == 0) {
             const uint64_t ey = hc__cdiv_u64(hc__cdiv_u64(ml->ldx, 8), 256);
-            uint64_t ex = hc__cdiv_u64(rows, 4), wave = dev.sms * 8 / ey;
+            /* (v103, config.h HC_MOE_EXPAND_TOKENS: by token -- m of them -- and the pads in
+             * groups of 32 rows) */
+            uint64_t ex = HC_MOE_EXPAND_TOKENS ? (m > rows / 32 ? m : rows / 32) : hc__cdiv_u64(rows, 4);
+            const uint64_t wave = dev.sms * 8 / ey;
             if (ex > wave) ex = wave;
             if (ey <= 65535) egrid[0] = (unsigned)(ex ? ex : 1), egrid[1] = (unsigned)ey;
         }
-        unsigned long long ldxx = ml->H, K = ml->H, tk = topk, ldo = ml->ldx;
+        unsigned long long ldxx = ml->H, K = ml->H, tk = topk, ldo = ml->ldx, mt = m;
         void *args[] = {(void *)&x, &ldxx, &K, &w->sorted, (void *)&tail, (void *)&ids, &e0, &tk,
-                        (void *)&ml->up.ptab, &w->xs, &ldo};
+                        (void *)&ml->up.ptab, &w->xs, &ldo, &w->inv, &mt};
         HC_TRY(hc__gpu_launch(g->moe_expand, egrid, 256, 0, true, args, s, "hc_moe_expand", err));
         xin = w->xs, ldx = ml->ldx, rdiv = 0;
     }
@@ -156,7 +158,11 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         void *args[] = {(void *)&gp, (void *)&up, &ldg, &cs, &I, &w->sorted, (void *)&tail,
                         (void *)&ids, &e0, (void *)&ml->bias_gu, (void *)&ml->down.ptab, &act,
                         &alpha, &limit, &w->h, &ldh};
-        HC_TRY(hc__gpu_launch(g->moe_act, rgrid, 256, 0, true, args, s, "hc_moe_act", err));
+        /* (a thread an 8-column piece of a row: h's rows x pieces over 256-thread blocks,
+         * grid-stride past 8192 blocks; rows x ldh is h's size, a device buffer's) */
+        const uint64_t ab = (rows * ((ldh + 7) / 8) + 255) / 256;
+        const unsigned agrid[3] = {(unsigned)(ab < 8192 ? (ab ? ab : 1) : 8192), 1, 1};
+        HC_TRY(hc__gpu_launch(g->moe_act, agrid, 256, 0, true, args, s, "hc_moe_act", err));
     }
     if (HC_GPU_MOE_STOP(md, 4)) return HC_OK;
     /* down: into xs's memory, rows of H */
