@@ -18,8 +18,9 @@
 /* M = 1 (hc_mma_gemv_t1): its stages hold one activation row, so more of them fit (v28) */
 #define HC_GEMV1_STAGES 6
 /* the warp-owned small-M items (gemm/gemv_items.cuh, hc_moe_gemv_w8): a warp's pipeline
- * stages, and the most items a warp takes (their descriptors in shared memory) -- a
- * prediction, not yet measured (bench/NOTES.md v44) */
+ * stages, and its ring of item descriptors in shared memory (v105: 32 refilled at a time
+ * behind the items done, 16 for the copies to run ahead in; the stages a prediction, not yet
+ * measured: bench/NOTES.md v44) */
 #define HC_GEMVW_STAGES 6
 #define HC_GEMVW_ITEMS 48
 /* the static shared memory of those descriptors: 4 warps x the most items x 64 bytes */

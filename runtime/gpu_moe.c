@@ -64,6 +64,10 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     hc_gpu_moe_route r;
     hc_gpu_moe_launch lu, ld;
     HC_TRY(hc__gpu_moe_need(&dev, ml, S, md->moe_forced, &need, &r, &lu, &ld, err));
+    if (md->w8_lap) { /* (forced "moe-w8-lap": one block, every warp's descriptor ring laps) */
+        if (lu.kernel == HC_GMK_W8) lu.grid[0] = 1;
+        if (ld.kernel == HC_GMK_W8) ld.grid[0] = 1;
+    }
     if (need.rows > w->rows || need.tiles + 1 > w->tiles || need.xs > w->xs_bytes ||
         need.g > w->g_bytes || need.h > w->h_bytes || need.part > w->part_bytes ||
         need.cnt > w->cnt_bytes)

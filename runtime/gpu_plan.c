@@ -37,17 +37,20 @@ hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
         int w = snprintf(names + len, sizeof names - len, ", %s", mv[k].forced);
         if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     }
-    if (!strcmp(name, "moe-act-apart")) {
-        *forced = HC_GPU_MOE_ACT_APART;
+    if (!strcmp(name, "moe-act-apart") || !strcmp(name, "moe-w8-lap")) {
+        *forced = !strcmp(name, "moe-act-apart") ? HC_GPU_MOE_ACT_APART : HC_GPU_MOE_W8_LAP;
         return HC_OK;
     }
-    int w = snprintf(names + len, sizeof names - len, ", moe-act-apart");
+    int w = snprintf(names + len, sizeof names - len, ", moe-act-apart, moe-w8-lap");
     if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     return hc__fail(err, HC_USAGE, "hc_gpu_model_force_kernel: '%s' is none of %s", name, names);
 }
 
 hc_status hc__gpu_force_check(const hc_gpu_caps *dev, int forced, hc_err *err) {
-    if (forced == HC_GPU_KERNEL_AUTO || forced == HC_GPU_MOE_ACT_APART) return HC_OK;
+    /* (moe-w8-lap: moe-w8, whose family runs wherever the runtime does) */
+    if (forced == HC_GPU_KERNEL_AUTO || forced == HC_GPU_MOE_ACT_APART ||
+        forced == HC_GPU_MOE_W8_LAP)
+        return HC_OK;
     if (forced >= HC_GPU_MOE_FORCED) { /* a grouped kernel: its dense twin's family decides */
         size_t nv = 0;
         const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
@@ -458,19 +461,20 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
 }
 
 /* moe-w8's launch for layer l: one wave of blocks -- as many an SM as its shared memory holds
- * (+ the items' descriptors and the 1 KiB the runtime keeps), at most 4 -- or more where its
- * warps would take over HC_GEMVW_ITEMS items each. *wave: the blocks of one wave (0: none
- * fits an SM; whether one fits a block is hc__gpu_smem_fits's, its callers'). */
+ * (+ the items' descriptors and the 1 KiB the runtime keeps), at most 4; a warp takes every
+ * 4 x wave-th item however many that is (its descriptors a ring, kernels/gemm/gemv_items.cuh:
+ * v105 -- a second, short wave of blocks past HC_GEMVW_ITEMS items a warp had doubled the
+ * DeepSeek-like down at M = 64). *items: the most the routing can give; *wave: the blocks of
+ * one wave (0: none fits an SM; whether one fits a block is hc__gpu_smem_fits's, its
+ * callers'). */
 static hc_status w8_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                          const hc_gpu_moe_route *r, size_t smem, uint64_t *items,
-                         uint64_t *wave, uint64_t *blocks, hc_err *err) {
-    *items = *wave = *blocks = 0;
+                         uint64_t *wave, hc_err *err) {
+    *items = *wave = 0;
     if (l->tiles_n > 0xFFFFFFFFull || !hc__mul_u64(r->tiles_max, l->tiles_n * parts, items))
         return hc__fail(err, HC_INVALID, "too many stripes for one launch");
     const uint64_t per = dev->smem_sm / (smem + HC_GEMVW_DESC_BYTES + 1024);
     *wave = dev->sms * (per > 4 ? 4 : per);
-    const uint64_t need = hc__cdiv_u64(*items, 4ull * HC_GEMVW_ITEMS);
-    *blocks = need > *wave ? need : *wave;
     return HC_OK;
 }
 
@@ -480,15 +484,15 @@ static hc_status w8_grid(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned
  * warp-owned kernel has no K split to fill the machine with). bench/NOTES.md session 21. */
 static bool w8_serves(const hc_gpu_caps *dev, const hc_gpu_shape *l, unsigned parts,
                       const hc_gpu_moe_route *r) {
-    uint64_t items = 0, wave = 0, blocks = 0;
+    uint64_t items = 0, wave = 0;
     hc_err e = {0};
     if (r->forced || r->kernel != HC_GMK_T8 || l->tiles_k > HC_MOE_W8_TILES_K) return false;
     size_t nv = 0;
     const hc_gpu_moe_variant *w8 = &hc__gpu_moe_variants(&nv)[HC_GMK_W8];
     const size_t smem = hc__gpu_moe_smem(w8, l->chunk_bytes);
     return hc__gpu_smem_fits(dev, smem + w8->stat) &&
-           !w8_grid(dev, l, parts, r, smem, &items, &wave, &blocks, &e) && wave > 0 &&
-           items >= 4 * wave && blocks <= 65535 && items <= 0x7FFFFFFFull;
+           !w8_grid(dev, l, parts, r, smem, &items, &wave, &e) && wave > 0 &&
+           items >= 4 * wave && wave <= 65535 && items <= 0x7FFFFFFFull;
 }
 
 /* Whether a projection of the route's tiles of 16 on moe-skinny16 runs on moe-t16 instead: a
@@ -525,16 +529,16 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
                        (unsigned long long)l->chunk_bytes, dev->arch,
                        (unsigned long long)dev->smem_block);
     if (out->kernel == HC_GMK_W8) { /* no K split, no workspace */
-        uint64_t items = 0, wave = 0, blocks = 0;
-        HC_TRY(w8_grid(dev, l, parts, r, out->smem, &items, &wave, &blocks, err));
+        uint64_t items = 0, wave = 0;
+        HC_TRY(w8_grid(dev, l, parts, r, out->smem, &items, &wave, err));
         if (!wave)
             return hc__fail(err, HC_UNSUPPORTED, "the warp-owned kernel (moe-w8) needs %zu bytes of "
                            "shared memory a block with this layout; an SM of %s has %llu",
                            out->smem + mv->stat, dev->arch, (unsigned long long)dev->smem_sm);
-        if (blocks > 65535 || items > 0x7FFFFFFFull)
+        if (wave > 65535 || items > 0x7FFFFFFFull)
             return hc__fail(err, HC_UNSUPPORTED, "%llu items of 8 rows are too many for the "
                            "warp-owned kernel (moe-w8)", (unsigned long long)items);
-        out->grid[0] = (unsigned)blocks, out->grid[1] = 1, out->grid[2] = 1;
+        out->grid[0] = (unsigned)wave, out->grid[1] = 1, out->grid[2] = 1;
         return HC_OK;
     }
     if (f->args == HC_GPU_ARGS_GEMV) {

@@ -79,12 +79,16 @@ typedef struct {
  * fused epilogue) is HC_GPU_MOE_ACT_APART. */
 #define HC_GPU_MOE_FORCED 1000
 #define HC_GPU_MOE_ACT_APART 2000
+/* "moe-w8-lap": moe-w8 forced on a grid of one block, so that each warp's ring of item
+ * descriptors (kernels/gemm/gemv_items.cuh) laps even on the tests' small layers */
+#define HC_GPU_MOE_W8_LAP 2001
 /* The forced kernel (HC_GPU_KERNEL_AUTO, an hc_gpu_kernel or HC_GPU_MOE_FORCED + an
  * hc_gpu_moe_kernel) a name stands for: NULL, "" or "auto", "t8", "t16", "mma", "wgmma",
  * "ws64", "ws128", "ws256", "skinny16", "skinny32", "skinny64", "skinny16q", "skinny32q",
  * "skinny64q", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256", "moe-skinny16",
  * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96", "moe-ws256r", "moe-ws288",
- * "moe-ws96w", "moe-ws24x6", "moe-ws80r", "moe-ws80d", "moe-skinny24", "moe-act-apart".
+ * "moe-ws96w", "moe-ws24x6", "moe-ws80r", "moe-ws80d", "moe-skinny24", "moe-act-apart",
+ * "moe-w8-lap".
  * HC_USAGE naming it for any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */

@@ -309,8 +309,8 @@ static void test_moe_plan(void) {
 
 /* The warp-owned small-M kernel (moe-w8, forced only): one wave of blocks -- as many per SM as
  * its shared memory allows (4 warps x 6 stages x (chunk + 1 KiB) + 12 KiB of item
- * descriptors), at most 4 -- or more where its warps would get over 48 items each; no K split
- * or workspace. */
+ * descriptors), at most 4 -- however many items its warps then take (v105: their descriptors
+ * are a ring); no K split or workspace. */
 static void test_moe_w8_plan(void) {
     hc_err err = {0};
     hc_gpu_moe_route r;
@@ -336,18 +336,23 @@ static void test_moe_w8_plan(void) {
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a100, &wide, 1, &r, &l, &err), HC_OK);
     CHECK_EQ_INT(l.grid[0], 108);
     /* DeepSeek-like down (H = 7168: 112 stripes) at 65536 slots over 256 experts: (65536 + 256
-     * x 7) / 8 = 8416 tiles, 942592 items: 4910 blocks of 4 warps x 48 */
+     * x 7) / 8 = 8416 tiles, 942592 items -- still one wave of 264 blocks (~893 items a warp;
+     * before v105, 4910 blocks of 4 warps x 48) */
     hc_gpu_shape dsd = layer(7168, 256, 2304);
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 65536, 256, HC_GMK_W8, &r, &err), HC_OK);
     CHECK_EQ_U64(r.tiles_max, 8416);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &dsd, 1, &r, &l, &err), HC_OK);
-    CHECK_EQ_INT(l.grid[0], (942592 + 191) / 192);
-    /* past 65535 blocks: refused by name */
-    hc_gpu_shape huge = layer(28672, 8192, 2304);
+    CHECK_EQ_INT(l.grid[0], 264);
+    /* past 2^31 - 1 items (the kernel's 32-bit item numbers): refused by name -- 65535 tiles
+     * (8 experts, (524224 + 56) / 8) x 32769 stripes = 2147516415; one stripe fewer fits */
     hc_err e1 = {0};
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 400000, 8, HC_GMK_W8, &r, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &huge, 2, &r, &l, &e1), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 524224, 8, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_U64(r.tiles_max, 65535);
+    hc_gpu_shape huge = layer(32769ull * 64, 768, 2304), big = layer(32768ull * 64, 768, 2304);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &huge, 1, &r, &l, &e1), HC_UNSUPPORTED);
     CHECK_CONTAINS(e1.msg, "moe-w8");
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &big, 1, &r, &l, &err), HC_OK);
+    CHECK_EQ_INT(l.grid[0], 264);
     /* forced on a GPU whose SM cannot hold one block (sm_86: 100 KiB; int8 chunks: 153600 +
      * 12288 bytes): refused by name, not a failed launch */
     hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376};
@@ -389,6 +394,11 @@ static void test_moe_w8_pick(void) {
          * 1056; M = 16, 128 x 112 */
         {"deepseek down M=1", 7168, 256, 2304, 256, 8, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 112},
         {"deepseek down M=16", 7168, 256, 2304, 256, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 264},
+        /* ... with its FP8 block chunks (4352 bytes: 4 x 6 x 5376 + 12288 + 1024 = 142336, one
+         * block an SM) at M = 64: (512 + 256 x 7) / 8 = 288 tiles x 112 = 32256 items, 61 a
+         * warp: one wave of 132 blocks (v105; before, 168 -- a second wave of 36) */
+        {"deepseek fp8 down M=64", 7168, 256, 4352, 256, 512, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8,
+         132},
         /* K = 832: 13 tiles, one past the bound */
         {"K 13 tiles", 2048, 832, 2304, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 32},
         /* int8 chunks (5376 bytes): one block an SM, 132 blocks, 528 warps; 4096 items */

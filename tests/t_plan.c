@@ -338,10 +338,13 @@ static void test_forced_kernels(void) {
                           "moe-ws256, "
                           "moe-skinny16, moe-skinny32, moe-skinny64, moe-w8, moe-ws96, "
                           "moe-ws256r, moe-ws288, moe-ws96w, moe-ws24x6, moe-ws80r, "
-                          "moe-ws80d, moe-skinny24, moe-act-apart");
+                          "moe-ws80d, moe-skinny24, moe-act-apart, moe-w8-lap");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("moe-act-apart", &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_MOE_ACT_APART);
+    CHECK_EQ_INT(hc__gpu_force_parse("moe-w8-lap", &f, &err), HC_OK);
+    CHECK_EQ_INT(f, HC_GPU_MOE_W8_LAP);
+    CHECK_EQ_INT(hc__gpu_force_check(&h200, f, &err), HC_OK);
     /* not on this device: the kernel and the device named */
     hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912}, notmap = {"sm_90a", 132, false, 233472, 232448};
     hc_err e2 = {0};

@@ -26,21 +26,27 @@ static_assert(sizeof(gemv_item) * 4 * HC_GEMVW_ITEMS == HC_GEMVW_DESC_BYTES,
               "config.h's HC_GEMVW_DESC_BYTES is not the items' shared memory");
 
 /* `items` work items (Work::fill(u, item) describes item u; u < items), the grid's warps taking
- * u = warp, warp + 4 gridDim.x, ...: at most HC_GEMVW_ITEMS each (the host sizes the grid so).
- * 128 threads; shared memory: 4 warps x HC_GEMVW_STAGES x (chunk bytes + 8 x 128), and the
- * items (static). No barrier of the whole block: a warp with no item leaves at once. */
+ * u = warp, warp + 4 gridDim.x, ... -- as many as that gives (the host launches one wave). A
+ * warp's descriptors are a ring of HC_GEMVW_ITEMS: its first items are described at the
+ * start, and each time 32 more of its items are done their lanes describe the next 32 into
+ * those items' places (v105: before, a warp took at most HC_GEMVW_ITEMS and the host added a
+ * second, short wave of blocks past that). The issue side runs at most HC_GEMVW_STAGES - 1 K
+ * tiles -- as many items -- ahead of the items done, inside the ring's other 16. 128 threads;
+ * shared memory: 4 warps x HC_GEMVW_STAGES x (chunk bytes + 8 x 128), and the descriptors
+ * (static). No barrier of the whole block: a warp with no item leaves at once. */
 template <class Work>
 __device__ __forceinline__ void gemv_items_body(const Work &work, unsigned items,
                                                 const hc_mma_params &p,
                                                 const hc_u16 *__restrict__ x) {
     constexpr int NS = HC_GEMVW_STAGES;
-    __shared__ gemv_item desc[4][HC_GEMVW_ITEMS];
+    constexpr unsigned R = HC_GEMVW_ITEMS; /* the ring: 32 refilled at a time, 16 to run ahead in */
+    static_assert(R >= 32 + 16 && NS - 1 <= 16, "the issue side stays inside the ring's other 16");
+    __shared__ gemv_item desc[4][R];
     const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
     const unsigned G = gridDim.x * 4u, gw = blockIdx.x * 4u + warp;
     const unsigned n = gw < items ? (items - gw + G - 1) / G : 0u;
-    if (n > HC_GEMVW_ITEMS) __trap(); /* (the host's grid: items <= 4 x blocks x the most) */
     gemv_item *d = desc[warp];
-    for (unsigned j = lane; j < n; j += 32) work.fill(gw + j * G, d[j]);
+    for (unsigned j = lane; j < n && j < R; j += 32) work.fill(gw + j * G, d[j]);
     __syncwarp();
     if (n == 0) return;
     const unsigned cb = HC_CHUNK_BYTES, sb = cb + 8u * 128u, tk = (unsigned)p.tiles_k;
@@ -60,14 +66,15 @@ __device__ __forceinline__ void gemv_items_body(const Work &work, unsigned items
         xoff[h] = cb + t * 128 + ((pc ^ (t & 7)) * 16);
         xend[h] = p.K > pc * 8 ? p.K - pc * 8 : 0;
     }
-    /* the issue side: item ij, tile ikb; its running chunk source and activation rows */
-    unsigned ij = 0, ikb = 0, snext = 0;
+    /* the issue side: the item of descriptor d[islot], its tile ikb; its running chunk source
+     * and activation rows */
+    unsigned islot = 0, ikb = 0, snext = 0;
     const hc_u8 *csrc = nullptr;
     const hc_u16 *xrow[2] = {x, x};
     bool xlive[2] = {false, false};
     auto issue = [&]() {
         if (ikb == 0) {
-            const gemv_item &it = d[ij];
+            const gemv_item &it = d[islot];
             csrc = it.w + lane * 16;
 #pragma unroll
             for (unsigned h = 0; h < 2; h++) {
@@ -86,7 +93,7 @@ __device__ __forceinline__ void gemv_items_body(const Work &work, unsigned items
             const bool ok = xlive[h] && kc < xend[h];
             cp16_if(dst + xoff[h], ok ? xrow[h] + kc : x, ok ? 16 : 0, true);
         }
-        if (++ikb == tk) ikb = 0, ij++;
+        if (++ikb == tk) ikb = 0, islot = islot + 1 == R ? 0 : islot + 1;
         snext = snext + 1 == NS ? 0 : snext + 1;
     };
 #pragma unroll
@@ -103,7 +110,7 @@ __device__ __forceinline__ void gemv_items_body(const Work &work, unsigned items
     for (int e = 0; e < 4; e++) part[0][e] = 0.0f;
     hc_mma_params pe = p;
     pe.global_div = d[0].gdiv;
-    unsigned cj = 0, ckb = 0, scur = 0;
+    unsigned cj = 0, cslot = 0, ckb = 0, scur = 0; /* (d[cslot]: item cj's descriptor) */
     for (unsigned i = 0; i < total; i++, scur = scur + 1 == NS ? 0 : scur + 1) {
         __syncwarp(); /* every lane is done with the stage about to be refilled */
         if (i + NS - 1 < total) issue();
@@ -114,7 +121,7 @@ __device__ __forceinline__ void gemv_items_body(const Work &work, unsigned items
         gemv_tile<1, 8>(mine + scur * sb, nullptr, pe, lane, b, acc, part);
         if (++ckb < tk) continue;
         /* item cj's sums are whole: to Y, then the next item's */
-        const gemv_item &it = d[cj];
+        const gemv_item &it = d[cslot];
 #pragma unroll
         for (int rb = 0; rb < 4; rb++)
 #pragma unroll
@@ -124,7 +131,17 @@ __device__ __forceinline__ void gemv_items_body(const Work &work, unsigned items
                 acc[rb][0][e] = 0.0f;
             }
         ckb = 0;
-        if (++cj < n) pe.global_div = d[cj].gdiv;
+        cslot = cslot + 1 == R ? 0 : cslot + 1;
+        if (++cj % 32 == 0 && cj + R - 32 < n) {
+            /* items cj - 32 .. cj - 1 done: their places take items cj + R - 32 .. (every lane
+             * has stored its sums of the last of them first); item cj + R - 32 + lane's place
+             * is R - 32 + lane past item cj's */
+            __syncwarp();
+            const unsigned j = cj + R - 32 + lane, sl = cslot + (R - 32) + lane;
+            if (j < n) work.fill(gw + j * G, d[sl >= R ? sl - R : sl]);
+            __syncwarp();
+        }
+        if (cj < n) pe.global_div = d[cslot].gdiv;
     }
     cp_wait<0>();
 }

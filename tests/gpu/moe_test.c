@@ -415,11 +415,13 @@ int main(void) {
                 }
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
-                 * slot), at 1-3 and ~16-128 rows a tile of 8 */
+                 * slot), at 1-3 and ~16-128 rows a tile of 8; and on one block, so that each
+                 * warp takes hundreds of items and its ring of 48 descriptors laps (v105) */
                 if (md) {
                     check(md, c, cf, &r, label, "moe-w8", ci == 0 ? 64 : 16, ci == 0 ? 2 : 8,
                           ci != 1, seed + 45, 0, all);
                     check(md, c, cf, &r, label, "moe-w8", 3, 4, true, seed + 46, 0, all);
+                    check(md, c, cf, &r, label, "moe-w8-lap", 333, 4, ci == 2, seed + 47, 0, all);
                 }
                 /* expert parallelism: a rank holding the middle half of the experts */
                 hc_gpu_model *ep = NULL;
