@@ -290,42 +290,6 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
     const unsigned lane = threadIdx.x % T, rpb = blockDim.x / T;
     const bool vec = K % 8 == 0 && ldx % 8 == 0 && ldxs % 8 == 0 && ((hc_u64)x & 15) == 0 &&
                      ((hc_u64)xs & 15) == 0;
-    if (HC_MOE_EXPAND_ROWS4 && HC_MOE_EXPAND_TOKENS && vec && !ptab &&
-        (hc_u64)gridDim.y * blockDim.x * 8 >= ldxs && blockDim.x % 32 == 0) {
-        /* v103: this thread's column piece c of tokens blockIdx.x + gridDim.x j, each loaded
-         * once, with its top-k places, and stored to the places that are this model's (inv:
-         * -1 for an expert elsewhere); then the pads: each warp reads 32 rows' slots at once
-         * and every thread zeroes its piece of the pad rows among them. Each (row, piece) is
-         * written once: real rows by their slot's token, pads by the second pass. */
-        const unsigned tk = (unsigned)topk;
-        const hc_u64 c = ((hc_u64)blockIdx.y * blockDim.x + threadIdx.x) * 8;
-        const hc_u64 G = gridDim.x;
-        const bool mine = c < ldxs;
-        for (hc_u64 t = blockIdx.x; t < tokens; t += G) {
-            const uint4 v = mine && c < K ? *(const uint4 *)(x + t * ldx + c) : make_uint4(0, 0, 0, 0);
-            /* (eight places loaded before their stores: the loads in flight together) */
-            for (unsigned j0 = 0; j0 < tk; j0 += 8) {
-                int pl[8];
-#pragma unroll
-                for (unsigned u = 0; u < 8; u++) pl[u] = j0 + u < tk ? inv[t * tk + j0 + u] : -1;
-#pragma unroll
-                for (unsigned u = 0; u < 8; u++)
-                    if (mine && pl[u] >= 0) *(uint4 *)(xs + (hc_u64)pl[u] * ldxs + c) = v;
-            }
-        }
-        const unsigned l = threadIdx.x & 31;
-        for (hc_u64 q0 = (hc_u64)blockIdx.x * 32; q0 < rows; q0 += 32 * G) {
-            const bool pad = q0 + l < rows && sorted[q0 + l] < 0;
-            unsigned pads = __ballot_sync(0xffffffffu, pad);
-            while (mine && pads) {
-                const unsigned b = (unsigned)__ffs(pads) - 1;
-                pads &= pads - 1;
-                *(uint4 *)(xs + (q0 + b) * ldxs + c) = make_uint4(0, 0, 0, 0);
-            }
-        }
-        HC_PDL_RELEASE();
-        return;
-    }
     if (HC_MOE_EXPAND_ROWS4 && vec && !ptab && (hc_u64)gridDim.y * blockDim.x * 8 >= ldxs) {
         /* v89: this thread's column piece c (grid y: 256 pieces a block, covering the row --
          * else the form below), rows blockIdx.x + gridDim.x j, four loads in flight before
@@ -333,18 +297,51 @@ extern "C" __global__ void hc_moe_expand(const hc_u16 *x, hc_u64 ldx, hc_u64 K, 
         const unsigned tk = (unsigned)topk;
         const hc_u64 c = ((hc_u64)blockIdx.y * blockDim.x + threadIdx.x) * 8;
         const hc_u64 G = gridDim.x;
-        for (hc_u64 p0 = blockIdx.x; c < ldxs && p0 < rows; p0 += 4 * G) {
-            uint4 v[4];
+        if (HC_MOE_EXPAND_TOKENS && blockDim.x % 32 == 0) {
+            /* v103: the same piece of tokens blockIdx.x + gridDim.x j, each loaded once, with
+             * its top-k places, and stored to the places that are this model's (inv: -1 for
+             * an expert elsewhere); then the pads: each warp reads 32 rows' slots at once and
+             * every thread zeroes its piece of the pad rows among them. Each (row, piece) is
+             * written once: real rows by their slot's token, pads by the second pass. */
+            const bool mine = c < ldxs;
+            for (hc_u64 t = blockIdx.x; t < tokens; t += G) {
+                const uint4 v =
+                    mine && c < K ? *(const uint4 *)(x + t * ldx + c) : make_uint4(0, 0, 0, 0);
+                /* (eight places loaded before their stores: the loads in flight together) */
+                for (unsigned j0 = 0; j0 < tk; j0 += 8) {
+                    int pl[8];
 #pragma unroll
-            for (int u = 0; u < 4; u++) {
-                const hc_u64 p = p0 + u * G;
-                const int s = p < rows ? sorted[p] : -1;
-                v[u] = s >= 0 && c < K ? *(const uint4 *)(x + (hc_u64)((unsigned)s / tk) * ldx + c)
-                                       : make_uint4(0, 0, 0, 0);
+                    for (unsigned u = 0; u < 8; u++) pl[u] = j0 + u < tk ? inv[t * tk + j0 + u] : -1;
+#pragma unroll
+                    for (unsigned u = 0; u < 8; u++)
+                        if (mine && pl[u] >= 0) *(uint4 *)(xs + (hc_u64)pl[u] * ldxs + c) = v;
+                }
             }
+            const unsigned l = threadIdx.x & 31;
+            for (hc_u64 q0 = (hc_u64)blockIdx.x * 32; q0 < rows; q0 += 32 * G) {
+                const bool pad = q0 + l < rows && sorted[q0 + l] < 0;
+                unsigned pads = __ballot_sync(0xffffffffu, pad);
+                while (mine && pads) {
+                    const unsigned b = (unsigned)__ffs(pads) - 1;
+                    pads &= pads - 1;
+                    *(uint4 *)(xs + (q0 + b) * ldxs + c) = make_uint4(0, 0, 0, 0);
+                }
+            }
+        } else {
+            for (hc_u64 p0 = blockIdx.x; c < ldxs && p0 < rows; p0 += 4 * G) {
+                uint4 v[4];
 #pragma unroll
-            for (int u = 0; u < 4; u++)
-                if (p0 + u * G < rows) *(uint4 *)(xs + (p0 + u * G) * ldxs + c) = v[u];
+                for (int u = 0; u < 4; u++) {
+                    const hc_u64 p = p0 + u * G;
+                    const int s = p < rows ? sorted[p] : -1;
+                    v[u] = s >= 0 && c < K
+                               ? *(const uint4 *)(x + (hc_u64)((unsigned)s / tk) * ldx + c)
+                               : make_uint4(0, 0, 0, 0);
+                }
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (p0 + u * G < rows) *(uint4 *)(xs + (p0 + u * G) * ldxs + c) = v[u];
+            }
         }
         HC_PDL_RELEASE();
         return;
