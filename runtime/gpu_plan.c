@@ -37,12 +37,19 @@ hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err) {
         int w = snprintf(names + len, sizeof names - len, ", %s", mv[k].forced);
         if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     }
-    if (!strcmp(name, "moe-act-apart") || !strcmp(name, "moe-w8-lap")) {
-        *forced = !strcmp(name, "moe-act-apart") ? HC_GPU_MOE_ACT_APART : HC_GPU_MOE_W8_LAP;
-        return HC_OK;
+    /* the names that are not a kernel of their own (gpu_plan.h) */
+    static const struct {
+        const char *name;
+        int forced;
+    } modes[] = {{"moe-act-apart", HC_GPU_MOE_ACT_APART}, {"moe-w8-lap", HC_GPU_MOE_W8_LAP}};
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+        if (!strcmp(modes[k].name, name)) {
+            *forced = modes[k].forced;
+            return HC_OK;
+        }
+        int w = snprintf(names + len, sizeof names - len, ", %s", modes[k].name);
+        if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     }
-    int w = snprintf(names + len, sizeof names - len, ", moe-act-apart, moe-w8-lap");
-    if (w > 0 && (size_t)w < sizeof names - len) len += (size_t)w;
     return hc__fail(err, HC_USAGE, "hc_gpu_model_force_kernel: '%s' is none of %s", name, names);
 }
 
