@@ -351,7 +351,8 @@ int main(void) {
                         {"moe-skinny64", 3}, {"moe-ws64", 7}, {"moe-ws128", 15},
                         {"moe-ws256", 12}, {"moe-ws96", 2},     {"moe-ws256r", 4},
                         {"moe-ws288", 12}, {"moe-ws96w", 6}, {"moe-ws24x6", 1},
-                        {"moe-ws80r", 6}, {"moe-ws80d", 6}, {"moe-skinny24", 1}};
+                        {"moe-ws80r", 6}, {"moe-ws80d", 6}, {"moe-skinny24", 1},
+                        {"moe-ws160", 4}};
             const uint64_t rx = (S + (S < E ? S : E) - 1) / (S < E ? S : E);
             const unsigned at = rx <= 16 ? 1u : rx <= 64 ? 2u : rx <= 256 ? 4u : 8u;
             for (size_t q = 0; sweep && q < sizeof alts / sizeof alts[0]; q++) {

@@ -114,8 +114,9 @@
  * is ~11% (288) / ~20% (80) of such a tile's wgmma; that ws80d gained 0.6% where about half its
  * tiles narrow says its time is the decode's, not the tensor cores' (bench/NOTES.md session 42). */
 #define HC_WS_NARROW 1
-/* the narrower width a tile of toks tokens runs at under v99 (0: none) */
-#define HC_WS_NARROW_OF(toks) (!HC_WS_NARROW ? 0 : (toks) == 80 ? 64 : (toks) == 288 ? 256 : 0)
+/* the narrower width a tile of toks tokens runs at under v99 (0: none; moe-ws160, v108, at 128) */
+#define HC_WS_NARROW_OF(toks)                                                                   \
+    (!HC_WS_NARROW ? 0 : (toks) == 80 ? 64 : (toks) == 160 ? 128 : (toks) == 288 ? 256 : 0)
 /* v100 (built in session 42, taken in session 43): ws_gemm_block's consumers keep
  * their lane's place (warpgroup, warp, lane, row) in registers (memory/ptx.cuh held) and
  * derive each stage's wgmma descriptor from stage 0's by an add. Without it NVVM recomputes

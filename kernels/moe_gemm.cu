@@ -6,9 +6,10 @@
 // the expert, the rows and the outputs taken from the routing tables:
 //   hc_moe_gemv_t8, _t16: small M (gemm/gemv.cuh), grid (tiles_n x parts, K split, tiles)
 //   hc_moe_gemv_w8: small M over items a warp owns (gemm/gemv_items.cuh), one wave of blocks
-//   hc_moe_ws64, _96, _128, _256, _288: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs x
-//                parts, tiles); _96 and _288 have no dense twin (a tile that holds r + 2 sqrt(r)
-//                rows at r ~ 64 and r ~ 256: one tile an expert where tiles of 64 / 256 take two);
+//   hc_moe_ws64, _96, _128, _160, _256, _288: large M (gemm/ws_gemm.cuh, sm_90a), grid (pairs
+//                x parts, tiles); _96, _160 and _288 have no dense twin (a tile that holds r + 2
+//                sqrt(r) rows at r ~ 64, ~128 and ~256: one tile an expert where tiles of 64 /
+//                128 / 256 take two);
 //                _96w: four stripes a block (two a consumer warpgroup), grid (groups of four x
 //                parts, tiles); _24x6: six stripes a block (three a warpgroup), tiles of 24;
 //                _80d: a pair at tiles of 80, two blocks an SM
@@ -199,6 +200,10 @@ HC_MOE_WS_KERNEL(hc_moe_ws128, 128, 1)
 HC_MOE_WS_KERNEL(hc_moe_ws256, 256, 1)
 /* (MoE only: ~200-256 rows an expert in one tile) */
 HC_MOE_WS_KERNEL(hc_moe_ws288, 288, 1)
+/* (MoE only, v108: ~128 rows an expert -- 128 +- 2 sqrt(128) -- in one tile of 160, run at 128
+ * where the tile holds 128 rows or fewer (v99); where tiles of 80 or 128 take two, the expert's
+ * weights are decoded twice -- the decode is what a tile of 80 costs, bench/NOTES.md session 42) */
+HC_MOE_WS_KERNEL(hc_moe_ws160, 160, 1)
 /* four stripes a block, two a consumer warpgroup (v69: a tile's activations read once for 256
  * weight rows, twice the independent work a warp; the route's pick at ~50-90 rows an expert) */
 HC_MOE_WS_KERNEL(hc_moe_ws96w, 96, 2)

@@ -160,6 +160,8 @@ static const hc_gpu_moe_variant moe_variants[HC_GMK_COUNT] = {
      .toks = 80, .bps = 2},
     {.id = HC_GMK_SKINNY24, .entry = "hc_moe_skinny24", .forced = "moe-skinny24",
      .like = HC_GK_SKINNY32, .toks = 24},
+    {.id = HC_GMK_WS160, .entry = "hc_moe_ws160", .forced = "moe-ws160", .like = HC_GK_WS128,
+     .toks = 160},
 };
 
 const hc_gpu_family *hc__gpu_moe_like(const hc_gpu_moe_variant *mv, hc_gpu_variant *v) {

@@ -96,6 +96,7 @@ typedef enum {
     HC_GMK_WS80D,    /* hc_moe_ws80d (sm_90a): tiles of 80 rows, two blocks an SM (v79) */
     HC_GMK_SKINNY24, /* hc_moe_skinny24 (sm_90a): the skinny body at tiles of 24 rows (v91:
                       * the pick at r = 10-16) */
+    HC_GMK_WS160,    /* hc_moe_ws160 (sm_90a): tiles of 160 rows, no dense twin (v108) */
     HC_GMK_COUNT
 } hc_gpu_moe_kernel;
 

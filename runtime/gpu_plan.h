@@ -87,8 +87,8 @@ typedef struct {
  * "ws64", "ws128", "ws256", "skinny16", "skinny32", "skinny64", "skinny16q", "skinny32q",
  * "skinny64q", "moe-t8", "moe-t16", "moe-ws64", "moe-ws128", "moe-ws256", "moe-skinny16",
  * "moe-skinny32", "moe-skinny64", "moe-w8", "moe-ws96", "moe-ws256r", "moe-ws288",
- * "moe-ws96w", "moe-ws24x6", "moe-ws80r", "moe-ws80d", "moe-skinny24", "moe-act-apart",
- * "moe-w8-lap".
+ * "moe-ws96w", "moe-ws24x6", "moe-ws80r", "moe-ws80d", "moe-skinny24", "moe-ws160",
+ * "moe-act-apart", "moe-w8-lap".
  * HC_USAGE naming it for any other. */
 hc_status hc__gpu_force_parse(const char *name, int *forced, hc_err *err);
 /* HC_UNSUPPORTED, naming the kernel and the device, when a forced kernel cannot run on dev. */

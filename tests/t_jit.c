@@ -190,7 +190,8 @@ static bool moe_hot_ok(const char *const *opts, const char *tile_log, char *why,
                                           "hc_moe_gemv_t16", "hc_moe_ws96",
                                           "hc_moe_ws256r",   "hc_moe_ws288",
                                           "hc_moe_ws96w",    "hc_moe_ws24x6",
-                                          "hc_moe_ws80r",    "hc_moe_ws80d"};
+                                          "hc_moe_ws80r",    "hc_moe_ws80d",
+                                          "hc_moe_ws160"};
         for (int h = 0; h < (int)(sizeof hot / sizeof hot[0]) && ok; h++) {
             long sp = spill_stores(log, hot[h]);
             if (sp != 0) {

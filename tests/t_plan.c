@@ -338,7 +338,7 @@ static void test_forced_kernels(void) {
                           "moe-ws256, "
                           "moe-skinny16, moe-skinny32, moe-skinny64, moe-w8, moe-ws96, "
                           "moe-ws256r, moe-ws288, moe-ws96w, moe-ws24x6, moe-ws80r, "
-                          "moe-ws80d, moe-skinny24, moe-act-apart, moe-w8-lap");
+                          "moe-ws80d, moe-skinny24, moe-ws160, moe-act-apart, moe-w8-lap");
     CHECK_EQ_INT(f, HC_GPU_KERNEL_AUTO);
     CHECK_EQ_INT(hc__gpu_force_parse("moe-act-apart", &f, &err), HC_OK);
     CHECK_EQ_INT(f, HC_GPU_MOE_ACT_APART);

@@ -300,7 +300,7 @@ int main(void) {
                                          "moe-skinny32", "moe-skinny64", "moe-ws96",
                                          "moe-ws256r",   "moe-ws288",
                                          "moe-ws96w",    "moe-ws24x6",   "moe-ws80r",
-                                         "moe-ws80d",    "moe-skinny24"};
+                                         "moe-ws80d",    "moe-skinny24", "moe-ws160"};
     for (size_t si = 0; si < (quick ? 1 : SYNTH_SPECS); si++) {
         const synth_spec *sp = &synth_specs[si];
         const mcfg cfgs[4] = {
