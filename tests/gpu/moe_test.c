@@ -390,6 +390,11 @@ int main(void) {
                      * at ~166 rows an expert (three tiles, the last short) */
                     check(md, c, cf, &r, label, "moe-ws80d", 64, 8, true, seed + 56, 0, all);
                     check(md, c, cf, &r, label, "moe-ws80d", 333, 4, true, seed + 52, 0, all);
+                    /* moe-ws160 (v108: a tile of 160, run at 128 where it holds 128 rows or
+                     * fewer) at ~128 rows an expert on E = 8 (M = 128 x top-8: both widths) and
+                     * ~166 skewed (a full tile and a short one) */
+                    check(md, c, cf, &r, label, "moe-ws160", 128, 8, false, seed + 57, 0, all);
+                    check(md, c, cf, &r, label, "moe-ws160", 333, 4, true, seed + 58, 0, all);
                 }
                 /* the activation in its own launch (forced "moe-act-apart"; everything else here
                  * runs it in gate_up's epilogue where the plan allows, v74): halves on
@@ -401,7 +406,7 @@ int main(void) {
                 if (ci <= 2 && md && ws) {
                     static const char *const fk[] = {"moe-ws64",   "moe-ws128",  "moe-ws288",
                                                      "moe-ws96w",  "moe-ws24x6", "moe-ws80r",
-                                                     "moe-ws80d"};
+                                                     "moe-ws80d",  "moe-ws160"};
                     act_apart = true;
                     check(md, c, cf, &r, label, NULL, 333, 4, false, seed + 60, 0, all);
                     check(md, c, cf, &r, label, NULL, 256, 8, true, seed + 61, 0, all);
