@@ -111,8 +111,9 @@ typedef struct {
     /* its static shared memory past the few bytes every kernel has (hc__gpu_smem_fits's
      * margin): moe-w8's item descriptors, else 0 */
     size_t stat;
-    /* its token tile where it is not its dense variant's (moe-ws96, moe-ws288, moe-ws96w: the dense
-     * family's body and stages at another tile), else 0: read it through hc__gpu_moe_like */
+    /* its token tile where it is not its dense variant's (moe-ws96, moe-ws160, moe-ws288,
+     * moe-ws96w: the dense family's body and stages at another tile), else 0: read it through
+     * hc__gpu_moe_like */
     unsigned toks;
     /* the route's second tile, rows (an expert's remainder past its tiles of toks: moe_args.h),
      * 0: one tile size */
