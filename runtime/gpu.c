@@ -187,7 +187,7 @@ static hc_status model_load(hc_gpu *g, hc_container *c, const char *only, uint32
         if (st) goto out;
         const hc_layout_row *row = hc__layout_by_codec(k.codec);
         L->shape = (hc_gpu_shape){p->tiles_n, p->tiles_k, p->chunk_bytes, row ? row->families : 0,
-                                  {0, 0, 0}};
+                                  {0, 0, 0}, row ? row->code_bits : 0};
         hc__gpu_gemv_occupancy(g, L->mod, p, L->shape.gemv_occ);
     }
     m->seconds = wall_s() - t0;

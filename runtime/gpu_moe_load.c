@@ -22,7 +22,10 @@ hc_status hc__gpu_moe_need(const hc_gpu_caps *dev, const hc_gpu_moe_layer *ml, u
                           hc_gpu_moe_launch *lu, hc_gpu_moe_launch *ld, hc_err *err) {
     memset(w, 0, sizeof *w);
     unsigned fam = ml->up.shape.families & ml->down.shape.families;
-    HC_TRY(hc__gpu_moe_route_plan(dev, fam, slots, ml->El, forced, r, err));
+    /* (the wider of the two projections' codes: a 4-bit-only tile only where both are) */
+    const unsigned bits = ml->up.shape.code_bits > ml->down.shape.code_bits
+                              ? ml->up.shape.code_bits : ml->down.shape.code_bits;
+    HC_TRY(hc__gpu_moe_route_plan(dev, fam, bits, slots, ml->El, forced, r, err));
     HC_TRY(hc__gpu_moe_gemm_plan(dev, &ml->up.shape, ml->parts, r, lu, err));
     HC_TRY(hc__gpu_moe_gemm_plan(dev, &ml->down.shape, 1, r, ld, err));
     w->rows = r->rows_max, w->tiles = r->tiles_max;

@@ -357,15 +357,20 @@ static bool tile_holds(uint64_t T, uint64_t r) { return r <= T && (T - r) * (T -
  * replaced where that was the pick: its gate_up 5% under ws80w's at r = 64 (163.0 against
  * 172.1, block 270.6 against 290.9) but within +-4% of it at r = 128 and 256 (session 33), so
  * the bounds stay: the pick up to r ~ 68, where ws96w's fewer second tiles take over, and at
- * r = 128-146 in two tiles. */
+ * r = 128-146 in two tiles. moe-ws160 (v108) -- one tile an expert at r ~ 128, run at 128 where
+ * it holds 128 rows or fewer -- at ws128's + 53, for 4-bit codes only (bits4): H100, gpt-oss-like
+ * MXFP4 M = 4096 (r = 128) block 2324.0 -> 1982.9 us, gate_up 1456.2 -> 1217.1, down 874.0 ->
+ * 710.7 against ws80d's two tiles in the same session (an expert's weights decoded once, not
+ * twice); DeepSeek-like FP8 block 2193.8 against ws80d's 1948-2051 in earlier sessions (the
+ * 8-bit decode is cheaper, and ws80d's two blocks an SM overlap its 4-K-tile down's epilogue).
+ * The int4 layouts at r ~ 128 are the model's, not yet measured (bench/NOTES.md session 44). */
 static const struct {
     hc_gpu_moe_kernel k;
     unsigned rows, cost;
-} ws_tiles[] = {{HC_GMK_WS80D, 80, 80 + 50},
-                {HC_GMK_WS96W, 96, 96 + 44},
-                {HC_GMK_WS128, 128, 128 + 53},
-                {HC_GMK_WS256, 256, 256 + 53},
-                {HC_GMK_WS288, 288, 288 + 90}};
+    bool bits4; /* for layers of 4-bit codes only */
+} ws_tiles[] = {{HC_GMK_WS80D, 80, 80 + 50, false},   {HC_GMK_WS96W, 96, 96 + 44, false},
+                {HC_GMK_WS128, 128, 128 + 53, false}, {HC_GMK_WS256, 256, 256 + 53, false},
+                {HC_GMK_WS288, 288, 288 + 90, false}, {HC_GMK_WS160, 160, 160 + 53, true}};
 
 /* The tiles an expert of about r rows takes on average in tiles of T: a touched expert's count c
  * spreads as r +- sqrt(r) (uniform routing), so E[ceil(c / T)] = 1 + the sum over k >= 1 of
@@ -378,8 +383,9 @@ static double ws_tiles_of(uint64_t T, uint64_t r) {
     return n;
 }
 
-hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
-                                uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err) {
+hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, unsigned code_bits,
+                                uint64_t slots, uint64_t el, int forced, hc_gpu_moe_route *out,
+                                hc_err *err) {
     memset(out, 0, sizeof *out);
     if (!slots || !el) return hc__fail(err, HC_INVALID, "no slot or no local expert to route");
     size_t nv = 0;
@@ -414,6 +420,7 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint
              * ws128 2052.2) */
             double best = 0;
             for (size_t i = 0; i < sizeof ws_tiles / sizeof ws_tiles[0]; i++) {
+                if (ws_tiles[i].bits4 && code_bits != 4) continue;
                 const double c = ws_tiles_of(ws_tiles[i].rows, r) * ws_tiles[i].cost;
                 if (i == 0 || c < best) best = c, k = ws_tiles[i].k;
             }

@@ -53,6 +53,7 @@ typedef struct {
                              this layer's shared memory (of an MoE projection:
                              the grouped moe-t8/t16, hc__gpu_moe_gemv_occupancy); 0: unknown
                              (no K split) */
+    unsigned code_bits;   /* bits a stored code: 4 or 8 (0: not known -- as 8) */
 } hc_gpu_shape;
 
 /* No forced kernel: the chooser picks (hc_gpu_model_force_kernel "auto"). */
@@ -130,7 +131,8 @@ typedef struct {
 } hc_gpu_moe_route;
 
 /* The grouped kernel for `slots` slots over el experts (forced: HC_GPU_KERNEL_AUTO or an
- * hc_gpu_moe_kernel), the layers' HC_KF_* bits ANDed in families: r = ceil(slots / touched)
+ * hc_gpu_moe_kernel), the layers' HC_KF_* bits ANDed in families and the wider of their code
+ * widths code_bits (4 or 8; 0 as 8): r = ceil(slots / touched)
  * rows per touched expert, and the tile T that holds r + 2 sqrt(r) rows (the spread of an
  * expert's count around r), the smallest of 8, 16, 32, 64: T = 8 the small-M kernel's tiles of
  * 8; else where the device and the layout have them the skinny kernel of T rows for r <= 64
@@ -141,8 +143,9 @@ typedef struct {
  * 126 us). Refusals: no slot or expert, a tile count over 65535 (grid). The skinny kernels'
  * launch (hc__gpu_moe_gemm_plan): one block per SM, 2 x SMs stream-K segments of 256 x T
  * float32 sums and a counter per (tile, part, 4-stripe quad). */
-hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, uint64_t slots,
-                                uint64_t el, int forced, hc_gpu_moe_route *out, hc_err *err);
+hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, unsigned code_bits,
+                                uint64_t slots, uint64_t el, int forced, hc_gpu_moe_route *out,
+                                hc_err *err);
 
 /* One grouped GEMM launch of layer l (parts 1, or 2 for separate gate and up layers) for route
  * r: the kernel -- the route's, or where the route runs moe-t8 unforced, moe-w8 for a

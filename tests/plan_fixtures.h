@@ -14,10 +14,12 @@ static const hc_gpu_caps h200 = {"sm_90a", 132, true, 233472, 232448};
 
 static inline size_t round1024(size_t v) { return (v + 1023) / 1024 * 1024; }
 
-/* A layer of N x K (64 x 64 tiles) with tiles of chunk bytes, read by every family, whose
- * small-M kernels keep 4 blocks per SM resident. */
+/* A layer of N x K (64 x 64 tiles) with tiles of chunk bytes (of 8-bit codes from 4096 bytes,
+ * a tile's 4096 codes, else 4-bit), read by every family, whose small-M kernels keep 4 blocks
+ * per SM resident. */
 static inline hc_gpu_shape layer(uint64_t n, uint64_t k, uint64_t chunk) {
-    return (hc_gpu_shape){(n + 63) / 64, (k + 63) / 64, chunk, HC_KF_ALL, {4, 4, 4}};
+    return (hc_gpu_shape){(n + 63) / 64, (k + 63) / 64, chunk, HC_KF_ALL, {4, 4, 4},
+                          chunk >= 4096 ? 8u : 4u};
 }
 
 /* the skinny kernels' stages: as many as 224 KiB hold, at most 12, an even number

@@ -50,11 +50,12 @@ static void test_moe_plan(void) {
          * (gpu_plan.c ws_tiles: its average tiles an expert x its cost a tile): r = 50-68 one
          * tile of 80 on moe-ws80d (1.02 x 130 at r = 64 against ws96w's 140); r = 70-90 one
          * tile of 96 on moe-ws96w (at r = 78 1.4 x 130 = 183 for tiles of 80, 1.02 x 140 for
-         * 96, 181 for ws128); r = 92 ws128 (1.34 x 140 = 187 > 181); r = 128 two of 80 (2 x
-         * 130 against 1.5 x 181 and 2 x 140); r = 256 (M = 4096) one tile
-         * of 288 (1.02 x 378 against 1.5 x 309 and 3.02 x 140); r = 300 four of 96 (526
-         * against three of 128, 542); r = 512 two of 288 (757 against 2.5 x 309); r = 1024
-         * 4.5 of 256 (1390 against 4 x 378) */
+         * 96, 181 for ws128); r = 92 ws128 (1.34 x 140 = 187 > 181); r = 128 (4-bit codes, as
+         * these) one tile of 160 on moe-ws160 (1.002 x 213 against two of 80, 2 x 130, and 1.5
+         * x 181); r = 256 (M = 4096) one tile
+         * of 288 (1.02 x 378 against 1.5 x 309 and 3.02 x 140); r = 300 two of 160 (426
+         * against four of 96, 526, and three of 128, 542); r = 512 two of 288 (757 against 2.5
+         * x 309); r = 1024 4.5 of 256 (1390 against 4 x 378); 8-bit codes below */
         {6400, HC_GMK_WS80D, 80, 206},     /* r = 50: (6400 + 128 x 79) / 80 */
         {8192, HC_GMK_WS80D, 80, 228},     /* M = 1024: r = 64: (8192 + 10112) / 80 */
         {8320, HC_GMK_WS80D, 80, 230},     /* r = 65: (8320 + 10112) / 80 */
@@ -62,36 +63,51 @@ static void test_moe_plan(void) {
         {10112, HC_GMK_WS96W, 96, 232},    /* r = 79 */
         {11520, HC_GMK_WS96W, 96, 246},    /* r = 90 */
         {11776, HC_GMK_WS128, 128, 219},   /* r = 92: (11776 + 128 x 127) / 128 */
-        {16384, HC_GMK_WS80D, 80, 331},    /* r = 128: (16384 + 10112) / 80 */
+        {16384, HC_GMK_WS160, 160, 229},   /* r = 128: (16384 + 128 x 159) / 160 */
         {32768, HC_GMK_WS288, 288, 241},   /* (32768 + 128 x 287) / 288 */
-        {38400, HC_GMK_WS96W, 96, 526},    /* (38400 + 12160) / 96 */
+        {38400, HC_GMK_WS160, 160, 367},   /* r = 300: (38400 + 20352) / 160 */
         {65536, HC_GMK_WS288, 288, 355},   /* (65536 + 36736) / 288 */
         {131072, HC_GMK_WS256, 256, 639},  /* (131072 + 32640) / 256 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, cases[i].slots, 128, HC_GPU_KERNEL_AUTO,
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, cases[i].slots, 128, HC_GPU_KERNEL_AUTO,
                                             &r, &err), HC_OK);
         CHECK_EQ_INT(r.kernel, cases[i].k);
         CHECK_EQ_INT(r.tile, cases[i].tile);
         CHECK_EQ_U64(r.tiles_max, cases[i].tiles);
         CHECK_EQ_U64(r.touched, cases[i].slots < 128 ? cases[i].slots : 128);
     }
+    /* 8-bit codes (v108: moe-ws160 is for 4-bit codes; the DeepSeek-like FP8 block ran slower
+     * on it than on two tiles of 80): r = 128 two of 80, r = 300 four of 96, the rest as above */
+    static const struct {
+        uint64_t slots;
+        hc_gpu_moe_kernel k;
+        uint64_t tiles;
+    } wide[] = {{16384, HC_GMK_WS80D, 331}, {38400, HC_GMK_WS96W, 526},
+                {8192, HC_GMK_WS80D, 228},  {32768, HC_GMK_WS288, 241}};
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        for (unsigned bits = 0; bits <= 8; bits += 8) { /* (0: not known, as 8) */
+            CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, bits, wide[i].slots, 128,
+                                                HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+            CHECK_EQ_INT(r.kernel, wide[i].k);
+            CHECK_EQ_U64(r.tiles_max, wide[i].tiles);
+        }
     /* the routing sort: one block up to 2048 slots, then a block per 1024, at most 32 */
     static const struct {
         uint64_t slots;
         unsigned blocks;
     } sorts[] = {{8, 1}, {2048, 1}, {2049, 3}, {2664, 3}, {8192, 8}, {32768, 32}, {131072, 32}};
     for (size_t i = 0; i < sizeof sorts / sizeof sorts[0]; i++) {
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, sorts[i].slots, 128, HC_GPU_KERNEL_AUTO, &r,
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, sorts[i].slots, 128, HC_GPU_KERNEL_AUTO, &r,
                                             &err), HC_OK);
         CHECK_EQ_INT(r.sort_blocks, sorts[i].blocks);
     }
     /* no warp-specialised kernels (sm_80, or a layout without them): tiles of 16 */
     hc_gpu_caps a100 = {"sm_80", 108, false, 167936, 166912};
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 65536, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 4, 65536, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_T16);
     CHECK_EQ_U64(r.tiles_max, (65536 + 128 * 15) / 16);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_GEMV, 2048, 128, HC_GPU_KERNEL_AUTO, &r,
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_GEMV, 4, 2048, 128, HC_GPU_KERNEL_AUTO, &r,
                                         &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_T16);
     /* its launch: a stripe a block (the dense t16 takes two of 4-bit layouts), so its stages
@@ -107,7 +123,7 @@ static void test_moe_plan(void) {
          * kernel, not the dense t16's): gate and up at M = 1 forced to tiles of 16 -- 24
          * stripes x 8 tiles = 192 blocks; 3 resident: 396 / 192 = 2, 2 resident: 264 / 192 = 1 */
         hc_gpu_shape gu = layer(768, 2048, 2304);
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_T16, &r, &err), HC_OK);
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8, 128, HC_GMK_T16, &r, &err), HC_OK);
         gu.gemv_occ[1] = 4, gu.gemv_occ[2] = 3;
         CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gu, 2, &r, &l, &err), HC_OK);
         CHECK_EQ_INT(l.kernel, HC_GMK_T16);
@@ -120,18 +136,18 @@ static void test_moe_plan(void) {
     }
     /* refusals: no slot; more than 65535 tiles; a forced kernel the device lacks */
     hc_err e1 = {0}, e2 = {0}, e3 = {0};
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 0, 128, HC_GPU_KERNEL_AUTO, &r, &e1), HC_INVALID);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 1100000, 128, HC_GPU_KERNEL_AUTO, &r, &e2),
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 0, 128, HC_GPU_KERNEL_AUTO, &r, &e1), HC_INVALID);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 4, 1100000, 128, HC_GPU_KERNEL_AUTO, &r, &e2),
                  HC_UNSUPPORTED);
     CHECK_CONTAINS(e2.msg, "at most 65535 a launch");
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS64, &r, &e3), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 4, 64, 8, HC_GMK_WS64, &r, &e3), HC_UNSUPPORTED);
     CHECK_CONTAINS(e3.msg, "moe-ws64");
     /* launches: gate and up of Qwen3 (I = 768: 12 stripes each, K = 2048: 32 k-tiles) at M = 1:
      * 24 stripes x 8 tiles = 192 blocks on 132 SMs x 4: split 528 / 192 = 2; partial sums
      * 192 x 2 x 64 rows x 8 tokens x 4 bytes, a counter per (tile, stripe) */
     hc_gpu_shape gate = layer(768, 2048, 2304);
     hc_gpu_moe_launch lu;
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 24);
     CHECK_EQ_INT(lu.grid[1], 2);
@@ -140,21 +156,30 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.part_bytes, 192ull * 2 * 64 * 8 * 4);
     CHECK_EQ_U64(lu.cnt_bytes, 192ull * 4);
     CHECK_EQ_U64(lu.smem, 4 * (HC_GEMV_STAGES * (2304 + 8 * 128)));
-    /* down (H = 2048 rows: 32 stripes, K = 768) at r = 128 (two tiles of 80 an expert on
-     * moe-ws80d, two stripes a block): (pairs x parts, tiles), no split; a stage one 80-row
-     * activation tile and two chunks */
+    /* down (H = 2048 rows: 32 stripes, K = 768) at r = 128 with 8-bit codes' rule (two tiles
+     * of 80 an expert on moe-ws80d, two stripes a block): (pairs x parts, tiles), no split; a
+     * stage one 80-row activation tile and two chunks */
     hc_gpu_shape down = layer(2048, 768, 2304);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 16384, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 16384, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 16);
     CHECK_EQ_INT(lu.grid[1], 331);
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.part_bytes, 0);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 2 * 2304));
+    /* with 4-bit codes, one tile of 160 (v108): (36736 / 160) tiles, ws128's block and five
+     * stages of a 160-row activation tile and two chunks */
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 16384, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+    CHECK_EQ_INT(lu.kernel, HC_GMK_WS160);
+    CHECK_EQ_INT(lu.grid[0], 16);
+    CHECK_EQ_INT(lu.grid[1], 229);
+    CHECK_EQ_INT(lu.block, 384);
+    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(160 * 128 + 2 * 2304));
     /* moe-ws96 (forced only since v69: moe-ws96w, below, took its band): tiles of 96 rows,
      * (8192 + 128 x 95) / 96 = 212 tiles, (pairs x parts, tiles), the warp-specialised block and
      * a 96-row activation tile */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS96, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8192, 128, HC_GMK_WS96, &r, &err), HC_OK);
     CHECK(r.forced);
     CHECK_EQ_INT(r.tile, 96);
     CHECK_EQ_U64(r.tiles_max, 212);
@@ -165,18 +190,18 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.block, 384);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(96 * 128 + 2 * 2304));
     /* unforced, r = 64 takes moe-ws80d (sm_80 has tiles of 16 there: the a100 case above) */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_WS80D);
     CHECK(!r.forced);
     hc_err e5 = {0};
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 64, 8, HC_GMK_WS96, &r, &e5), HC_UNSUPPORTED);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a100, ws, 4, 64, 8, HC_GMK_WS96, &r, &e5), HC_UNSUPPORTED);
     CHECK_CONTAINS(e5.msg, "moe-ws96");
     /* moe-ws256r (forced only, v63): tiles of 256 and an expert's remainder in a tile of 64 --
      * at r = 256 (32768 slots over 128 experts): an expert's whole tiles and one more of either
      * size, at most 32768 / 256 + 128 = 256; its pads at most 191 (a remainder of 65 in a
      * tile of 256), rows 32768 + 128 x 191; a grid plane for each size; the unforced pick
      * there is moe-ws288 (one size: (32768 + 128 x 287) / 288 = 241) */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 32768, 128, HC_GMK_WS256R, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 32768, 128, HC_GMK_WS256R, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 256);
     CHECK_EQ_INT(r.tile_small, 64);
     CHECK_EQ_U64(r.tiles_max, 256);
@@ -187,7 +212,7 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[1], 256);
     CHECK_EQ_INT(lu.grid[2], 2);
     CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(256 * 128 + 2 * 2304));
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 32768, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 32768, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_WS288);
     CHECK_EQ_INT(r.tile_small, 0);
     CHECK_EQ_U64(r.tiles_max, 241);
@@ -196,7 +221,7 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[2], 1);
     /* moe-ws288 (v68): tiles of 288 rows at r = 256, (32768 + 128 x 287) / 288 = 241 tiles;
      * four stages (config.h HC_WS_STAGES: five of 288 rows pass 227 KiB with 8-bit chunks) */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 32768, 128, HC_GMK_WS288, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 32768, 128, HC_GMK_WS288, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 288);
     CHECK_EQ_INT(r.tile_small, 0);
     CHECK_EQ_U64(r.tiles_max, 241);
@@ -215,7 +240,7 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.smem, 1024 + 4 * round1024(288 * 128 + 2 * 4352));
     /* moe-ws96w (v69): the route of moe-ws96, four stripes a block -- down's 32 stripes in 8
      * groups -- and four chunks a stage */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS96W, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8192, 128, HC_GMK_WS96W, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 96);
     CHECK_EQ_U64(r.tiles_max, 212);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
@@ -229,7 +254,7 @@ static void test_moe_plan(void) {
     /* moe-ws24x6 (v72, forced only): tiles of 24 at r = 16, (2048 + 128 x 23) / 24 = 208;
      * six stripes a block -- down's 32 in 6 groups (the last two stripes), gate and up's 12 in
      * 2 a part -- and six chunks a stage */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 2048, 128, HC_GMK_WS24X6, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 2048, 128, HC_GMK_WS24X6, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 24);
     CHECK_EQ_U64(r.tiles_max, 208);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
@@ -243,7 +268,7 @@ static void test_moe_plan(void) {
      * (the larger pad: a tile of 64 holding one row, against 80 - 64 - 1 in a tile of 80);
      * four stripes a block (down's 32 in 8 groups), four chunks a stage, a grid plane a tile
      * size */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80R, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8192, 128, HC_GMK_WS80R, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 80);
     CHECK_EQ_INT(r.tile_small, 64);
     CHECK_EQ_U64(r.tiles_max, 230);
@@ -256,7 +281,7 @@ static void test_moe_plan(void) {
     /* moe-ws80d (v79; the pick at r = 50-68): tiles of 80 at r = 64, (8192 + 128 x 79) / 80
      * = 228; two stripes a block (down's 32 in 16 pairs, gate and up's 12 in 6 a part), two
      * chunks a stage: two blocks fit an SM */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_WS80D, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8192, 128, HC_GMK_WS80D, &r, &err), HC_OK);
     CHECK_EQ_INT(r.tile, 80);
     CHECK_EQ_U64(r.tiles_max, 228);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
@@ -267,14 +292,14 @@ static void test_moe_plan(void) {
     CHECK_EQ_INT(lu.grid[0], 12);
     /* few slots: 8 over 128 experts (8 touched), remainders only: at most 0 + 8 tiles, rows
      * 8 + 8 x 191; one slot: a tile of 256's rows at least (1 + 191 < 256) */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8, 128, HC_GMK_WS256R, &r, &err), HC_OK);
     CHECK_EQ_U64(r.tiles_max, 8);
     CHECK_EQ_U64(r.rows_max, 8 + 8 * 191);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 1, 128, HC_GMK_WS256R, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 1, 128, HC_GMK_WS256R, &r, &err), HC_OK);
     CHECK_EQ_U64(r.rows_max, 256);
     /* the skinny kernel (forced) at r = 64: one block per SM, 2 x 132 segments of 256 x 64
      * float32, a counter per (tile, quad): 254 x 8 quads of 32 stripes */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8192, 128, HC_GMK_SKINNY64, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8192, 128, HC_GMK_SKINNY64, &r, &err), HC_OK);
     CHECK_EQ_U64(r.tiles_max, 254);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 132);
@@ -285,7 +310,7 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.smem, 1024 + skinny_stages(64, 2304) * round1024(64 * 128 + 4 * 2304));
     /* gate and up (12 stripes each: 3 quads a part), forced tiles of 32 at r = 32: 252 tiles
      * x 2 parts x 3 */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4096, 128, HC_GMK_SKINNY32, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 4096, 128, HC_GMK_SKINNY32, &r, &err), HC_OK);
     CHECK_EQ_U64(r.tiles_max, 252);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_U64(lu.cnt_bytes, 252ull * 2 * 3 * 4);
@@ -319,7 +344,7 @@ static void test_moe_w8_plan(void) {
     /* Qwen3-like down at M = 16: 128 tiles x 32 stripes = 4096 items; int4 g128 chunks of 2304
      * bytes: 4 x 6 x 3328 = 79872 bytes, (79872 + 12288 + 1024) x 2 <= 228 KiB: 264 blocks */
     hc_gpu_shape down = layer(2048, 768, 2304);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 128, 128, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 128, 128, HC_GMK_W8, &r, &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_W8);
     CHECK_EQ_INT(r.tile, 8);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &l, &err), HC_OK);
@@ -339,14 +364,14 @@ static void test_moe_w8_plan(void) {
      * x 7) / 8 = 8416 tiles, 942592 items -- still one wave of 264 blocks (~893 items a warp;
      * before v105, 4910 blocks of 4 warps x 48) */
     hc_gpu_shape dsd = layer(7168, 256, 2304);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 65536, 256, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 65536, 256, HC_GMK_W8, &r, &err), HC_OK);
     CHECK_EQ_U64(r.tiles_max, 8416);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &dsd, 1, &r, &l, &err), HC_OK);
     CHECK_EQ_INT(l.grid[0], 264);
     /* past 2^31 - 1 items (the kernel's 32-bit item numbers): refused by name -- 65535 tiles
      * (8 experts, (524224 + 56) / 8) x 32769 stripes = 2147516415; one stripe fewer fits */
     hc_err e1 = {0};
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 524224, 8, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 524224, 8, HC_GMK_W8, &r, &err), HC_OK);
     CHECK_EQ_U64(r.tiles_max, 65535);
     hc_gpu_shape huge = layer(32769ull * 64, 768, 2304), big = layer(32768ull * 64, 768, 2304);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &huge, 1, &r, &l, &e1), HC_UNSUPPORTED);
@@ -357,7 +382,7 @@ static void test_moe_w8_plan(void) {
      * 12288 bytes): refused by name, not a failed launch */
     hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376};
     hc_err e2 = {0};
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 128, 128, HC_GMK_W8, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 4, 128, 128, HC_GMK_W8, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &wide, 1, &r, &l, &e2), HC_UNSUPPORTED);
     CHECK_CONTAINS(e2.msg, "moe-w8");
     CHECK_CONTAINS(e2.msg, "sm_86");
@@ -429,7 +454,7 @@ static void test_moe_w8_pick(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hc_gpu_shape sh = layer(cases[i].n, cases[i].k, cases[i].chunk);
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, cases[i].slots, cases[i].el, cases[i].forced,
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, cases[i].slots, cases[i].el, cases[i].forced,
                                             &r, &err), HC_OK);
         CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &sh, cases[i].parts, &r, &l, &err), HC_OK);
         if (l.kernel != cases[i].want || l.grid[0] != cases[i].grid0)
@@ -446,7 +471,7 @@ static void test_moe_w8_pick(void) {
      * the plan refuses by name (the loader keeps the layer's reason) */
     hc_gpu_caps a6000 = {"sm_86", 84, false, 102400, 101376};
     hc_gpu_shape wide = layer(2048, 768, 4224), widest = layer(2048, 768, 5376);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&a6000, ws, 4, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&a6000, &wide, 1, &r, &l, &err), HC_OK);
     CHECK_EQ_INT(l.kernel, HC_GMK_T8);
     hc_err e = {0};
@@ -471,7 +496,7 @@ static void test_moe_fuse_plan(void) {
     hc_gpu_shape gate = layer(768, 2048, 2304); /* Qwen3-like gate (or up): I = 768, 12 stripes */
     /* r = 64: moe-ws80d, two stripes a block: one of gate and one of up, 12 groups (unfused: 6
      * pairs a part x 2 parts, the same count) */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err),
+    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 4, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err),
                  HC_OK);
     CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
     CHECK_EQ_INT(lu.grid[0], 12);
@@ -524,7 +549,7 @@ static void test_moe_fuse_plan(void) {
         {"ws80r", 8192, HC_GMK_WS80R, 1, 6, 2},
     };
     for (size_t i = 0; i < sizeof gu_cases / sizeof gu_cases[0]; i++) {
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, gu_cases[i].slots, 128,
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 4, gu_cases[i].slots, 128,
                                             gu_cases[i].forced, &r, &err), HC_OK);
         CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &gate, 2, &r, &lu, &err), HC_OK);
         const unsigned fz = hc__gpu_moe_fuse_plan(&lu, 2, false, 768, false, false, &us);
