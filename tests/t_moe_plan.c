@@ -156,39 +156,36 @@ static void test_moe_plan(void) {
     CHECK_EQ_U64(lu.part_bytes, 192ull * 2 * 64 * 8 * 4);
     CHECK_EQ_U64(lu.cnt_bytes, 192ull * 4);
     CHECK_EQ_U64(lu.smem, 4 * (HC_GEMV_STAGES * (2304 + 8 * 128)));
-    /* down (H = 2048 rows: 32 stripes, K = 768) at r = 128 with 8-bit codes' rule (two tiles
-     * of 80 an expert on moe-ws80d, two stripes a block): (pairs x parts, tiles), no split; a
-     * stage one 80-row activation tile and two chunks */
+    /* down (H = 2048 rows: 32 stripes, K = 768) on the warp-specialised grouped kernels, two
+     * stripes a block: (pairs x parts, tiles), no split; a stage one activation tile of the
+     * tile's rows and two chunks. At r = 128 with 8-bit codes' rule two tiles of 80 an expert
+     * on moe-ws80d, (16384 + 128 x 79) / 80; with 4-bit codes one of 160 (v108), (16384 + 128
+     * x 159) / 160, ws128's block; moe-ws96 forced (only since v69: moe-ws96w took its band),
+     * (8192 + 128 x 95) / 96 */
     hc_gpu_shape down = layer(2048, 768, 2304);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 8, 16384, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.grid[0], 16);
-    CHECK_EQ_INT(lu.grid[1], 331);
-    CHECK_EQ_INT(lu.block, 384);
-    CHECK_EQ_U64(lu.part_bytes, 0);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(80 * 128 + 2 * 2304));
-    /* with 4-bit codes, one tile of 160 (v108): (36736 / 160) tiles, ws128's block and five
-     * stages of a 160-row activation tile and two chunks */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 16384, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.kernel, HC_GMK_WS160);
-    CHECK_EQ_INT(lu.grid[0], 16);
-    CHECK_EQ_INT(lu.grid[1], 229);
-    CHECK_EQ_INT(lu.block, 384);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(160 * 128 + 2 * 2304));
-    /* moe-ws96 (forced only since v69: moe-ws96w, below, took its band): tiles of 96 rows,
-     * (8192 + 128 x 95) / 96 = 212 tiles, (pairs x parts, tiles), the warp-specialised block and
-     * a 96-row activation tile */
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8192, 128, HC_GMK_WS96, &r, &err), HC_OK);
-    CHECK(r.forced);
-    CHECK_EQ_INT(r.tile, 96);
-    CHECK_EQ_U64(r.tiles_max, 212);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
-    CHECK_EQ_INT(lu.kernel, HC_GMK_WS96);
-    CHECK_EQ_INT(lu.grid[0], 16);
-    CHECK_EQ_INT(lu.grid[1], 212);
-    CHECK_EQ_INT(lu.block, 384);
-    CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(96 * 128 + 2 * 2304));
+    static const struct {
+        unsigned bits;
+        uint64_t slots;
+        int forced;
+        hc_gpu_moe_kernel k;
+        unsigned toks, tiles;
+    } wsd[] = {{8, 16384, HC_GPU_KERNEL_AUTO, HC_GMK_WS80D, 80, 331},
+               {4, 16384, HC_GPU_KERNEL_AUTO, HC_GMK_WS160, 160, 229},
+               {4, 8192, HC_GMK_WS96, HC_GMK_WS96, 96, 212}};
+    for (size_t i = 0; i < sizeof wsd / sizeof wsd[0]; i++) {
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, wsd[i].bits, wsd[i].slots, 128,
+                                            wsd[i].forced, &r, &err), HC_OK);
+        CHECK_EQ_INT(r.forced, wsd[i].forced != HC_GPU_KERNEL_AUTO);
+        CHECK_EQ_INT(r.tile, wsd[i].toks);
+        CHECK_EQ_U64(r.tiles_max, wsd[i].tiles);
+        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &lu, &err), HC_OK);
+        CHECK_EQ_INT(lu.kernel, wsd[i].k);
+        CHECK_EQ_INT(lu.grid[0], 16);
+        CHECK_EQ_INT(lu.grid[1], wsd[i].tiles);
+        CHECK_EQ_INT(lu.block, 384);
+        CHECK_EQ_U64(lu.part_bytes, 0);
+        CHECK_EQ_U64(lu.smem, 1024 + HC_WIDE_STAGES * round1024(wsd[i].toks * 128 + 2 * 2304));
+    }
     /* unforced, r = 64 takes moe-ws80d (sm_80 has tiles of 16 there: the a100 case above) */
     CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 8192, 128, HC_GPU_KERNEL_AUTO, &r, &err), HC_OK);
     CHECK_EQ_INT(r.kernel, HC_GMK_WS80D);
