@@ -418,11 +418,11 @@ hc_status hc__gpu_moe_route_plan(const hc_gpu_caps *dev, unsigned families, unsi
              * 166.7-173.0, ws96 188.5, ws128 209.7, skinny64 266.2; r = 256 -- ws288 428.8,
              * ws96w 492.8, ws256r 498.3, ws256 505.6, ws128 522.2; r = 1024 -- ws256 1935.9,
              * ws128 2052.2) */
-            double best = 0;
+            double best = HUGE_VAL;
             for (size_t i = 0; i < sizeof ws_tiles / sizeof ws_tiles[0]; i++) {
                 if (ws_tiles[i].bits4 && code_bits != 4) continue;
                 const double c = ws_tiles_of(ws_tiles[i].rows, r) * ws_tiles[i].cost;
-                if (i == 0 || c < best) best = c, k = ws_tiles[i].k;
+                if (c < best) best = c, k = ws_tiles[i].k;
             }
         } else if (has_sk && T == 32 && tile_holds(24, r)) {
             /* r = 10-16: one tile of 24 on moe-skinny24, the skinny body's 16 consumer warps an
