@@ -254,7 +254,10 @@ HC_API hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t 
  * the runtime's choice for both (the default; elsewhere, e.g. M <= 16 with a ws kernel forced,
  * the call takes the runtime's choice too). HC_USAGE for any other name and
  * HC_UNSUPPORTED for a kernel the device does not have, each naming it (the setting is then
- * unchanged). Set it between calls, not during one. */
+ * unchanged). A grouped kernel whose tiles pad more rows than the runtime's choice (a wider
+ * tile at many slots) gets a larger MoE workspace here: the device is synchronised and the
+ * workspace reallocated (HC_NOMEM or a CUDA error leaves the old one and the setting). Set it
+ * between calls, not during one. */
 HC_API hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *msg,
                                            size_t msg_len);
 

@@ -150,6 +150,11 @@ enum { HC_GPU_MOE_WHOLE, HC_GPU_MOE_ELSEWHERE, HC_GPU_MOE_SLICE };
 int hc__gpu_moe_tensor_part(hc_container *c, const char *name, uint32_t e0, uint32_t e1,
                             uint32_t *first, uint32_t *count);
 void hc__gpu_moe_free(hc_gpu_model *md);
+/* Forcing grouped kernel `forced` (an hc_gpu_moe_kernel; hc_gpu_model_force_kernel): where a
+ * running layer's chunk with it needs more than md's MoE workspace holds (a tile wider than
+ * the runtime's choice pads more rows), a new workspace sized for both replaces the old one
+ * (the device synchronised first); on an error the old one stays. */
+hc_status hc__gpu_moe_ws_fit(hc_gpu_model *md, int forced, hc_err *err);
 /* A tensor map over rows x k bf16 (row stride ld elements), box 64 x toks (x toks / 2 past 256
  * tokens: config.h HC_WS_BOX), 128-byte swizzle, as the warp-specialised kernels read
  * activations (gpu_linear.c); errors name `what`. */

@@ -68,12 +68,9 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         if (lu.kernel == HC_GMK_W8) lu.grid[0] = 1;
         if (ld.kernel == HC_GMK_W8) ld.grid[0] = 1;
     }
-    if (need.rows > w->rows || need.tiles + 1 > w->tiles || need.xs > w->xs_bytes ||
-        need.g > w->g_bytes || need.h > w->h_bytes || need.part > w->part_bytes ||
-        need.cnt > w->cnt_bytes)
+    if (!hc__gpu_moe_ws_holds(w, &need)) /* (hc__gpu_moe_ws_fit sized it for a forced one) */
         return hc__fail(err, HC_UNSUPPORTED, "%llu slots with the %s kernel need more workspace "
-                       "than the model's (sized at load for the tile the runtime would choose; "
-                       "a forced kernel can need more)",
+                       "than the model's",
                        (unsigned long long)S, hc__gpu_moe_variants(&(size_t){0})[r.kernel].forced);
     const unsigned one[3] = {1, 1, 1};
     { /* route: one block, or count then place over r.sort_blocks (gpu_plan.c) */

@@ -65,4 +65,11 @@ hc_status hc__gpu_moe_need(const hc_gpu_caps *dev, const hc_gpu_moe_layer *ml, u
                           int forced, hc_gpu_moe_wsneed *w, hc_gpu_moe_route *r,
                           hc_gpu_moe_launch *lu, hc_gpu_moe_launch *ld, hc_err *err);
 
+/* Whether workspace w holds need n (chunk()'s test before its launches). */
+static inline bool hc__gpu_moe_ws_holds(const struct hc_gpu_moe_ws *w, const hc_gpu_moe_wsneed *n) {
+    return n->rows <= w->rows && n->tiles + 1 <= w->tiles && n->xs <= w->xs_bytes &&
+           n->g <= w->g_bytes && n->h <= w->h_bytes && n->part <= w->part_bytes &&
+           n->cnt <= w->cnt_bytes;
+}
+
 #endif

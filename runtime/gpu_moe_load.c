@@ -302,6 +302,13 @@ out:
     return st;
 }
 
+/* The device bytes of workspace w (0 for none), as the model's size counts them. */
+static uint64_t ws_bytes(const struct hc_gpu_moe_ws *w) {
+    return w ? w->rows * 4 + w->slots * 4 + w->xs_bytes + w->g_bytes + w->h_bytes +
+                   w->part_bytes + w->cnt_bytes + w->rtab_bytes
+             : 0;
+}
+
 static void ws_free(struct hc_gpu_moe_ws *w) {
     if (!w) return;
     if (hc__cuda.loaded) {
@@ -314,9 +321,11 @@ static void ws_free(struct hc_gpu_moe_ws *w) {
 
 /* One workspace for every layer that runs: the largest chunk (slots, a power of two) whose
  * needs fit MOE_WS_BUDGET, with the small-M K split's partial sums for every chunk size the
- * small-M kernels take (their split shrinks as tiles grow: no single worst case). The output
- * of down reuses xs (dead once gate_up has read it). */
-static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
+ * small-M kernels take (their split shrinks as tiles grow: no single worst case), and what a
+ * chunk of those slots needs with grouped kernel `forced` (HC_GPU_KERNEL_AUTO: none). The
+ * output of down reuses xs (dead once gate_up has read it). It replaces md's workspace (freed
+ * after the device is synchronised) only once the new one is whole. */
+static hc_status ws_alloc(hc_gpu_model *md, int forced, hc_err *perr) {
     hc_err err = {0};
     hc_status st = HC_OK;
     hc_gpu_caps dev = hc__gpu_caps_of(md->g);
@@ -388,6 +397,23 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
             if (n.cnt > w->cnt_bytes) w->cnt_bytes = n.cnt;
         }
     }
+    /* a forced kernel's chunk at these slots (a wider tile pads more rows) */
+    for (size_t i = 0; forced != HC_GPU_KERNEL_AUTO && i < md->nmoe; i++) {
+        hc_gpu_moe_wsneed n;
+        hc_gpu_moe_route r;
+        hc_gpu_moe_launch lu, ld;
+        hc_err e = {0};
+        if (md->moe[i].why[0] ||
+            hc__gpu_moe_need(&dev, &md->moe[i], w->slots, forced, &n, &r, &lu, &ld, &e))
+            continue; /* (chunk() says why the forced kernel does not run it) */
+        if (n.rows > w->rows) w->rows = n.rows;
+        if (n.tiles + 1 > w->tiles) w->tiles = n.tiles + 1;
+        if (n.xs > w->xs_bytes) w->xs_bytes = n.xs;
+        if (n.g > w->g_bytes) w->g_bytes = n.g;
+        if (n.h > w->h_bytes) w->h_bytes = n.h;
+        if (n.part > w->part_bytes) w->part_bytes = n.part;
+        if (n.cnt > w->cnt_bytes) w->cnt_bytes = n.cnt;
+    }
     if (w->tiles > 65535 + 1) w->tiles = 65535 + 1;
     /* the many-slot routing sort's table for the most local experts, and its ticket */
     for (size_t i = 0; i < md->nmoe; i++) {
@@ -411,9 +437,9 @@ static hc_status ws_alloc(hc_gpu_model *md, hc_err *perr) {
         CU(hc__cuda.memset_(w->rtab, 0, w->rtab_bytes), "cudaMemset(MoE routing table)");
     }
     CU(hc__cuda.sync(), "synchronise after clearing the MoE workspace");
+    md->bytes += ws_bytes(w) - ws_bytes(md->mws);
+    ws_free(md->mws); /* (the sync above: no launch still uses it) */
     md->mws = w;
-    md->bytes += w->rows * 4 + w->slots * 4 + w->xs_bytes + w->g_bytes + w->h_bytes +
-                 w->part_bytes + w->cnt_bytes + w->rtab_bytes;
 out:
     if (st) {
         ws_free(w);
@@ -447,12 +473,28 @@ hc_status hc__gpu_moe_load(hc_gpu_model *md, hc_container *c, const char *only, 
      * each MoE layer keeps the reason, which hc_gpu_moe reports) */
     hc_err e2 = {0};
     hc_status st = route_module(md->g, el, &e2);
-    if (!st) st = ws_alloc(md, &e2);
+    if (!st) st = ws_alloc(md, HC_GPU_KERNEL_AUTO, &e2);
     if (st == HC_NOMEM) return hc__fail(err, st, "%s", e2.msg);
     for (size_t i = 0; st && i < md->nmoe; i++)
         if (!md->moe[i].why[0])
             snprintf(md->moe[i].why, sizeof md->moe[i].why, "the MoE kernels or workspace: %s",
                      e2.msg);
+    return HC_OK;
+}
+
+hc_status hc__gpu_moe_ws_fit(hc_gpu_model *md, int forced, hc_err *err) {
+    if (!md->mws || forced == HC_GPU_KERNEL_AUTO) return HC_OK;
+    hc_gpu_caps dev = hc__gpu_caps_of(md->g);
+    for (size_t i = 0; i < md->nmoe; i++) {
+        hc_gpu_moe_wsneed n;
+        hc_gpu_moe_route r;
+        hc_gpu_moe_launch lu, ld;
+        hc_err e = {0};
+        if (md->moe[i].why[0] ||
+            hc__gpu_moe_need(&dev, &md->moe[i], md->mws->slots, forced, &n, &r, &lu, &ld, &e))
+            continue;
+        if (!hc__gpu_moe_ws_holds(md->mws, &n)) return ws_alloc(md, forced, err);
+    }
     return HC_OK;
 }
 

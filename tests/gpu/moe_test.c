@@ -396,6 +396,15 @@ int main(void) {
                     check(md, c, cf, &r, label, "moe-ws160", 128, 8, false, seed + 57, 0, all);
                     check(md, c, cf, &r, label, "moe-ws160", 333, 4, true, seed + 58, 0, all);
                 }
+                /* the wide tiles forced at a full chunk of slots (8192 x top-8 = 65536, ~512
+                 * rows an expert): the workspace is sized at load for the runtime's pick, and
+                 * forcing a wider tile grows it (hc__gpu_moe_ws_fit) rather than refusing */
+                if (ci == 1 && si == 0 && md && ws) {
+                    static const char *const wk[] = {"moe-ws288", "moe-ws256", "moe-ws160",
+                                                     "moe-ws96w"};
+                    for (size_t f = 0; f < sizeof wk / sizeof wk[0]; f++)
+                        check(md, c, cf, &r, label, wk[f], 8192, 8, false, seed + 80 + f, 0, all);
+                }
                 /* the activation in its own launch (forced "moe-act-apart"; everything else here
                  * runs it in gate_up's epilogue where the plan allows, v74): halves on
                  * the per-expert block (I = 80: a half's second stripe short; the integer kinds'
