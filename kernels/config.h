@@ -72,15 +72,16 @@
  * row's pieces in blocks of 256), rows blockIdx.x + gridDim.x j, one wave of resident blocks --
  * where the row-a-block form had one piece in flight at H = 2048 */
 #define HC_MOE_EXPAND_ROWS4 1
-/* v103 (built in session 43; 0 until measured -- it has not run on a GPU): v89's form by token instead
+/* v103 (taken in session 45): v89's form by token instead
  * of by sorted row -- a thread loads its column piece of token t's row of x once and stores it
  * to the token's top-k sorted rows (inv), and the pad rows get zeros from a pass over sorted in
  * 32-row groups. By row, each of x's rows is read top-k times at scattered moments, and the
  * expand's writes evict it from L2 in between: session 41 found the expand running at the
  * memory's read + write rate (H100 Qwen3-like M = 4096 78.8 us for 151 MB written; DeepSeek-like
- * 360 us for ~530 MB). By token, x is read once. To measure: set 1 in the device copy,
- * `VARIANT="HC_MOE_EXPAND_TOKENS 0" STEPS="moequick moe" sh bench/device_run.sh`. */
-#define HC_MOE_EXPAND_TOKENS 0
+ * 360 us for ~530 MB). By token, x is read once. H100, one call beside 0 (bench/NOTES.md
+ * session 45): expand 78.9 -> 67.6 us and block 735.0 -> 704.5 at Qwen3-like M = 4096,
+ * DeepSeek-like 4096 expand 357.8 -> 248.2, block 1954.5 -> 1847.8; M <= 256 unchanged. */
+#define HC_MOE_EXPAND_TOKENS 1
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at

@@ -329,9 +329,11 @@ hc_status hc__gpu_choose(const hc_gpu_caps *dev, const hc_gpu_shape *l, uint64_t
 #define HC_MOE_SORT_ONE_BLOCK_SLOTS 2048u
 #define HC_MOE_SORT_BLOCK_SLOTS 1024u
 /* the longest K (in tiles of 64) a projection of tiles of 8 runs on moe-w8 (w8_serves): MoE
- * down at I = 768 (Qwen3-like, 12) and 256 (DeepSeek-like, 4); not gate_up at H = 2048 and
- * past (bench/NOTES.md session 20: v44 lost at long K) */
-#define HC_MOE_W8_TILES_K 12u
+ * down at I = 256 (DeepSeek-like, 4 tiles); not gate_up at H = 2048 and past (bench/NOTES.md
+ * session 20: v44 lost at long K), nor Qwen3-like down at I = 768 (12 tiles; H100, session 45,
+ * 12 against 8 in one call: block 93.4 / 90.1 us at M = 16, 133.7 / 129.1 at M = 64 -- moe-t8's
+ * K split ahead there) */
+#define HC_MOE_W8_TILES_K 8u
 
 /* the fewest K tiles of 64 at which a projection of a tile-of-16 route (moe-skinny16's) runs
  * on moe-t16, the small-M body with its K split, instead (t16_serves): H200, r = 8 -- DeepSeek-

@@ -403,11 +403,14 @@ static void test_moe_w8_pick(void) {
         hc_gpu_moe_kernel want;
         unsigned grid0; /* the launch's blocks (w8: the wave; t8: the stripes x parts) */
     } cases[] = {
-        /* Qwen3-like down (K = 768: 12 tiles, 32 stripes, int4 g128: 2 blocks an SM = 264
-         * blocks, 1056 warps): M = 16, 128 tiles x 32 = 4096 items */
-        {"qwen3 down M=16", 2048, 768, 2304, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 264},
+        /* a down of 8 K tiles (K = 512, 32 stripes, int4 g128: 2 blocks an SM = 264 blocks,
+         * 1056 warps): M = 16, 128 tiles x 32 = 4096 items */
+        {"K 8 tiles M=16", 2048, 512, 2304, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 264},
         /* M = 64: (512 + 896) / 8 = 176 tiles, 5632 items */
-        {"qwen3 down M=64", 2048, 768, 2304, 128, 512, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 264},
+        {"K 8 tiles M=64", 2048, 512, 2304, 128, 512, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 264},
+        /* Qwen3-like down (K = 768: 12 tiles, past HC_MOE_W8_TILES_K) stays on moe-t8 */
+        {"qwen3 down M=16", 2048, 768, 2304, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 32},
+        {"qwen3 down M=64", 2048, 768, 2304, 128, 512, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 32},
         /* M = 1: 8 tiles x 32 = 256 items < 1056 warps */
         {"qwen3 down M=1", 2048, 768, 2304, 128, 8, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 32},
         /* gate and up (K = 2048: 32 tiles): long K */
@@ -421,10 +424,10 @@ static void test_moe_w8_pick(void) {
          * warp: one wave of 132 blocks (v105; before, 168 -- a second wave of 36) */
         {"deepseek fp8 down M=64", 7168, 256, 4352, 256, 512, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8,
          132},
-        /* K = 832: 13 tiles, one past the bound */
-        {"K 13 tiles", 2048, 832, 2304, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 32},
+        /* K = 576: 9 tiles, one past the bound */
+        {"K 9 tiles", 2048, 576, 2304, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_T8, 32},
         /* int8 chunks (5376 bytes): one block an SM, 132 blocks, 528 warps; 4096 items */
-        {"int8 down M=16", 2048, 768, 5376, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 132},
+        {"int8 down M=16", 2048, 512, 5376, 128, 128, 1, HC_GPU_KERNEL_AUTO, HC_GMK_W8, 132},
         /* forced moe-t8: every projection on it */
         {"forced t8", 2048, 768, 2304, 128, 128, 1, HC_GMK_T8, HC_GMK_T8, 32},
         /* a route of 16-row tiles (r = 8: skinny16) keeps its kernel at a short K */

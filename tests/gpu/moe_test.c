@@ -399,7 +399,7 @@ int main(void) {
                 /* the wide tiles forced at a full chunk of slots (8192 x top-8 = 65536, ~512
                  * rows an expert): the workspace is sized at load for the runtime's pick, and
                  * forcing a wider tile grows it (hc__gpu_moe_ws_fit) rather than refusing */
-                if (ci == 1 && si == 0 && md && ws) {
+                if (ci == 1 && si == 0 && md && ws && !quick) {
                     static const char *const wk[] = {"moe-ws288", "moe-ws256", "moe-ws160",
                                                      "moe-ws96w"};
                     for (size_t f = 0; f < sizeof wk / sizeof wk[0]; f++)
