@@ -12,7 +12,8 @@
 # sanitizers: correctness only, so sharing the GPU and the cores changes no result);
 # quickchecks: the two test programs side by side only (a short call).
 # racepair / mempair: racecheck / memcheck on both quick sets side by side (one tool a call: a
-# pair of runs finishes where four did not).
+# pair of runs finishes where four did not); racemoe: racecheck on gpu_moe_test's quick set
+# alone (side by side with gpu_test it did not finish in 195 s on an H100, session 45).
 # gputest / moetest: gpu_test / gpu_moe_test alone to its end (~270 / ~430 s on an H100; side
 # by side they run at under half speed, so a call that must finish both takes one each).
 # gpuquick / moequick: gpu_test's / gpu_moe_test's quick set alone, no sanitizer (a new
@@ -214,15 +215,18 @@ if has sanitize; then
         cat "$out/$tool.log" >>"$out/sanitize.log" && rm -f "$out/$tool.log"
     done
 fi
-for pair in racepair:racecheck mempair:memcheck; do
+for pair in racepair:racecheck:gpu_test,gpu_moe_test mempair:memcheck:gpu_test,gpu_moe_test \
+    racemoe:racecheck:gpu_moe_test; do
     has ${pair%%:*} || continue
     tool=${pair#*:}
-    for prog in gpu_test gpu_moe_test; do
+    progs=$(echo "${tool#*:}" | tr ',' ' ')
+    tool=${tool%%:*}
+    for prog in $progs; do
         HC_GPU_TEST_QUICK=1 timeout "$(lim 400)" compute-sanitizer --tool $tool --error-exitcode 9 \
             $b/$prog >"$out/$tool.$prog.log" 2>&1 &
     done
     wait
-    for prog in gpu_test gpu_moe_test; do
+    for prog in $progs; do
         echo "$tool $prog: $(grep -E 'SUMMARY' "$out/$tool.$prog.log" | tail -1)" \
             "$(grep -E 'passed, .* failed' "$out/$tool.$prog.log" | tail -1)"
         cat "$out/$tool.$prog.log" >>"$out/sanitize.log" && rm -f "$out/$tool.$prog.log"
