@@ -386,10 +386,10 @@ static void test_moe_w8_plan(void) {
 }
 
 /* The chooser's kernel per projection: where the route runs tiles of 8 unforced, a projection
- * of at most 12 K tiles runs moe-w8 when its items (tiles x stripes x parts) are at least the
- * warps of one wave (4 x blocks), else moe-t8; where it runs moe-skinny16 unforced, a
- * projection of at least 40 K tiles runs moe-t16; every other route runs its own kernel on
- * both. */
+ * of at most 8 K tiles (HC_MOE_W8_TILES_K) runs moe-w8 when its items (tiles x stripes x
+ * parts) are at least the warps of one wave (4 x blocks), else moe-t8; where it runs
+ * moe-skinny16 unforced, a projection of at least 40 K tiles runs moe-t16; every other route
+ * runs its own kernel on both. */
 static void test_moe_w8_pick(void) {
     hc_err err = {0};
     hc_gpu_moe_route r;

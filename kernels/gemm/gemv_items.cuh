@@ -2,7 +2,7 @@
 // hc_moe_gemv_w8, moe_gemm.cu): each of a block's four warps takes items -- a 64-row stripe of
 // one expert x a tile of 8 tokens, its whole K range -- round-robin over the grid's warps, and
 // its copy pipeline runs on across them: the next item's tiles are issued while the current
-// one's are computed, so a short K (MoE down: 12 tiles at I = 768, 4 at I = 256) pays no
+// one's are computed, so a short K (MoE down: 4 tiles at I = 256) pays no
 // pipeline fill, block-wide reduction or workspace per item (bench/NOTES.md v32: per-unit
 // costs are what lost; v44). The tile arithmetic is gemv.cuh's (gemv_tile); an item's outputs
 // leave from the C fragments (no K split: the warp holds the whole sum).
