@@ -255,9 +255,11 @@ HC_API hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t 
  * the call takes the runtime's choice too). HC_USAGE for any other name and
  * HC_UNSUPPORTED for a kernel the device does not have, each naming it (the setting is then
  * unchanged). A grouped kernel whose tiles pad more rows than the runtime's choice (a wider
- * tile at many slots) gets a larger MoE workspace here: the device is synchronised and the
- * workspace reallocated (HC_NOMEM or a CUDA error leaves the old one and the setting). Set it
- * between calls, not during one. */
+ * tile at many slots) gets a larger MoE workspace here, past the load's budget where it needs
+ * to: the device is synchronised and the workspace reallocated (HC_NOMEM for the host, HC_IO
+ * for a device allocation that fails: the old workspace and the setting stay), so MoE calls
+ * captured in a CUDA graph before such a call must be captured again. Set it between calls,
+ * not during one, and not while a stream is capturing. */
 HC_API hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *msg,
                                            size_t msg_len);
 

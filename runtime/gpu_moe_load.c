@@ -355,7 +355,7 @@ static hc_status ws_alloc(hc_gpu_model *md, int forced, hc_err *perr) {
     }
     /* meta: the most tiles of any tile size (8-row tiles of every touched expert; two sizes,
      * moe-ws256r: slots / T + touched, gpu_plan.c). (Its rows, slots + touched x 191, can pass
-     * those sized here for the runtime's pick: chunk() refuses such a forced call, saying so.) */
+     * those sized for the runtime's pick: a forced kernel's are added below.) */
     const unsigned t256r = hc__gpu_moe_tile(&hc__gpu_moe_variants(&(size_t){0})[HC_GMK_WS256R]);
     for (size_t i = 0; i < md->nmoe; i++) {
         const hc_gpu_moe_layer *ml = &md->moe[i];

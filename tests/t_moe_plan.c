@@ -92,6 +92,21 @@ static void test_moe_plan(void) {
             CHECK_EQ_INT(r.kernel, wide[i].k);
             CHECK_EQ_U64(r.tiles_max, wide[i].tiles);
         }
+    /* E = 8 at a full chunk of 65536 slots (gpu_moe_test's forced wide tiles): r = 8192, the
+     * pick tiles of 256 (8192 / 256 = 32 whole tiles an expert, 8 x 255 pad rows at most);
+     * moe-ws288 forced pads more (8 x 287), so it needs more rows than the workspace sized for
+     * the pick holds (hc__gpu_moe_ws_fit grows it) */
+    {
+        hc_gpu_moe_route r288;
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 65536, 8, HC_GPU_KERNEL_AUTO, &r, &err),
+                     HC_OK);
+        CHECK_EQ_INT(r.kernel, HC_GMK_WS256);
+        CHECK_EQ_U64(r.rows_max, (65536 + 8 * 255) / 256 * 256); /* (tiles_max x T) */
+        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, ws, 4, 65536, 8, HC_GMK_WS288, &r288, &err),
+                     HC_OK);
+        CHECK_EQ_U64(r288.rows_max, (65536 + 8 * 287) / 288 * 288);
+        CHECK(r288.rows_max > r.rows_max);
+    }
     /* the routing sort: one block up to 2048 slots, then a block per 1024, at most 32 */
     static const struct {
         uint64_t slots;

@@ -396,14 +396,28 @@ int main(void) {
                     check(md, c, cf, &r, label, "moe-ws160", 128, 8, false, seed + 57, 0, all);
                     check(md, c, cf, &r, label, "moe-ws160", 333, 4, true, seed + 58, 0, all);
                 }
-                /* the wide tiles forced at a full chunk of slots (8192 x top-8 = 65536, ~512
-                 * rows an expert): the workspace is sized at load for the runtime's pick, and
-                 * forcing a wider tile grows it (hc__gpu_moe_ws_fit) rather than refusing */
-                if (ci == 1 && si == 0 && md && ws && !quick) {
+                /* the wide tiles forced at a full chunk of slots (8192 x top-8 = 65536 on the
+                 * E = 8 block, ~8192 rows an expert): the workspace is sized at load for the
+                 * runtime's pick there (moe-ws256: 8 x 255 pad rows at most), and forcing
+                 * moe-ws288 (8 x 287) grows it (hc__gpu_moe_ws_fit) rather than refusing each
+                 * call; the model's device bytes say whether it grew */
+                if (ci == 0 && si == 0 && md && ws && !quick) {
                     static const char *const wk[] = {"moe-ws288", "moe-ws256", "moe-ws160",
                                                      "moe-ws96w"};
-                    for (size_t f = 0; f < sizeof wk / sizeof wk[0]; f++)
+                    uint64_t b0 = 0, b1 = 0;
+                    hc_gpu_model_stats(md, NULL, &b0, NULL);
+                    for (size_t f = 0; f < sizeof wk / sizeof wk[0]; f++) {
                         check(md, c, cf, &r, label, wk[f], 8192, 8, false, seed + 80 + f, 0, all);
+                        if (f == 0) hc_gpu_model_stats(md, NULL, &b1, NULL);
+                    }
+                    const bool grew = b1 > b0;
+                    printf("%s %s: forcing moe-ws288 at 65536 slots %s the MoE workspace (model "
+                           "%llu -> %llu bytes)%s\n", grew ? "ok  " : "FAIL", label,
+                           grew ? "grew" : "did not grow", (unsigned long long)b0,
+                           (unsigned long long)b1,
+                           grew ? "" : " -- if the runtime's pick there is now moe-ws288, force a "
+                                       "tile that pads more");
+                    passed += grew, failed += !grew;
                 }
                 /* the activation in its own launch (forced "moe-act-apart"; everything else here
                  * runs it in gate_up's epilogue where the plan allows, v74): halves on
