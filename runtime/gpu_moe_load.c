@@ -319,6 +319,18 @@ static void ws_free(struct hc_gpu_moe_ws *w) {
     free(w);
 }
 
+/* What a chunk of `slots` slots of layer i of md needs of the workspace with grouped kernel
+ * `kernel` (HC_GPU_KERNEL_AUTO: the runtime's choice) into *n; false where the layer does not
+ * run on the GPU or that kernel cannot run it (chunk() says why when a call asks). */
+static bool layer_need(const hc_gpu_model *md, const hc_gpu_caps *dev, size_t i, uint64_t slots,
+                       int kernel, hc_gpu_moe_wsneed *n) {
+    hc_gpu_moe_route r;
+    hc_gpu_moe_launch lu, ld;
+    hc_err e = {0};
+    return !md->moe[i].why[0] &&
+           !hc__gpu_moe_need(dev, &md->moe[i], slots, kernel, n, &r, &lu, &ld, &e);
+}
+
 /* One workspace for every layer that runs: the largest chunk (slots, a power of two) whose
  * needs fit MOE_WS_BUDGET, with the small-M K split's partial sums for every chunk size the
  * small-M kernels take (their split shrinks as tiles grow: no single worst case), and what a
@@ -335,13 +347,8 @@ static hc_status ws_alloc(hc_gpu_model *md, int forced, hc_err *perr) {
     for (;; slots /= 2) {
         hc_gpu_moe_wsneed tot = {0};
         for (size_t i = 0; i < md->nmoe; i++) {
-            const hc_gpu_moe_layer *ml = &md->moe[i];
-            if (ml->why[0]) continue;
             hc_gpu_moe_wsneed n;
-            hc_gpu_moe_route r;
-            hc_gpu_moe_launch lu, ld;
-            if (hc__gpu_moe_need(&dev, ml, slots, HC_GPU_KERNEL_AUTO, &n, &r, &lu, &ld, &err))
-                continue;
+            if (!layer_need(md, &dev, i, slots, HC_GPU_KERNEL_AUTO, &n)) continue;
             if (n.rows > tot.rows) tot.rows = n.rows;
             if (n.xs > tot.xs) tot.xs = n.xs;
             if (n.g > tot.g) tot.g = n.g;
@@ -384,14 +391,11 @@ static hc_status ws_alloc(hc_gpu_model *md, int forced, hc_err *perr) {
     size_t nv;
     const hc_gpu_moe_variant *mv = hc__gpu_moe_variants(&nv);
     for (size_t i = 0; i < md->nmoe; i++) {
-        for (size_t q = 0; q < nv && !md->moe[i].why[0]; q++) {
+        for (size_t q = 0; q < nv; q++) {
             hc_gpu_variant v;
-            if (hc__gpu_moe_like(&mv[q], &v)->args != HC_GPU_ARGS_STREAMK) continue;
             hc_gpu_moe_wsneed n;
-            hc_gpu_moe_route r;
-            hc_gpu_moe_launch lu, ld;
-            hc_err e = {0};
-            if (hc__gpu_moe_need(&dev, &md->moe[i], w->slots, (int)q, &n, &r, &lu, &ld, &e))
+            if (hc__gpu_moe_like(&mv[q], &v)->args != HC_GPU_ARGS_STREAMK ||
+                !layer_need(md, &dev, i, w->slots, (int)q, &n))
                 continue;
             if (n.part > w->part_bytes) w->part_bytes = n.part;
             if (n.cnt > w->cnt_bytes) w->cnt_bytes = n.cnt;
@@ -400,12 +404,7 @@ static hc_status ws_alloc(hc_gpu_model *md, int forced, hc_err *perr) {
     /* a forced kernel's chunk at these slots (a wider tile pads more rows) */
     for (size_t i = 0; forced != HC_GPU_KERNEL_AUTO && i < md->nmoe; i++) {
         hc_gpu_moe_wsneed n;
-        hc_gpu_moe_route r;
-        hc_gpu_moe_launch lu, ld;
-        hc_err e = {0};
-        if (md->moe[i].why[0] ||
-            hc__gpu_moe_need(&dev, &md->moe[i], w->slots, forced, &n, &r, &lu, &ld, &e))
-            continue; /* (chunk() says why the forced kernel does not run it) */
+        if (!layer_need(md, &dev, i, w->slots, forced, &n)) continue;
         if (n.rows > w->rows) w->rows = n.rows;
         if (n.tiles + 1 > w->tiles) w->tiles = n.tiles + 1;
         if (n.xs > w->xs_bytes) w->xs_bytes = n.xs;
@@ -487,13 +486,9 @@ hc_status hc__gpu_moe_ws_fit(hc_gpu_model *md, int forced, hc_err *err) {
     hc_gpu_caps dev = hc__gpu_caps_of(md->g);
     for (size_t i = 0; i < md->nmoe; i++) {
         hc_gpu_moe_wsneed n;
-        hc_gpu_moe_route r;
-        hc_gpu_moe_launch lu, ld;
-        hc_err e = {0};
-        if (md->moe[i].why[0] ||
-            hc__gpu_moe_need(&dev, &md->moe[i], md->mws->slots, forced, &n, &r, &lu, &ld, &e))
-            continue;
-        if (!hc__gpu_moe_ws_holds(md->mws, &n)) return ws_alloc(md, forced, err);
+        if (layer_need(md, &dev, i, md->mws->slots, forced, &n) &&
+            !hc__gpu_moe_ws_holds(md->mws, &n))
+            return ws_alloc(md, forced, err);
     }
     return HC_OK;
 }
