@@ -34,7 +34,6 @@ __device__ __forceinline__ void gemv_fin(const hc_moe_args &a, hc_u64 N, hc_u64 
     if (threadIdx.x < live) {
         const hc_u64 t = (hc_u64)a.sorted[(hc_u64)tile * TOK + threadIdx.x] / k;
         unsigned nloc = 0;
-#pragma unroll 8
         for (hc_u64 j = 0; j < k; j++) nloc += a.inv[t * k + j] >= 0;
         const bool last = arrive_one(&fcnt[t * tn + nb], nloc - 1);
         if (last) fcnt[t * tn + nb] = 0; /* (every arrival is in: ready for the next launch) */
@@ -47,22 +46,11 @@ __device__ __forceinline__ void gemv_fin(const hc_moe_args &a, hc_u64 N, hc_u64 
         if (!done[r] || n >= N) continue;
         const hc_u64 t = done[r] - 1;
         float s = 0.0f;
-        for (hc_u64 j0 = 0; j0 < k; j0 += HC_MOE_FIN_BATCH) { /* (a batch's loads in flight) */
-            int pj[HC_MOE_FIN_BATCH];
-            float vj[HC_MOE_FIN_BATCH];
-#pragma unroll
-            for (unsigned u = 0; u < HC_MOE_FIN_BATCH; u++)
-                pj[u] = j0 + u < k ? a.inv[t * k + j0 + u] : -1;
-#pragma unroll
-            for (unsigned u = 0; u < HC_MOE_FIN_BATCH; u++)
-                vj[u] = pj[u] >= 0 ? f_of_bf16(__ldcg(o + (hc_u64)pj[u] * N + n)) : 0.0f;
-#pragma unroll
-            for (unsigned u = 0; u < HC_MOE_FIN_BATCH; u++) {
-                if (pj[u] < 0) continue;
-                const hc_u64 j = j0 + u;
-                const float *db = a.dbias ? a.dbias + (hc_u64)(a.ids[t * k + j] - a.e0) * N : nullptr;
-                s = moe_fin_term(s, vj[u], db, n, a.wts[t * k + j]);
-            }
+        for (hc_u64 j = 0; j < k; j++) {
+            const int p = a.inv[t * k + j];
+            if (p < 0) continue;
+            const float *db = a.dbias ? a.dbias + (hc_u64)(a.ids[t * k + j] - a.e0) * N : nullptr;
+            s = moe_fin_term(s, f_of_bf16(__ldcg(o + (hc_u64)p * N + n)), db, n, a.wts[t * k + j]);
         }
         a.y[t * N + n] = bf16_of(s);
     }
