@@ -247,8 +247,8 @@ HC_API hc_status hc_gpu_linear_host(hc_gpu_model *m, const char *name, uint32_t 
  * hc_gpu_moe runs -- "moe-t8", "moe-t16" (small-M, tiles of 8 or 16 rows), "moe-ws64",
  * "moe-ws128", "moe-ws256", "moe-skinny16", "moe-skinny32", "moe-skinny64", "moe-w8" (small-M
  * items a warp owns, tiles of 8; docs/gpu.md lists the rest) -- or "moe-act-apart" (beside
- * any of those: the MoE activation and the top-k weighted sum in launches of their own where
- * the runtime would apply them in gate_up's and down's epilogues), "moe-w8-lap" (moe-w8 on a grid of one block, so that its warps take
+ * any of those: the MoE activation in a launch of its own where the runtime would apply it in
+ * gate_up's epilogue), "moe-w8-lap" (moe-w8 on a grid of one block, so that its warps take
  * many items each: a test of its descriptor ring) -- or NULL / "auto" (which also turns
  * "moe-act-apart" off):
  * the runtime's choice for both (the default; elsewhere, e.g. M <= 16 with a ws kernel forced,

@@ -72,16 +72,6 @@ typedef struct {
     const float *bias;
     unsigned short *h;
     unsigned long long ldh, I, ustripes;
-    /* the top-k weighted sum in the small-M down's epilogue (fin 1; epilogue/moe_sum.cuh
-     * gemv_fin): y [M][N] bf16, the call's inv, ids (less e0) and weights of M x topk slots
-     * and the down biases dbias [el][N] or 0, as hc_moe_finalize takes them; a token's
-     * ceil(N / 64) counters come before the K split's in the counters */
-    const int *inv, *ids;
-    const float *wts, *dbias;
-    unsigned short *y;
-    unsigned long long M, topk;
-    int e0;
-    unsigned fin;
 } hc_moe_args;
 
 #endif

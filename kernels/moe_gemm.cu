@@ -21,7 +21,6 @@
 #include "gemm/gemv_items.cuh"
 #include "gemm/skinny_gemm.cuh"
 #include "gemm/ws_gemm.cuh"
-#include "epilogue/moe_sum.cuh"
 #include "moe_args.h"
 
 /* ---- small M: tile i = blockIdx.z of TOK rows (TOK is the routing's tile), stripe nb of part
@@ -30,19 +29,14 @@
  * tile's rows of x gathered by slot (rdiv = topk), or rows i * TOK.. of a sorted buffer; the
  * K split's partial sums and counters are each (tile, part)'s own region of ws and cnt. With
  * moe_args.h's fuse (gate_up), the block that completes outputs applies the activation into h
- * (epilogue/moe_act.cuh gemv_act), and no hc_moe_act launch follows; with fin (down), the
- * block that completes a token's columns sums them into y (epilogue/moe_sum.cuh gemv_fin), and
- * no hc_moe_finalize launch follows. ---- */
+ * (epilogue/moe_act.cuh gemv_act), and no hc_moe_act launch follows. ---- */
 template <int TOK>
 __device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_params &p,
                                          const hc_u16 *__restrict__ x, hc_u16 *__restrict__ out,
                                          float *__restrict__ ws, unsigned *__restrict__ cnt) {
     HC_PDL_WAIT();
     const unsigned i = blockIdx.z;
-    if ((int)i >= a.meta[0]) {
-        if (a.fin) gemv_fin_empty(a, p.N);
-        return;
-    }
+    if ((int)i >= a.meta[0]) return;
     HC_PDL_RELEASE();
     const unsigned part = blockIdx.x / (unsigned)p.tiles_n;
     const hc_u64 nb = blockIdx.x - (hc_u64)part * p.tiles_n;
@@ -52,11 +46,10 @@ __device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_para
     const hc_u16 *xin = a.rdiv ? x : x + (hc_u64)i * TOK * p.ldx;
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    /* (the epilogue's counters first -- the activation's, a tile's ceil(I / 64); the sum's, a
-     * token's tiles_n -- then the split's) */
-    unsigned *ecnt = cnt; /* (the epilogue's counters: fuse's or fin's) */
+    /* (with the activation fused, its counters first -- a tile's ceil(I / 64) -- then the
+     * split's) */
+    unsigned *acnt = cnt;
     if (a.fuse) cnt += (hc_u64)gridDim.z * ((a.I + 63) / 64);
-    if (a.fin) cnt += a.M * p.tiles_n;
     hc_u16 *g0 = out + (hc_u64)i * TOK * p.N;
     const bool wrote = gemv_body<TOK, TOK, HC_GEMV_STAGES, false>(
         w, pe, 0, xin, (hc_u64)rows, g0 + part * a.ystride,
@@ -64,11 +57,7 @@ __device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_para
         a.rdiv ? a.sorted + (hc_u64)i * TOK : nullptr, a.rdiv ? a.rdiv : 1);
     if (a.fuse && wrote) {
         __shared__ unsigned alast;
-        gemv_act<TOK>(a, p.N, part, nb, i, (unsigned)e, (unsigned)rows, g0, ecnt, alast);
-    }
-    if (a.fin) {
-        if (wrote) gemv_fin<TOK>(a, p.N, nb, i, (unsigned)rows, out, ecnt);
-        gemv_fin_empty(a, p.N);
+        gemv_act<TOK>(a, p.N, part, nb, i, (unsigned)e, (unsigned)rows, g0, acnt, alast);
     }
 }
 extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)

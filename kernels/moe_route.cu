@@ -6,7 +6,6 @@
 #include "codec/bf16.cuh"
 #include "config.h"
 #include "epilogue/moe_act.cuh"
-#include "epilogue/moe_sum.cuh"
 #include "memory/ptx.cuh"
 #include "moe_args.h"
 
@@ -450,8 +449,7 @@ extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 l
  * (row, weight, expert) into shared memory first, then a thread takes 8 columns, and loads
  * those of HC_MOE_FIN_BATCH slots (16 bytes each) before it sums them in order (a block per
  * token, one load in flight a thread, took 14.7 us at M = 1 on a row of 7168: bench/NOTES.md
- * session 21). Dynamic shared memory: 12 x topk bytes. The terms: epilogue/moe_sum.cuh, which
- * the small-M down's epilogue sums instead where it can. ---- */
+ * session 21). Dynamic shared memory: 12 x topk bytes. ---- */
 
 /* the finalize's slot j: its row's 8 columns n0.. (+ the expert's down bias) x its weight, added
  * to s; raw: the 8 columns as loaded (16 bytes) where vec, else they are read here one by one */
@@ -468,7 +466,10 @@ __device__ __forceinline__ void fin_add(float s[8], uint4 raw, bool vec, const h
         for (int q = 0; q < 8; q++) v[q] = n0 + q < H ? f_of_bf16(o[(hc_u64)p * H + n0 + q]) : 0.0f;
     }
 #pragma unroll
-    for (int q = 0; q < 8; q++) s[q] = moe_fin_term(s[q], v[q], n0 + q < H ? db : nullptr, n0 + q, w);
+    for (int q = 0; q < 8; q++) {
+        if (db && n0 + q < H) v[q] += db[n0 + q];
+        s[q] += w * v[q];
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(HC_MOE_FIN_THREADS)

@@ -73,7 +73,7 @@ struct hc_gpu_model {
     size_t ws_bytes, cnt_n, xg_bytes;
     uint32_t e0, e1; /* the experts of the MoE layers it holds: [e0, e1) */
     int moe_forced; /* a grouped MoE kernel (hc_gpu_moe_kernel) or HC_GPU_KERNEL_AUTO */
-    bool act_apart; /* "moe-act-apart" forced: the MoE activation and sum in their own launches */
+    bool act_apart; /* "moe-act-apart" forced: the MoE activation in its own launch */
     bool w8_lap;    /* "moe-w8-lap" forced: moe-w8 on one block (gpu_plan.h HC_GPU_MOE_W8_LAP) */
     struct hc_gpu_moe_layer *moe; /* gpu_moe.h: the record's layers, sorted by name */
     size_t nmoe;

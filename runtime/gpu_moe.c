@@ -1,8 +1,8 @@
 /* gpu_moe.c: hc_gpu_moe -- a mixture-of-experts block on the GPU, as the container's MoE record
  * describes it, over what gpu_moe_load.c prepared at load: per call, in chunks of at most the
- * workspace's slots, three to six launches on the caller's stream: route (device-side sort),
+ * workspace's slots, four to six launches on the caller's stream: route (device-side sort),
  * [expand], gate_up (grouped), [act: unless gate_up's epilogue applies it], down (grouped),
- * [finalize, the top-k weighted sum: unless down's epilogue sums it]. Nothing
+ * finalize (the top-k weighted sum). Nothing
  * goes back to the host, so a call is CUDA-graph capturable; the same inputs give the same
  * bits. The choice of kernel and tile is gpu_plan.c's (pure). docs/gpu.md, "Mixture of
  * experts". */
@@ -15,9 +15,8 @@
 #include "moe_args.h"
 
 /* One grouped GEMM: projection pr over route r, activations x (ldx; rdiv as moe_args.h),
- * outputs at out (part q at out + q x ystride), and the epilogue of moe_args.h's fields from fz
- * (or none): gate_up's activation into the workspace's h (fuse), down's weighted sum into y
- * (fin). */
+ * outputs at out (part q at out + q x ystride), or through the activation (moe_args.h's fuse
+ * fields from fz: gate_up only) into the workspace's h. */
 static hc_status grouped(hc_gpu_model *md, const moe_proj *pr, unsigned parts, uint32_t el,
                          const hc_gpu_moe_route *r, const hc_gpu_moe_launch *lp, const void *x,
                          uint64_t ldx, uint64_t rdiv, void *out, uint64_t ystride,
@@ -168,17 +167,10 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
         HC_TRY(hc__gpu_launch(g->moe_act, agrid, 256, 0, true, args, s, "hc_moe_act", err));
     }
     if (HC_GPU_MOE_STOP(md, 4)) return HC_OK;
-    /* down: into xs's memory, rows of H; the weighted sum into y in its epilogue where the
-     * plan allows (unless a test forces "moe-act-apart"): then no finalize launch */
-    hc_moe_args fa = {0};
-    fa.fin = !md->act_apart && hc__gpu_moe_fin_plan(&ld, m);
-    if (fa.fin) {
-        fa.inv = (const int *)w->inv, fa.ids = ids, fa.wts = wts, fa.dbias = (const float *)ml->bias_d;
-        fa.y = y, fa.M = m, fa.topk = topk, fa.e0 = e0;
-    }
-    HC_TRY(grouped(md, &ml->down, 1, ml->El, &r, &ld, w->h, ml->ldh, 0, w->xs, 0, rows,
-                   fa.fin ? &fa : NULL, s, err));
-    if (HC_GPU_MOE_STOP(md, 5) || fa.fin) return HC_OK;
+    /* down: into xs's memory, rows of H */
+    HC_TRY(grouped(md, &ml->down, 1, ml->El, &r, &ld, w->h, ml->ldh, 0, w->xs, 0, rows, NULL, s,
+                   err));
+    if (HC_GPU_MOE_STOP(md, 5)) return HC_OK;
     { /* finalize */
         unsigned long long H = ml->H, tk = topk, mm = m;
         /* column blocks of HC_MOE_FIN_THREADS x 8 x tokens (the kernel strides over both) */

@@ -616,7 +616,3 @@ unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, const hc_gpu_moe_launch *l
     lu->grid[0] = (unsigned)HC_MOE_WS_GROUPS(1u, I, 0u, half, 1u);
     return 1;
 }
-
-bool hc__gpu_moe_fin_plan(const hc_gpu_moe_launch *ld, uint64_t tokens) {
-    return ld->args == HC_GPU_ARGS_GEMV && ld->kernel != HC_GMK_W8 && tokens <= HC_MOE_FIN_TOKENS;
-}

@@ -75,10 +75,9 @@ typedef struct {
 } hc_gpu_choice;
 
 /* Forced grouped MoE kernels are HC_GPU_MOE_FORCED + their hc_gpu_moe_kernel; "moe-act-apart"
- * (the MoE activation and the top-k weighted sum in launches of their own, hc_moe_act and
- * hc_moe_finalize, where hc__gpu_moe_fuse_plan / hc__gpu_moe_fin_plan would put them in
- * gate_up's / down's epilogue; beside whichever kernel runs: the tests' reference for the fused
- * epilogues) is HC_GPU_MOE_ACT_APART. */
+ * (the MoE activation in a launch of its own, hc_moe_act, where hc__gpu_moe_fuse_plan would
+ * put it in gate_up's epilogue; beside whichever kernel runs: the tests' reference for the
+ * fused epilogue) is HC_GPU_MOE_ACT_APART. */
 #define HC_GPU_MOE_FORCED 1000
 #define HC_GPU_MOE_ACT_APART 2000
 /* "moe-w8-lap": moe-w8 forced on a grid of one block, so that each warp's ring of item
@@ -178,13 +177,5 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
 unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, const hc_gpu_moe_launch *ld, unsigned parts,
                                bool interleaved, uint64_t I, bool part_divisors, bool down_perm,
                                uint64_t *ustripes);
-
-/* The top-k weighted sum in down's epilogue (moe_args.h fin; kernels/epilogue/moe_sum.cuh) for
- * down launch ld over a chunk of `tokens` tokens: where ld is a small-M kernel of the K split's
- * blocks (moe-t8, moe-t16; not moe-w8, whose warps would stop their stream for it) and the
- * chunk has at most HC_MOE_FIN_TOKENS tokens (its counters, a token's ceil(H / 64), are in the
- * workspace for that many: hc__gpu_moe_need adds them); else hc_moe_finalize's launch. */
-#define HC_MOE_FIN_TOKENS 512u
-bool hc__gpu_moe_fin_plan(const hc_gpu_moe_launch *ld, uint64_t tokens);
 
 #endif

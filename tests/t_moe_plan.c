@@ -614,37 +614,6 @@ static void test_moe_fuse_plan(void) {
     CHECK_EQ_INT(hc__gpu_moe_fuse_plan(&lu, &ld, 2, false, 768, false, false, &us), 0);
 }
 
-/* The weighted sum in down's epilogue (hc__gpu_moe_fin_plan), from gpu_plan.h's rule: a
- * small-M down of the split's blocks (moe-t8 here, Qwen3-like at 16 tokens x top-8) over at most
- * HC_MOE_FIN_TOKENS tokens; not moe-w8 (DeepSeek-like down, 4 K tiles), not a skinny or
- * warp-specialised down (r = 32 and 64), not a chunk of 513 tokens. */
-static void test_moe_fin_plan(void) {
-    hc_err err = {0};
-    hc_gpu_moe_route r;
-    hc_gpu_moe_launch ld;
-    hc_gpu_shape down = layer(2048, 768, 2304), dsd = layer(7168, 256, 4352);
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 4, 128, 128, HC_GPU_KERNEL_AUTO, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &ld, &err), HC_OK);
-    CHECK_EQ_INT(ld.kernel, HC_GMK_T8);
-    CHECK(hc__gpu_moe_fin_plan(&ld, 16));
-    CHECK(hc__gpu_moe_fin_plan(&ld, HC_MOE_FIN_TOKENS));
-    CHECK(!hc__gpu_moe_fin_plan(&ld, HC_MOE_FIN_TOKENS + 1));
-    CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 8, 128, 256, HC_GPU_KERNEL_AUTO, &r, &err),
-                 HC_OK);
-    CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &dsd, 1, &r, &ld, &err), HC_OK);
-    CHECK_EQ_INT(ld.kernel, HC_GMK_W8);
-    CHECK(!hc__gpu_moe_fin_plan(&ld, 16));
-    static const uint64_t wide[] = {4096, 8192};
-    for (size_t i = 0; i < 2; i++) {
-        CHECK_EQ_INT(hc__gpu_moe_route_plan(&h200, HC_KF_ALL, 4, wide[i], 128, HC_GPU_KERNEL_AUTO,
-                                            &r, &err), HC_OK);
-        CHECK_EQ_INT(hc__gpu_moe_gemm_plan(&h200, &down, 1, &r, &ld, &err), HC_OK);
-        CHECK(ld.args != HC_GPU_ARGS_GEMV);
-        CHECK(!hc__gpu_moe_fin_plan(&ld, wide[i] / 8));
-    }
-}
-
 static void test_moe_layer_tensors(void) {
     char path[600], msg[512];
     snprintf(path, sizeof path, "%s/moe-only.hconvert", test_tmpdir());
@@ -683,6 +652,5 @@ void suite_moeplan(void) {
     RUN(test_moe_w8_plan);
     RUN(test_moe_w8_pick);
     RUN(test_moe_fuse_plan);
-    RUN(test_moe_fin_plan);
     RUN(test_moe_layer_tensors);
 }

@@ -16,8 +16,7 @@
  * wherever the plan allows) and
  * in its own launch (forced "moe-act-apart") on the picks and each warp-specialised tile, a
  * rank of expert parallelism, and the same bits on a second run; the activation in the small-M
- * gate_up's epilogue and the weighted sum in the small-M down's against their own launches bit
- * for bit (moe-t8, moe-t16, the K split); the
+ * gate_up's epilogue against its own launch bit for bit (moe-t8, moe-t16, the K split); the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
  * HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
@@ -217,10 +216,10 @@ done:
     free(x), free(y), free(y2), free(yc), free(w), free(ids), free(ref), free(bnd);
 }
 
-/* The activation in gate_up's epilogue and the weighted sum in down's give the separate
- * launches' bits (the same functions, the same rounding, the same order of terms): one call
- * with kernel kern (NULL: the pick) as it runs, fused where the plans allow, then with both
- * apart ("moe-act-apart"), y compared bit for bit. */
+/* The activation in gate_up's epilogue gives the separate launch's bits (the same function,
+ * the same rounding of gate and up): one call with kernel kern (NULL: the pick) as it runs,
+ * fused where the plan allows, then with the activation apart ("moe-act-apart"), y compared bit
+ * for bit. */
 static void act_same_bits(hc_gpu_model *md, const mcfg *cf, const char *label, const char *kern,
                           uint64_t M, uint64_t k, uint64_t seed) {
     const uint64_t H = cf->H;
@@ -444,12 +443,11 @@ int main(void) {
                         act_same_bits(md, cf, label, fk[f], 333, 4, seed + 71 + f);
                 }
                 /* the activation in the small-M gate_up's epilogue (moe-t8 / moe-t16, before a
-                 * small-M down) and the weighted sum in the small-M down's give the separate
-                 * launches' bits: halves on the per-expert block (I = 80, two parts) and the
-                 * stacked one (I = 64), pairs on the interleaved ones (I = 72, biases -- and
-                 * down biases in the sum), at one row a tile (M = 1: the K split's last block
-                 * applies them on the K-split block) and ~8-16 rows a tile (moe-t16 forced at
-                 * 64 x top-2), skewed routing (experts with no token, ids outside the experts) */
+                 * small-M down) gives the separate launch's bits: halves on the per-expert
+                 * block (I = 80, two parts) and the stacked one (I = 64), pairs on the
+                 * interleaved ones (I = 72, biases), at one row a tile (M = 1: the K split's
+                 * last block applies it on the K-split block) and ~8-16 rows a tile (moe-t16
+                 * forced at 64 x top-2) */
                 if (md) {
                     act_same_bits(md, cf, label, NULL, 1, 8, seed + 90);
                     act_same_bits(md, cf, label, NULL, 16, 4, seed + 91);
