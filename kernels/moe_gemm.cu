@@ -27,9 +27,7 @@
  * blockIdx.x / tiles_n. The routing comes from the kernel before: the block waits for it
  * first (no weight copies before the wait: the expert is not known yet). Activations: the
  * tile's rows of x gathered by slot (rdiv = topk), or rows i * TOK.. of a sorted buffer; the
- * K split's partial sums and counters are each (tile, part)'s own region of ws and cnt. With
- * moe_args.h's fuse (gate_up), the block that completes outputs applies the activation into h
- * (epilogue/moe_act.cuh gemv_act), and no hc_moe_act launch follows. ---- */
+ * K split's partial sums and counters are each (tile, part)'s own region of ws and cnt. ---- */
 template <int TOK>
 __device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_params &p,
                                          const hc_u16 *__restrict__ x, hc_u16 *__restrict__ out,
@@ -46,19 +44,10 @@ __device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_para
     const hc_u16 *xin = a.rdiv ? x : x + (hc_u64)i * TOK * p.ldx;
     hc_mma_params pe = p;
     if (a.gdiv) pe.global_div = a.gdiv[part * a.el + (unsigned)e];
-    /* (with the activation fused, its counters first -- a tile's ceil(I / 64) -- then the
-     * split's) */
-    unsigned *acnt = cnt;
-    if (a.fuse) cnt += (hc_u64)gridDim.z * ((a.I + 63) / 64);
-    hc_u16 *g0 = out + (hc_u64)i * TOK * p.N;
-    const bool wrote = gemv_body<TOK, TOK, HC_GEMV_STAGES, false>(
-        w, pe, 0, xin, (hc_u64)rows, g0 + part * a.ystride,
+    gemv_body<TOK, TOK, HC_GEMV_STAGES, false>(
+        w, pe, 0, xin, (hc_u64)rows, out + part * a.ystride + (hc_u64)i * TOK * p.N,
         ws + slot * gridDim.y * p.tiles_n * 64 * TOK, cnt + slot * p.tiles_n, nb,
         a.rdiv ? a.sorted + (hc_u64)i * TOK : nullptr, a.rdiv ? a.rdiv : 1);
-    if (a.fuse && wrote) {
-        __shared__ unsigned alast;
-        gemv_act<TOK>(a, p.N, part, nb, i, (unsigned)e, (unsigned)rows, g0, acnt, alast);
-    }
 }
 extern "C" __global__ void __launch_bounds__(HC_GEMV_THREADS, HC_GEMV_MINB)
     hc_moe_gemv_t8(hc_moe_args a, hc_mma_params p, const hc_u16 *x, hc_u16 *out, float *ws,

@@ -137,9 +137,8 @@ static hc_status chunk(hc_gpu_model *md, const hc_gpu_moe_layer *ml, const uint1
     hc_moe_args fz = {0};
     uint64_t ust = 0;
     if (!md->act_apart)
-        fz.fuse = hc__gpu_moe_fuse_plan(&lu, &ld, ml->parts, ml->order == HC_MOE_INTERLEAVED,
-                                        ml->I, ml->parts == 2 && ml->up.gdiv,
-                                        ml->down.ptab != NULL, &ust);
+        fz.fuse = hc__gpu_moe_fuse_plan(&lu, ml->parts, ml->order == HC_MOE_INTERLEAVED, ml->I,
+                                        ml->parts == 2 && ml->up.gdiv, ml->down.ptab != NULL, &ust);
     if (fz.fuse) {
         fz.ustripes = ust;
         fz.act = ml->act == HC_MOE_SWIGLU_CLAMP, fz.alpha = ml->alpha, fz.limit = ml->limit;

@@ -17,13 +17,6 @@ int hc__gpu_moe_cmp(const void *a, const void *b) {
     return strcmp(((const hc_gpu_moe_layer *)a)->name, ((const hc_gpu_moe_layer *)b)->name);
 }
 
-/* Whether gate_up launch lu is a small-M kernel whose blocks may count the activation's
- * stripes (hc__gpu_moe_fuse_plan's small-M case; the workspace holds the counters whether or
- * not a call fuses). */
-static bool gemv_act_counters(const hc_gpu_moe_launch *lu) {
-    return lu->args == HC_GPU_ARGS_GEMV && lu->kernel != HC_GMK_W8;
-}
-
 hc_status hc__gpu_moe_need(const hc_gpu_caps *dev, const hc_gpu_moe_layer *ml, uint64_t slots,
                           int forced, hc_gpu_moe_wsneed *w, hc_gpu_moe_route *r,
                           hc_gpu_moe_launch *lu, hc_gpu_moe_launch *ld, hc_err *err) {
@@ -41,11 +34,7 @@ hc_status hc__gpu_moe_need(const hc_gpu_caps *dev, const hc_gpu_moe_layer *ml, u
     w->g = (size_t)(w->rows * ml->up.mp.N * ml->parts * 2);
     w->h = (size_t)(w->rows * ml->ldh * 2);
     w->part = (size_t)(lu->part_bytes > ld->part_bytes ? lu->part_bytes : ld->part_bytes);
-    /* (a small-M gate_up that may apply the activation: its counters, a tile's ceil(I / 64),
-     * before the split's -- moe_gemm.cu moe_gemv) */
-    const uint64_t ucnt =
-        lu->cnt_bytes + (gemv_act_counters(lu) ? r->tiles_max * hc__cdiv_u64(ml->I, 64) * 4 : 0);
-    w->cnt = (size_t)(ucnt > ld->cnt_bytes ? ucnt : ld->cnt_bytes);
+    w->cnt = (size_t)(lu->cnt_bytes > ld->cnt_bytes ? lu->cnt_bytes : ld->cnt_bytes);
     return HC_OK;
 }
 
@@ -385,15 +374,13 @@ static hc_status ws_alloc(hc_gpu_model *md, int forced, hc_err *perr) {
         /* the small-M K split, whichever the slots (it is not monotone in them): a split is
          * taken only while blocks x split fit one wave (hc__gemv_ksplit), so its partial sums
          * are at most sms x occ blocks of 64 rows x 16 tokens and its counters one per block of
-         * a split of at least 2; gate_up's activation counters before them (at most t tiles of
-         * ceil(I / 64), hc__gpu_moe_need) */
+         * a split of at least 2 */
         for (int q = 0; q < 2; q++) {
             const hc_gpu_shape *sh = q ? &ml->down.shape : &ml->up.shape;
-            const uint64_t act = q ? 0 : t * hc__cdiv_u64(ml->I, 64) * 4;
             for (int v = 1; v < 3; v++) {
                 uint64_t wave = (uint64_t)md->g->sms * (sh->gemv_occ[v] ? sh->gemv_occ[v] : 1);
                 if (wave * 64 * 16 * 4 > w->part_bytes) w->part_bytes = wave * 64 * 16 * 4;
-                if (act + wave / 2 * 4 > w->cnt_bytes) w->cnt_bytes = act + wave / 2 * 4;
+                if (wave / 2 * 4 > w->cnt_bytes) w->cnt_bytes = wave / 2 * 4;
             }
         }
     }

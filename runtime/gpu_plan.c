@@ -590,25 +590,15 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
     return HC_OK;
 }
 
-unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, const hc_gpu_moe_launch *ld, unsigned parts,
-                               bool interleaved, uint64_t I, bool part_divisors, bool down_perm,
-                               uint64_t *ustripes) {
+unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, unsigned parts, bool interleaved, uint64_t I,
+                               bool part_divisors, bool down_perm, uint64_t *ustripes) {
     *ustripes = 0;
     size_t nv = 0;
     const hc_gpu_moe_variant *mv = &hc__gpu_moe_variants(&nv)[lu->kernel];
-    const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, NULL);
-    if (down_perm || !I) return 0;
-    /* small M (moe_gemm.cu moe_gemv: the K split's blocks, not moe-w8's warps), before a
-     * small-M down, which reads the live rows only: each stripe's outputs read back */
-    if (lu->args == HC_GPU_ARGS_GEMV) {
-        if (lu->kernel == HC_GMK_W8 || ld->args != HC_GPU_ARGS_GEMV) return 0;
-        if (interleaved) return parts == 1 ? 2u : 0u;
-        if (parts == 1 && I % 64 != 0) return 0;
-        if (parts == 1) *ustripes = I / 64;
-        return 1;
-    }
     /* (the warp-specialised body only: moe_gemm.cu moe_ws_tile) */
-    if (lu->args != HC_GPU_ARGS_GEMM || f->kf != HC_KF_WS) return 0;
+    const hc_gpu_family *f = hc__gpu_kernel_family(mv->like, NULL);
+    if (lu->args != HC_GPU_ARGS_GEMM || f->kf != HC_KF_WS || down_perm || !I)
+        return 0;
     if (interleaved) return parts == 1 ? 2u : 0u;
     if (parts == 2 ? part_divisors : parts != 1 || I % 64 != 0) return 0;
     if (parts == 1) *ustripes = I / 64;

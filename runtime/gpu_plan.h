@@ -164,18 +164,14 @@ hc_status hc__gpu_moe_gemm_plan(const hc_gpu_caps *dev, const hc_gpu_shape *l, u
                                const hc_gpu_moe_route *r, hc_gpu_moe_launch *out, hc_err *err);
 
 /* The MoE activation in gate_up's epilogue (moe_args.h fuse; kernels/epilogue/moe_act.cuh)
- * for launch lu (gate_up) before ld (down), a layer of `parts` gate_up parts (interleaved rows
- * where interleaved), intermediate size I: 0 where it cannot (an act-order down -- hc_moe_act
- * permutes its columns --, stacked halves not on a stripe boundary; a warp-specialised lu with
- * gate and up of NVFP4 divisors of their own; a small-M lu that is moe-w8 or before a down
- * that is not small-M; any other lu); 2 (pairs) for interleaved rows; else 1 (halves),
- * *ustripes up's first stripe past gate's where stacked (I / 64, else 0). A warp-specialised
- * lu's grid.x becomes the groups of half a block's stripes over one half's ceil(I / 64) (a
- * route of one tile size or two alike); a small-M lu's grid is unchanged (its blocks count
- * gate's and up's stripes in a tile's ceil(I / 64) counters: the cnt bytes hc__gpu_moe_need
- * adds). */
-unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, const hc_gpu_moe_launch *ld, unsigned parts,
-                               bool interleaved, uint64_t I, bool part_divisors, bool down_perm,
-                               uint64_t *ustripes);
+ * for launch lu, a layer of `parts` gate_up parts (interleaved rows where interleaved),
+ * intermediate size I: 0 where it cannot (not a warp-specialised launch, an act-order down --
+ * hc_moe_act permutes its columns --, gate and up with NVFP4 divisors of their own, stacked
+ * halves not on a stripe boundary; a route of one tile size or two alike); 2 (pairs) for
+ * interleaved rows; else 1 (halves), *ustripes up's first stripe past gate's where stacked
+ * (I / 64, else 0) and lu's grid.x made the groups of half a block's stripes over one half's
+ * ceil(I / 64). */
+unsigned hc__gpu_moe_fuse_plan(hc_gpu_moe_launch *lu, unsigned parts, bool interleaved, uint64_t I,
+                               bool part_divisors, bool down_perm, uint64_t *ustripes);
 
 #endif

@@ -9,7 +9,6 @@
 
 #include "codec/bf16.cuh"
 #include "memory/ptx.cuh"
-#include "moe_args.h"
 
 __device__ __forceinline__ float f_of_bf16(hc_u16 v) { return __uint_as_float((unsigned)v << 16); }
 
@@ -106,52 +105,6 @@ __device__ __forceinline__ void store_act(const hc_u16 *out, unsigned tid, const
             for (int k = 0; k < 8 && j + k < fa.I; k++) dst[k] = bf16_of(v[k]);
         }
     }
-}
-
-/* The small-M gate_up kernels' activation (moe_gemm.cu moe_gemv; moe_args.h fuse): after a
- * block has written its stripe's gate_up outputs (gemv_body's answer: the K split's last block,
- * or the only one), it applies the activation to the outputs that the stripe completes, for the
- * tile's live rows, reading gate and up back as bf16 from the outputs as hc_moe_act does -- the
- * same function and rounding, so the same bits. Pairs (fuse 2, interleaved): the stripe's 64
- * rows are gate and up of the 32 outputs from 32 nb, done at once. Halves (fuse 1): gate's
- * stripe and up's stripe of the same 64 outputs (part 0 and 1's stripe nb, or stacked, gate's
- * nb and up's ustripes + nb) are counted in acnt[tile x ceil(I / 64) + jb]; the second to
- * arrive applies it (arrive_last: its acquire orders the reads after the other block's
- * writes) and resets the counter. g0: the tile's first row of part 0's outputs, N a row, part
- * 1's at ystride past; h's rows i x TOK.. as the tile's; the stripe that reaches I also writes
- * zeros over [I, ldh) (hc_moe_act's pad columns: a down that reads 8-column pieces past I
- * multiplies zeros). Pad rows are left: the small-M down kernels read the live rows only.
- * Every thread of the block calls this; last, a __shared__ word of the caller's. */
-template <int TOK>
-__device__ __forceinline__ void gemv_act(const hc_moe_args &a, hc_u64 N, unsigned part, hc_u64 nb,
-                                         unsigned tile, unsigned e, unsigned live,
-                                         const hc_u16 *g0, unsigned *acnt, unsigned &last) {
-    const bool pairs = a.fuse == 2;
-    const hc_u64 jb = pairs || part ? nb : nb >= a.ustripes && a.ustripes ? nb - a.ustripes : nb;
-    const hc_u64 W = pairs ? 32 : 64, j0 = jb * W;
-    if (j0 >= a.I) return;
-    const hc_u64 as = (a.I + 63) / 64;
-    if (!pairs) {
-        if (!arrive_last(&acnt[(hc_u64)tile * as + jb], 1u, threadIdx.x == 0, last,
-                         [] { __syncthreads(); }))
-            return;
-    } else {
-        __syncthreads(); /* (the block's own writes of the stripe) */
-    }
-    const hc_u16 *u0 = pairs ? g0 + 1 : a.parts == 2 ? g0 + a.ystride : g0 + a.I;
-    const hc_u64 cs = pairs ? 2 : 1, jend = j0 + W >= a.I ? a.ldh : j0 + W, wd = jend - j0;
-    const float *bg = a.bias ? a.bias + (hc_u64)e * 2 * a.I : nullptr;
-    for (hc_u64 q = threadIdx.x; q < live * wd; q += blockDim.x) {
-        const hc_u64 r = q / wd, j = j0 + (q - r * wd);
-        float v = 0.0f;
-        if (j < a.I) {
-            float gv = f_of_bf16(__ldcg(g0 + r * N + j * cs)), uv = f_of_bf16(__ldcg(u0 + r * N + j * cs));
-            if (bg) gv += bg[j], uv += bg[a.I + j];
-            v = moe_act(gv, uv, a.act, a.alpha, a.limit);
-        }
-        a.h[((hc_u64)tile * TOK + r) * a.ldh + j] = bf16_of(v);
-    }
-    if (!pairs && threadIdx.x == 0) acnt[(hc_u64)tile * as + jb] = 0; /* ready for the next launch */
 }
 
 #endif

@@ -32,19 +32,19 @@ __device__ __forceinline__ void gemv_block_sums(const float *red, hc_u64 nb, hc_
 
 /* With a split, after gemv_block_sums: the last block of stripe nb to finish (counted in
  * cnt[nb], which it resets for the next launch) adds the stripe's partial sums, in block
- * order, and returns true (the others false, in every thread), with the loads of 8 blocks' partials in flight together (one round trip each, not one
+ * order, with the loads of 8 blocks' partials in flight together (one round trip each, not one
  * per block). last: a __shared__ word of the kernel's; v: the kernel's registers for the 8
  * loads. (Both are the caller's so that the kernels' code stays as it was when this was
  * written inline: a static here would be shared by every kernel that instantiates this, and an
  * array local to a callee changes the order in which the compiler numbers the kernel's
  * accumulators -- bench/kernel_text.sh shows the machine code is the same.) */
 template <int TOK>
-__device__ __forceinline__ bool splitk_add(const float *ws, unsigned *cnt, hc_u64 nb, hc_u64 m,
+__device__ __forceinline__ void splitk_add(const float *ws, unsigned *cnt, hc_u64 nb, hc_u64 m,
                                            const hc_mma_params &p, hc_u16 *y, unsigned &last,
                                            float (&v)[8]) {
     const unsigned mlive = (unsigned)(m < TOK ? m : TOK), E = 64 * mlive;
     if (!arrive_last(&cnt[nb], gridDim.y - 1, threadIdx.x == 0, last, [] { __syncthreads(); }))
-        return false;
+        return;
     for (unsigned idx = threadIdx.x; idx < E; idx += blockDim.x) {
         unsigned row = idx / mlive, tok = idx % mlive;
         hc_u64 n = nb * 64 + row;
@@ -63,7 +63,6 @@ __device__ __forceinline__ bool splitk_add(const float *ws, unsigned *cnt, hc_u6
         y[tok * p.N + n] = bf16_of(s);
     }
     if (threadIdx.x == 0) cnt[nb] = 0; /* ready for the next launch */
-    return true;
 }
 
 #endif

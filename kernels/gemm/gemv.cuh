@@ -130,11 +130,9 @@ __device__ __forceinline__ void gemv_tile(hc_u8 *ch, const hc_u8 *zrow, const hc
  * outputs and the workspace are touched only after it). SP: the stripes the block takes, nb..
  * nb + SP - 1 (2: a warp's stage holds the K tile's chunk of each, last stripe first, then
  * one activation tile that both use -- more weight bytes a stage; a stripe past tiles_n is
- * copied from the first and its sums dropped). Returns, in every thread, whether this block
- * wrote its stripe's outputs to y (always without a split; with one, in the stripe's last block
- * only -- SP = 1: with two stripes, whether it wrote the second's). */
+ * copied from the first and its sums dropped). */
 template <int TOK, int XR, int NS, bool PRE = (HC_GEMV_PDL != 0), int SP = 1>
-__device__ __forceinline__ bool gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
+__device__ __forceinline__ void gemv_body(const hc_u8 *__restrict__ w, const hc_mma_params &p,
                                           hc_u64 expert, const hc_u16 *__restrict__ x, hc_u64 m,
                                           hc_u16 *__restrict__ y, float *__restrict__ ws,
                                           unsigned *__restrict__ cnt, hc_u64 nb,
@@ -295,12 +293,10 @@ __device__ __forceinline__ bool gemv_body(const hc_u8 *__restrict__ w, const hc_
                           ((hc_u64)blockIdx.y * gridDim.x + blockIdx.x) * 5,
                       tl[0], tl[1], tl[2]);
 #endif
-    if (gridDim.y <= 1) return true; /* no split: gemv_block_sums wrote y */
+    if (gridDim.y <= 1) return; /* no split: gemv_block_sums wrote y */
     __shared__ unsigned last;
     float v[8];
-    bool wrote = false;
-    for (unsigned s = 0; s < sp_live; s++) wrote = splitk_add<TOK>(ws, cnt, nb + s, m, p, y, last, v);
-    return wrote;
+    for (unsigned s = 0; s < sp_live; s++) splitk_add<TOK>(ws, cnt, nb + s, m, p, y, last, v);
 }
 
 #endif

@@ -15,8 +15,7 @@
  * moe-ws80r and moe-ws80d at ~64 and ~166), the activation in gate_up's epilogue (the default
  * wherever the plan allows) and
  * in its own launch (forced "moe-act-apart") on the picks and each warp-specialised tile, a
- * rank of expert parallelism, and the same bits on a second run; the activation in the small-M
- * gate_up's epilogue against its own launch bit for bit (moe-t8, moe-t16, the K split); the
+ * rank of expert parallelism, and the same bits on a second run; the
  * warp-owned small-M kernel (moe-w8) forced on every block. Without a GPU
  * it checks the CPU twin against the reference on the first layout (and says so).
  * HC_GPU_TEST_QUICK (the sanitizer runs): the first layout only. */
@@ -441,18 +440,6 @@ int main(void) {
                     act_same_bits(md, cf, label, NULL, 256, 8, seed + 70);
                     for (size_t f = 0; f < sizeof fk / sizeof fk[0]; f++)
                         act_same_bits(md, cf, label, fk[f], 333, 4, seed + 71 + f);
-                }
-                /* the activation in the small-M gate_up's epilogue (moe-t8 / moe-t16, before a
-                 * small-M down) gives the separate launch's bits: halves on the per-expert
-                 * block (I = 80, two parts) and the stacked one (I = 64), pairs on the
-                 * interleaved ones (I = 72, biases), at one row a tile (M = 1: the K split's
-                 * last block applies it on the K-split block) and ~8-16 rows a tile (moe-t16
-                 * forced at 64 x top-2) */
-                if (md) {
-                    act_same_bits(md, cf, label, NULL, 1, 8, seed + 90);
-                    act_same_bits(md, cf, label, NULL, 16, 4, seed + 91);
-                    act_same_bits(md, cf, label, "moe-t16", 64, 2, seed + 92);
-                    act_same_bits(md, cf, label, "moe-t8", 3, 1, seed + 93);
                 }
                 /* the warp-owned small-M kernel (forced only): every layout on the per-expert
                  * block (act-order: the expanded rows) and the interleaved ones (x gathered by
