@@ -18,6 +18,8 @@
 # by side they run at under half speed, so a call that must finish both takes one each).
 # gpuquick / moequick: gpu_test's / gpu_moe_test's quick set alone, no sanitizer (a new
 # kernel's first run; gpu_moe_test's forces every grouped kernel on the first layout).
+# client: tests/gpu/real_client.py alone (transformers' Qwen3-MoE and gpt-oss blocks against
+# hc_gpu_moe; the `test` step runs it too).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
 # hdense: bench/humming_dense.py (Humming's dense GEMM on the issue's four dense layers, M = 1-8192;
 # carry .whl): with `bench` in the same call ours and cuBLASLt print beside it on the same GPU.
@@ -175,6 +177,11 @@ for step in gputest moetest; do
     echo "$prog rc=$? in $(($(date +%s) - t0)) s: $(tail -1 "$out/$prog.log")"
     grep -v '^ok' "$out/$prog.log" | head -15
 done
+if has client; then
+    timeout "$(lim 200)" python3 tests/gpu/real_client.py $b >"$out/real_client.log" 2>&1
+    echo "real_client rc=$?: $(tail -1 "$out/real_client.log")"
+    grep -v '^ok' "$out/real_client.log" | head -10
+fi
 if has checks; then
     for tool in memcheck racecheck; do
         (
