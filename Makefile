@@ -165,6 +165,9 @@ bench-gpu: $(BUILD)/bench/gpu_bench
 $(BUILD)/bench/moe_bench: bench/moe_bench.c bench/gpu_benchutil.h tests/gpu/moe_synth.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
+$(BUILD)/bench/kernel_cache: bench/kernel_cache.c tests/gpu/moe_synth.h tests/gpu/tile_synth.h $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(BASEFLAGS) $(INC_all) -Wno-strict-prototypes -Itests/gpu -O2 $(CFLAGS) -o $@ $< $(BUILD)/libhconvert.a $(BUILD)/libhcrt.a $(LIBS) $(CUDA_LIBS)
 bench-moe: $(BUILD)/bench/moe_bench
 	@$(BUILD)/bench/moe_bench
 

@@ -18,6 +18,9 @@
 # by side they run at under half speed, so a call that must finish both takes one each).
 # gpuquick / moequick: gpu_test's / gpu_moe_test's quick set alone, no sanitizer (a new
 # kernel's first run; gpu_moe_test's forces every grouped kernel on the first layout).
+# A carried .kcache (bench/kernel_cache's entries; carry it beside .deps) fills the machine's
+# kernel cache first, so that a fresh machine's tests load the modules instead of compiling
+# them (gpu_moe_test whole: ~350 s cold on an H100, ~60 s warm).
 # client: tests/gpu/real_client.py alone (transformers' Qwen3-MoE and gpt-oss blocks against
 # hc_gpu_moe; the `test` step runs it too).
 # humming: bench/humming_moe.py (Humming's MoE GEMM, the issue's peer; carry .whl).
@@ -54,6 +57,20 @@ has() { case " $steps " in *" $1 "*) return 0 ;; esac; return 1; }
 # (at most 8 files come back from the device: the GPU's state goes into build.log)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu --format=csv \
     >"$out/build.log" 2>&1
+# a carried kernel cache (.kcache: bench/kernel_cache, run on the CPU machine with
+# HC_CACHE_DIR=.kcache) into the folder the runtime reads (runtime/jit.c cache_dir), as this
+# user's own: a fresh machine's first test run then loads its modules instead of compiling them
+if [ -d .kcache ]; then
+    kc=${HC_CACHE_DIR:-}
+    [ -z "$kc" ] && [ -n "${XDG_CACHE_HOME:-}" ] && kc=$XDG_CACHE_HOME/hconvert
+    [ -z "$kc" ] && [ -n "${HOME:-}" ] && kc=$HOME/.cache/hconvert
+    [ -z "$kc" ] && kc=/tmp/hconvert-cache-$(id -u)
+    if mkdir -p "$kc" && chmod 700 "$kc" && cp .kcache/* "$kc"/ && chmod 600 "$kc"/*; then
+        echo "kernel cache: $(ls .kcache | wc -l) carried entries in $kc" >>"$out/build.log"
+    else
+        echo "kernel cache: the carried entries could not be put in '$kc'" >>"$out/build.log"
+    fi
+fi
 # humming / hdense: the peer's MoE GEMM / dense GEMM measured beside ours (bench/humming_moe.py,
 # bench/humming_dense.py: Humming from PyPI, its wheels carried in .whl -- humming_moe.py's header
 # says which and how to download them; they need no build of ours, so they run first and a call of
