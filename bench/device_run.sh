@@ -41,7 +41,8 @@
 # `sh bench/base_tree.sh REV` and named in the call's carry beside .deps): the kernels, bench,
 # moe and timeline steps run that tree's build too, right after ours in the same call (files
 # *.base.log), so a branch and its base are measured side by side on one GPU and one clock.
-# Each step has its own time limit so that one hang cannot eat the call.
+# Each step has its own time limit so that one hang cannot eat the call. Several runs of this
+# script in one device call, each with its own steps and end: bench/device_calls.sh.
 set -u
 out=${OUT:-device-out}
 mkdir -p "$out"
