@@ -82,6 +82,14 @@
  * session 45): expand 78.9 -> 67.6 us and block 735.0 -> 704.5 at Qwen3-like M = 4096,
  * DeepSeek-like 4096 expand 357.8 -> 248.2, block 1954.5 -> 1847.8; M <= 256 unchanged. */
 #define HC_MOE_EXPAND_TOKENS 1
+/* v111 (built, 0 until measured): the small-M grouped kernels (moe-t8, moe-t16) read their
+ * tile's record (expert, rows) together with the tile count, one round trip, instead of after
+ * the count's test -- a block's first weight request waits for two dependent loads after the
+ * routing (record, then the expert's table entry) instead of three. Session 46 saw a per-block
+ * tail cost about its length once a wave in these grids of thousands of short blocks
+ * (bench/NOTES.md v109 / v110); a shorter head should gain the same way. Measure:
+ * VARIANT="HC_MOE_META_EARLY 1" STEPS=moe HC_BENCH_MOE_MMAX=64 (M = 1-64, all three blocks). */
+#define HC_MOE_META_EARLY 0
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
  * pass an SM's 227 KiB), and its activation tile in two TMA boxes of half its rows (a box is at

@@ -34,11 +34,20 @@ __device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_para
                                          float *__restrict__ ws, unsigned *__restrict__ cnt) {
     HC_PDL_WAIT();
     const unsigned i = blockIdx.z;
+#if HC_MOE_META_EARLY
+    /* (config.h v111: the record's two words with the count, one round trip -- in bounds past
+     * the count, the table holds the grid's tiles: gpu_moe.h hc__gpu_moe_ws_holds; unused there) */
+    const int ntiles = ld_here(a.meta), e = ld_here(a.meta + HC_MOE_META_TILE(i)),
+              rows = ld_here(a.meta + HC_MOE_META_TILE(i) + 1);
+    if ((int)i >= ntiles) return;
+    HC_PDL_RELEASE();
+#else
     if ((int)i >= a.meta[0]) return;
     HC_PDL_RELEASE();
+    const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
+#endif
     const unsigned part = blockIdx.x / (unsigned)p.tiles_n;
     const hc_u64 nb = blockIdx.x - (hc_u64)part * p.tiles_n;
-    const int e = a.meta[HC_MOE_META_TILE(i)], rows = a.meta[HC_MOE_META_TILE(i) + 1];
     const hc_u8 *w = (const hc_u8 *)a.wtab[part * a.el + (unsigned)e];
     const hc_u64 slot = (hc_u64)i * a.parts + part;
     const hc_u16 *xin = a.rdiv ? x : x + (hc_u64)i * TOK * p.ldx;

@@ -84,6 +84,14 @@ template <int ID, int N> __device__ __forceinline__ void bar_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(N) : "memory");
 }
 
+/* A 32-bit global load issued where it stands (volatile: the compiler neither sinks it below a
+ * branch nor drops it), so that loads written together leave together. */
+__device__ __forceinline__ int ld_here(const int *p) {
+    int v;
+    asm volatile("ld.global.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 /* A block's arrival at counter *cnt after its threads' global writes, for a last-arrival
  * finisher (the K split's, the stream-K fix-up's, the routing's count): bar() -- the arriving
  * threads' barrier -- orders every thread's writes before thread `lead`'s fence.acq_rel and
