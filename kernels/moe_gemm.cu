@@ -32,6 +32,11 @@ template <int TOK>
 __device__ __forceinline__ void moe_gemv(const hc_moe_args &a, const hc_mma_params &p,
                                          const hc_u16 *__restrict__ x, hc_u16 *__restrict__ out,
                                          float *__restrict__ ws, unsigned *__restrict__ cnt) {
+#if HC_MOE_META_EARLY
+    /* (v111: the experts' table -- written at load, not by the kernel before -- into L1 while
+     * the routing finishes, a line a thread, so that the entry the record names is an L1 hit) */
+    if (threadIdx.x * 16u < a.parts * a.el) prefetch_l1(a.wtab + threadIdx.x * 16u);
+#endif
     HC_PDL_WAIT();
     const unsigned i = blockIdx.z;
 #if HC_MOE_META_EARLY

@@ -84,6 +84,11 @@ template <int ID, int N> __device__ __forceinline__ void bar_sync() {
     asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(N) : "memory");
 }
 
+/* A line of global memory (128 bytes at p) fetched into this SM's L1 ahead of its loads. */
+__device__ __forceinline__ void prefetch_l1(const void *p) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
+
 /* A 32-bit global load issued where it stands (volatile: the compiler neither sinks it below a
  * branch nor drops it), so that loads written together leave together. */
 __device__ __forceinline__ int ld_here(const int *p) {
