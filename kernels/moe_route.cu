@@ -402,6 +402,15 @@ extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 l
          i += (hc_u64)gridDim.x * blockDim.x) {
         const hc_u64 p = narrow ? (hc_u64)((unsigned)i / (unsigned)pieces) : i / pieces;
         const hc_u64 c0 = (i - p * pieces) * 8;
+#if HC_MOE_META_EARLY
+        /* (config.h v111: row p's gate and up -- below tail[1], so one of g's rows -- read with
+         * its slot, not after the slot's test: one round trip, not two) */
+        uint4 ra = make_uint4(0, 0, 0, 0), rb = ra;
+        if (vec && c0 < I) {
+            const hc_u16 *ga0 = g + p * ldg + (cs == 2 ? 2 * c0 : c0);
+            ra = *(const uint4 *)ga0, rb = *(const uint4 *)(cs == 2 ? ga0 + 8 : u + p * ldg + c0);
+        }
+#endif
         const int s = sorted[p];
         const bool live = s >= 0;
         const unsigned e = live ? route_local(ids, s, e0) : 0u; /* (a pad's: unused) */
@@ -411,9 +420,13 @@ extern "C" __global__ void hc_moe_act(const hc_u16 *g, const hc_u16 *u, hc_u64 l
         if (live && vec && c0 < I) {
             /* (cs 2: the 16 interleaved values from g; else 8 of g and 8 of u) */
             float gv[8], uv[8];
+#if HC_MOE_META_EARLY
+            gate_up_of(ra, rb, cs == 2, gv, uv);
+#else
             const hc_u16 *ga = g + p * ldg + (cs == 2 ? 2 * c0 : c0);
             gate_up_of(*(const uint4 *)ga,
                        *(const uint4 *)(cs == 2 ? ga + 8 : u + p * ldg + c0), cs == 2, gv, uv);
+#endif
 #pragma unroll
             for (int q = 0; q < 8; q++) {
                 if (bg) gv[q] += bg[c0 + q], uv[q] += bg[I + c0 + q];
