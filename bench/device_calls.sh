@@ -6,6 +6,8 @@
 # usage: sh bench/device_calls.sh 'NAME END STEPS... [VAR=VALUE...]' ...
 #   e.g. sh bench/device_calls.sh 't 380 moetest' 'r 585 racemoe'
 #        sh bench/device_calls.sh 'm 300 moe HC_BENCH_MOE_SHAPE=0 HC_BENCH_MOE_MMAX=4096 BASE=.base'
+#        sh bench/device_calls.sh 'v 300 moe HC_BENCH_MOE_MMAX=64 VARIANT=HC_MOE_META_EARLY:1'
+#   (VARIANT=NAME:VALUE[,NAME:VALUE]: device_run.sh's VARIANT="NAME VALUE", which has a space)
 # (each run's DEADLINE is its END less the time already gone; the call's carry names .deps,
 # .kcache and whatever BASE / .whl the runs need)
 set -u
@@ -16,9 +18,10 @@ for spec in "$@"; do
     set -- $spec
     name=$1 end=$2
     shift 2
-    steps="" envs=""
+    steps="" envs="" variant=""
     for w in "$@"; do
         case $w in
+        VARIANT=*) variant=$(echo "${w#VARIANT=}" | tr ':' ' ') ;; # (NAME:VALUE -> "NAME VALUE")
         *=*) envs="$envs $w" ;;
         *) steps="$steps $w" ;;
         esac
@@ -29,8 +32,13 @@ for spec in "$@"; do
         continue
     fi
     mkdir -p "$top/$name"
-    env $envs STEPS="${steps# }" DEADLINE=$left OUT="$top/$name" sh bench/device_run.sh \
-        >"$top/$name/run.log" 2>&1
+    if [ -n "$variant" ]; then
+        env $envs VARIANT="$variant" STEPS="${steps# }" DEADLINE=$left OUT="$top/$name" \
+            sh bench/device_run.sh >"$top/$name/run.log" 2>&1
+    else
+        env $envs STEPS="${steps# }" DEADLINE=$left OUT="$top/$name" sh bench/device_run.sh \
+            >"$top/$name/run.log" 2>&1
+    fi
     echo "$name rc=$? at $(($(date +%s) - t0)) s: $(tail -3 "$top/$name/run.log" | tr '\n' ' ')"
     (cd "$top" && tar czf "$name.tgz" "$name" && rm -rf "$name")
 done
