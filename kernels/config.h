@@ -87,10 +87,11 @@
  * the count's test, and fetch the experts' table into L1 before they wait for the routing
  * (the table is written at load) -- a block's first weight request waits for one round trip
  * to L2 after the routing and an L1 hit, instead of three dependent loads. hc_moe_act
- * (moe_route.cu) likewise reads a row's gate and up with the row's slot, not after its test. Session 46 saw a per-block
- * tail cost about its length once a wave in these grids of thousands of short blocks
- * (bench/NOTES.md v109 / v110); a shorter head should gain the same way. Measure:
- * VARIANT="HC_MOE_META_EARLY 1" STEPS=moe HC_BENCH_MOE_MMAX=64 (M = 1-64, all three blocks). */
+ * (moe_route.cu) likewise reads a row's gate and up with the row's slot, not after its test.
+ * Session 46 saw a per-block tail cost about its length once a wave in these grids of
+ * thousands of short blocks (bench/NOTES.md v109 / v110); a shorter head should gain the
+ * same way. Measure: VARIANT="HC_MOE_META_EARLY 1" STEPS=moe HC_BENCH_MOE_MMAX=64 (M = 1-64,
+ * all three blocks). */
 #define HC_MOE_META_EARLY 0
 /* a warp-specialised tile of more than 256 tokens (moe-ws288: past wgmma's widest n, its k16
  * steps are two wgmma, n256 and the rest): four stages (five of 288 x 128 + two 8-bit chunks
