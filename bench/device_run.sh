@@ -67,7 +67,16 @@ if [ -d .kcache ]; then
     [ -z "$kc" ] && [ -n "${HOME:-}" ] && kc=$HOME/.cache/hconvert
     [ -z "$kc" ] && kc=/tmp/hconvert-cache-$(id -u)
     if mkdir -p "$kc" && chmod 700 "$kc" && cp .kcache/* "$kc"/ && chmod 600 "$kc"/*; then
-        echo "kernel cache: $(ls .kcache | wc -l) carried entries in $kc" >>"$out/build.log"
+        # (the entries hit only under the NVRTC major.minor that built them: say this one's,
+        # found as runtime/jit.c finds it)
+        nvv=$(python3 -c 'import ctypes
+for n in ("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"):
+    try: l = ctypes.CDLL(n)
+    except OSError: continue
+    a, b = ctypes.c_int(), ctypes.c_int(); l.nvrtcVersion(ctypes.byref(a), ctypes.byref(b))
+    print("%d.%d" % (a.value, b.value)); break' 2>/dev/null)
+        echo "kernel cache: $(ls .kcache | wc -l) carried entries in $kc (NVRTC here: ${nvv:-?})" \
+            >>"$out/build.log"
     else
         echo "kernel cache: the carried entries could not be put in '$kc'" >>"$out/build.log"
     fi
