@@ -16,7 +16,7 @@
 
 #include "hconvert.h"
 #include "hcrt.h"
-#include "jit.h"
+#include "gpu_int.h"
 #include "moe_synth.h"
 
 int main(int argc, char **argv) {
@@ -25,12 +25,11 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "/tmp/hc-kernel-cache-%d.hconvert", (int)getpid());
     unsigned total = 0;
     int bad = 0;
-    /* the reference GEMM every hc_gpu opens with (runtime/gpu.c) */
-    static const char *const ref[] = {"--fmad=false"};
+    /* the reference module every hc_gpu opens with */
     void *cubin = NULL;
     size_t size = 0;
     hc_err err = {0};
-    if (hc__jit_compile("tile_gemm.cu", arch, ref, 1, &cubin, &size, &err)) {
+    if (hc__gpu_ref_compile(arch, &cubin, &size, &err)) {
         fprintf(stderr, "kernel_cache: tile_gemm.cu: %s\n", err.msg);
         bad = 1;
     }

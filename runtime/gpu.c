@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "gpu_int.h"
-#include "jit.h"
 
 hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     hc_err err = {0};
@@ -38,8 +37,7 @@ hc_status hc_gpu_open(hc_gpu **out, char *msg, size_t msg_len) {
     CU(hc__cuda.attr(&min, cudaDevAttrComputeCapabilityMinor, 0), "compute capability");
     /* the exact architecture: sm_90a on Hopper (wgmma and setmaxnreg need the 'a') */
     snprintf(g->arch, sizeof g->arch, "sm_%d%d%s", maj, min, maj == 9 && min == 0 ? "a" : "");
-    static const char *const opts[] = {"--fmad=false"};
-    st = hc__jit_compile("tile_gemm.cu", g->arch, opts, 1, &cubin, &size, &err);
+    st = hc__gpu_ref_compile(g->arch, &cubin, &size, &err);
     if (st) goto out;
     CU(hc__cuda.lib_load(&g->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData");
     CU(hc__cuda.lib_kernel(&g->gemm_ref, g->lib, "hc_tile_gemm_ref"), "cudaLibraryGetKernel");

@@ -127,6 +127,9 @@ hc_status hc__gpu_layer_kind(const hc_tensor_info *t, const hc_tile_params *p, h
  * container tiled before repack refused them. */
 hc_status hc__gpu_layer_zeros(const hc_tensor_info *t, const hc_tile_params *p,
                               const uint8_t *data, uint64_t len, hc_err *err);
+/* The reference module (kernels/tile_gemm.cu: the reference GEMM, the stream read, the gather)
+ * for arch, as hc_gpu_open builds it -- one place for its options, which the cache keys. */
+hc_status hc__gpu_ref_compile(const char *arch, void **cubin, size_t *size, hc_err *err);
 /* Builds (or loads from the NVRTC cache) the tile_mma.cu module of kind k for arch, with the
  * options of the measurement mode diag (0: none): the one place that says a module's options,
  * for hc_gpu_model_load and hc_gpu_precompile alike. */

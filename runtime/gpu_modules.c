@@ -70,6 +70,11 @@ hc_status hc__gpu_layer_zeros(const hc_tensor_info *t, const hc_tile_params *p,
     return zero_range(t, at.value, &at, err);
 }
 
+hc_status hc__gpu_ref_compile(const char *arch, void **cubin, size_t *size, hc_err *err) {
+    static const char *const opts[] = {"--fmad=false"}; /* (the reference: no contraction) */
+    return hc__jit_compile("tile_gemm.cu", arch, opts, 1, cubin, size, err);
+}
+
 hc_status hc__gpu_kind_compile(const char *file, const char *arch, hc_gpu_kind k, unsigned diag,
                               void **cubin, size_t *size, hc_err *err) {
     char buf[5][32];
