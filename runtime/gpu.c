@@ -239,15 +239,17 @@ hc_status hc_gpu_model_force_kernel(hc_gpu_model *m, const char *kernel, char *m
     if (!st) st = hc__gpu_force_check(&dev, forced, &err);
     if (!st) { /* hc_gpu_linear and hc_gpu_moe read it under the same lock */
         pthread_mutex_lock(&m->mu);
-        /* (a grouped kernel wider than the runtime's choice may need a larger workspace) */
-        if (forced == HC_GPU_MOE_W8_LAP) st = hc__gpu_moe_ws_fit(m, HC_GMK_W8, &err);
-        else if (forced >= HC_GPU_MOE_FORCED && forced != HC_GPU_MOE_ACT_APART)
-            st = hc__gpu_moe_ws_fit(m, forced - HC_GPU_MOE_FORCED, &err);
+        /* the grouped kernel the setting forces, if any: one wider than the runtime's choice
+         * may need a larger workspace */
+        const int gk = forced == HC_GPU_MOE_W8_LAP ? HC_GMK_W8
+                       : forced >= HC_GPU_MOE_FORCED && forced != HC_GPU_MOE_ACT_APART
+                           ? forced - HC_GPU_MOE_FORCED
+                           : HC_GPU_KERNEL_AUTO;
+        st = hc__gpu_moe_ws_fit(m, gk, &err);
         if (st) { /* (the setting unchanged) */
         } else if (forced == HC_GPU_MOE_ACT_APART) m->act_apart = true;
-        else if (forced == HC_GPU_MOE_W8_LAP) m->moe_forced = HC_GMK_W8, m->w8_lap = true;
-        else if (forced >= HC_GPU_MOE_FORCED)
-            m->moe_forced = forced - HC_GPU_MOE_FORCED, m->w8_lap = false;
+        else if (gk != HC_GPU_KERNEL_AUTO)
+            m->moe_forced = gk, m->w8_lap = forced == HC_GPU_MOE_W8_LAP;
         else if (forced == HC_GPU_KERNEL_AUTO)
             m->forced = m->moe_forced = forced, m->act_apart = m->w8_lap = false;
         else m->forced = forced;
