@@ -68,27 +68,40 @@ typedef struct {
     bool soft; /* a forced kernel: a refusal is printed and timed as -1, not fatal */
 } ours_ctx;
 
-/* NR calls of hc_gpu_moe (routing i in call i) captured and replayed. */
-static double ours_us(ours_ctx *c, cudaStream_t s) {
-    char msg[1024];
-    for (int i = 0; i < NR; i++) /* warm-up, outside the capture */
-        if (hc_gpu_moe(c->md, "mlp", c->x, c->m, c->ids[i], c->w[i], c->k, c->y, s, msg, sizeof msg)) {
-            if (!c->soft) die("hc_gpu_moe", msg);
-            printf("    (refused: %s)\n", msg);
-            return -1;
-        }
+/* NR calls call(ctx, i, s) -- each 0 or dies -- captured on s and replayed: the median per
+ * call (after a warm-up outside the capture, which the caller does). */
+static double graph_us(void (*call)(void *, int, cudaStream_t), void *ctx, cudaStream_t s) {
     CK(cudaStreamSynchronize(s));
     cudaGraph_t gr;
     cudaGraphExec_t ge;
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < NR; i++)
-        if (hc_gpu_moe(c->md, "mlp", c->x, c->m, c->ids[i], c->w[i], c->k, c->y, s, msg, sizeof msg))
-            die("hc_gpu_moe (capture)", msg);
+    for (int i = 0; i < NR; i++) call(ctx, i, s);
     CK(cudaStreamEndCapture(s, &gr));
     CK(cudaGraphInstantiate(&ge, gr, 0));
     double us = replay_us(ge, s, NR);
     cudaGraphExecDestroy(ge), cudaGraphDestroy(gr);
     return us;
+}
+
+/* call i of ours: hc_gpu_moe with routing i; its status, msg the refusal */
+static hc_status ours_try(ours_ctx *c, int i, cudaStream_t s, char *msg, size_t cap) {
+    return hc_gpu_moe(c->md, "mlp", c->x, c->m, c->ids[i], c->w[i], c->k, c->y, s, msg, cap);
+}
+static void ours_call(void *vc, int i, cudaStream_t s) {
+    char msg[1024];
+    if (ours_try(vc, i, s, msg, sizeof msg)) die("hc_gpu_moe (capture)", msg);
+}
+
+/* NR calls of hc_gpu_moe (routing i in call i) captured and replayed. */
+static double ours_us(ours_ctx *c, cudaStream_t s) {
+    char msg[1024];
+    for (int i = 0; i < NR; i++) /* warm-up, outside the capture */
+        if (ours_try(c, i, s, msg, sizeof msg)) {
+            if (!c->soft) die("hc_gpu_moe", msg);
+            printf("    (refused: %s)\n", msg);
+            return -1;
+        }
+    return graph_us(ours_call, c, s);
 }
 
 /* ---- the peer: cuBLASLt bf16 per touched expert ---- */
@@ -196,6 +209,20 @@ static void fill_bf16(void *dev, uint64_t count, uint64_t seed) {
  * the ratio says how much the grouping costs, not how fast the layout's decode is. ---- */
 #define DENSE_N 8192ull
 #define DENSE_M 4096ull
+typedef struct {
+    hc_gpu_model *md;
+    uint32_t copies;
+    const void *x;
+    void *y;
+} dense_ctx;
+/* call i: the dense layer's copy i % copies over x */
+static void dense_call(void *vc, int i, cudaStream_t s) {
+    const dense_ctx *c = vc;
+    char msg[1024];
+    if (hc_gpu_linear(c->md, "w", (uint32_t)i % c->copies, c->x, DENSE_M, DENSE_N, c->y, DENSE_N,
+                      s, msg, sizeof msg))
+        die("hc_gpu_linear", msg);
+}
 static double dense_tflops(hc_gpu *g, int spec, cudaStream_t s) {
     char msg[1024], path[128];
     snprintf(path, sizeof path, "/tmp/hc-moe-bench-dense-%d.hconvert", (int)getpid());
@@ -212,20 +239,9 @@ static double dense_tflops(hc_gpu *g, int spec, cudaStream_t s) {
     CK(cudaMalloc(&x, DENSE_M * DENSE_N * 2));
     CK(cudaMalloc(&y, DENSE_M * DENSE_N * 2));
     fill_bf16(x, DENSE_M * DENSE_N, 7);
-    for (uint32_t i = 0; i < NR; i++) /* warm-up, outside the capture */
-        if (hc_gpu_linear(md, "w", i % copies, x, DENSE_M, DENSE_N, y, DENSE_N, s, msg, sizeof msg))
-            die("hc_gpu_linear", msg);
-    CK(cudaStreamSynchronize(s));
-    cudaGraph_t gr;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (uint32_t i = 0; i < NR; i++)
-        if (hc_gpu_linear(md, "w", i % copies, x, DENSE_M, DENSE_N, y, DENSE_N, s, msg, sizeof msg))
-            die("hc_gpu_linear (capture)", msg);
-    CK(cudaStreamEndCapture(s, &gr));
-    CK(cudaGraphInstantiate(&ge, gr, 0));
-    const double us = replay_us(ge, s, NR);
-    cudaGraphExecDestroy(ge), cudaGraphDestroy(gr);
+    dense_ctx dc = {md, copies, x, y};
+    for (int i = 0; i < NR; i++) dense_call(&dc, i, s); /* warm-up, outside the capture */
+    const double us = graph_us(dense_call, &dc, s);
     cudaFree(x), cudaFree(y);
     hc_gpu_model_free(md);
     hc_container_free(c);
